@@ -1,0 +1,448 @@
+"""Name resolution, type checking and the static cost bound of expressions.
+
+One walk does all three: it returns each expression's type, records what the compiler needs (types,
+call targets, decoded literals) in :class:`Info`, and adds the node's cost times the product of the
+bounds of the loops around it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import difflib
+import re
+from fractions import Fraction
+
+from policyscheduler.checker.env import GENERIC_BUILTINS, FuncSig, Schema
+from policyscheduler.checker.types import (
+    BOOL,
+    ERROR,
+    FLOAT,
+    INT,
+    NOTHING,
+    QUANTITY,
+    STRING,
+    ListT,
+    MapT,
+    RecordT,
+    Type,
+    arith,
+    assignable,
+    is_numeric,
+    join,
+)
+from policyscheduler.diagnostics import Diagnostic, Span, error
+from policyscheduler.syntax import ast
+
+DEFAULT_LIST_BOUND = 256
+"""Items assumed in a list whose schema annotation carries no ``Bound``."""
+DEFAULT_MAP_BOUND = 64
+"""Entries assumed in a map (labels, annotations, resources)."""
+
+_SUFFIX = {
+    "": Fraction(1), "n": Fraction(1, 10**9), "u": Fraction(1, 10**6), "m": Fraction(1, 1000),
+    "k": Fraction(10**3), "M": Fraction(10**6), "G": Fraction(10**9), "T": Fraction(10**12),
+    "P": Fraction(10**15), "E": Fraction(10**18),
+    "Ki": Fraction(2**10), "Mi": Fraction(2**20), "Gi": Fraction(2**30), "Ti": Fraction(2**40),
+    "Pi": Fraction(2**50), "Ei": Fraction(2**60),
+}
+_QTY = re.compile(r"^(\d+(?:\.\d+)?)(.*)$")
+_ESCAPES = {'"': '"', "\\": "\\", "n": "\n", "t": "\t"}
+
+
+def parse_quantity(text: str) -> Fraction | None:
+    """Exact value of a quantity literal, None for an unknown suffix."""
+    m = _QTY.match(text)
+    if not m:
+        return None
+    number, suffix = Fraction(m.group(1)), m.group(2)
+    if suffix in _SUFFIX:
+        return number * _SUFFIX[suffix]
+    exp = re.fullmatch(r"[eE]([+-]?\d+)", suffix)
+    if exp and abs(int(exp.group(1))) <= 30:
+        return number * Fraction(10) ** int(exp.group(1))
+    return None
+
+
+@dataclasses.dataclass
+class Info:
+    """What the checker learned about the expressions of one rule (keyed by ``id(node)``)."""
+
+    types: dict[int, Type] = dataclasses.field(default_factory=dict)
+    calls: dict[int, tuple[str, str]] = dataclasses.field(default_factory=dict)  # ("generic"|"builtin"|"method", name)
+    literals: dict[int, object] = dataclasses.field(default_factory=dict)
+    signatures: dict[int, FuncSig] = dataclasses.field(default_factory=dict)
+
+
+@dataclasses.dataclass
+class Binding:
+    type: Type
+    span: Span | None
+    kind: str  # "root" | "let" | "loop"
+    used: bool = False
+
+
+class Scope:
+    """Names visible at a point of a rule; lookups mark bindings used."""
+
+    def __init__(self, names: dict[str, Binding], parent: Scope | None = None) -> None:
+        self.names = names
+        self.parent = parent
+
+    def lookup(self, name: str) -> Binding | None:
+        s: Scope | None = self
+        while s is not None:
+            if name in s.names:
+                return s.names[name]
+            s = s.parent
+        return None
+
+    def all_names(self) -> list[str]:
+        out: list[str] = []
+        s: Scope | None = self
+        while s is not None:
+            out.extend(s.names)
+            s = s.parent
+        return out
+
+
+def _suggest(name: str, options: list[str]) -> str:
+    close = difflib.get_close_matches(name, options, n=1, cutoff=0.6)
+    return f"; did you mean '{close[0]}'?" if close else ""
+
+
+class ExprChecker:
+    """Checks the expressions of one rule against a schema."""
+
+    def __init__(self, schema: Schema, info: Info, diags: list[Diagnostic]) -> None:
+        self.schema = schema
+        self.info = info
+        self.diags = diags
+        self.cost = 0
+        self.forbidden: dict[str, str] = {}  # root name -> code reported when it is used (applies when)
+
+    # -- helpers
+    def err(self, code: str, message: str, span: Span) -> Type:
+        self.diags.append(error(code, message, span))
+        return ERROR
+
+    def expect(self, e: ast.Expr, scope: Scope, want: Type, what: str, mult: int) -> Type:
+        t = self.check(e, scope, mult)
+        if not assignable(t, want):
+            return self.err("type-mismatch", f"{what} must be {want}, got {t}", e.span)
+        return t
+
+    # -- dispatch
+    def check(self, e: ast.Expr, scope: Scope, mult: int) -> Type:
+        self.cost += mult
+        method = getattr(self, "_" + type(e).__name__)
+        t: Type = method(e, scope, mult)
+        self.info.types[id(e)] = t
+        return t
+
+    def _IntLit(self, e: ast.IntLit, scope: Scope, mult: int) -> Type:
+        return INT
+
+    def _FloatLit(self, e: ast.FloatLit, scope: Scope, mult: int) -> Type:
+        return FLOAT
+
+    def _BoolLit(self, e: ast.BoolLit, scope: Scope, mult: int) -> Type:
+        return BOOL
+
+    def _QuantityLit(self, e: ast.QuantityLit, scope: Scope, mult: int) -> Type:
+        value = parse_quantity(e.text)
+        if value is None:
+            suffix = _QTY.match(e.text)
+            unit = suffix.group(2) if suffix else e.text
+            return self.err("bad-quantity", f"unknown unit '{unit}' in quantity {e.text}; units are "
+                            "n u m k M G T P E Ki Mi Gi Ti Pi Ei (or an exponent like 1e3)", e.span)
+        self.info.literals[id(e)] = value
+        return QUANTITY
+
+    def _StringLit(self, e: ast.StringLit, scope: Scope, mult: int) -> Type:
+        value = decode_string(e.raw)
+        if value is None:
+            return self.err("bad-string", "unknown escape in string; use \\\" \\\\ \\n or \\t", e.span)
+        self.info.literals[id(e)] = value
+        return STRING
+
+    def _ListLit(self, e: ast.ListLit, scope: Scope, mult: int) -> Type:
+        elem: Type = NOTHING
+        for item in e.items:
+            t = self.check(item, scope, mult)
+            j = join(elem, t)
+            if j is None:
+                self.err("type-mismatch", f"list items must have one type: {elem} and {t}", item.span)
+                elem = ERROR
+            else:
+                elem = j
+        return ListT(elem, len(e.items))
+
+    def _Name(self, e: ast.Name, scope: Scope, mult: int) -> Type:
+        b = scope.lookup(e.id)
+        if b is not None:
+            if b.kind == "root" and e.id in self.forbidden:
+                return self.err(self.forbidden[e.id],
+                                f"'applies when' cannot use '{e.id}': it is evaluated once per pod, "
+                                "before any node is looked at", e.span)
+            b.used = True
+            return b.type
+        if e.id in GENERIC_BUILTINS or e.id in self.schema.builtins:
+            return self.err("type-mismatch", f"function '{e.id}' must be called", e.span)
+        return self.err("unknown-name", f"unknown name '{e.id}'{_suggest(e.id, scope.all_names())}", e.span)
+
+    def _Attr(self, e: ast.Attr, scope: Scope, mult: int) -> Type:
+        t = self.check(e.obj, scope, mult)
+        if t == ERROR:
+            return ERROR
+        if not isinstance(t, RecordT):
+            hint = f'; use [\"{e.name}\"] to read a map key' if isinstance(t, MapT) else ""
+            return self.err("type-mismatch", f"{t} has no fields (reading '.{e.name}'){hint}", e.name_span)
+        rec = self.schema.records.get(t.name)
+        if rec is None:
+            return self.err("unknown-field", f"record type {t.name} is not in the schema", e.name_span)
+        if e.name in rec.fields:
+            return rec.fields[e.name]
+        if e.name in rec.methods:
+            return self.err("type-mismatch", f"method '{t.name}.{e.name}' must be called", e.name_span)
+        options = list(rec.fields) + list(rec.methods)
+        return self.err("unknown-field", f"{t.name} has no field or method '{e.name}'{_suggest(e.name, options)}",
+                        e.name_span)
+
+    def _Index(self, e: ast.Index, scope: Scope, mult: int) -> Type:
+        t = self.check(e.obj, scope, mult)
+        if isinstance(t, ListT):
+            self.expect(e.index, scope, INT, "a list index", mult)
+            return t.elem
+        if isinstance(t, MapT):
+            self.expect(e.index, scope, STRING, "a map key", mult)
+            return t.value
+        self.check(e.index, scope, mult)
+        if t == ERROR:
+            return ERROR
+        return self.err("type-mismatch", f"cannot index a {t}; only lists and maps can be indexed", e.span)
+
+    def _Unary(self, e: ast.Unary, scope: Scope, mult: int) -> Type:
+        if e.op == "not":
+            self.expect(e.operand, scope, BOOL, "the operand of 'not'", mult)
+            return BOOL
+        t = self.check(e.operand, scope, mult)
+        if t == ERROR or is_numeric(t):
+            return t
+        return self.err("type-mismatch", f"unary '-' needs a number, got {t}", e.span)
+
+    def _Binary(self, e: ast.Binary, scope: Scope, mult: int) -> Type:
+        op = e.op
+        if op in ("and", "or"):
+            self.expect(e.left, scope, BOOL, f"the left operand of '{op}'", mult)
+            self.expect(e.right, scope, BOOL, f"the right operand of '{op}'", mult)
+            return BOOL
+        a = self.check(e.left, scope, mult)
+        b = self.check(e.right, scope, mult)
+        if ERROR in (a, b):
+            return BOOL if op in ("==", "!=", "<", "<=", ">", ">=", "in", "not in") else ERROR
+        if op in ("in", "not in"):
+            if isinstance(b, ListT) and (join(a, b.elem) is not None):
+                return BOOL
+            if isinstance(b, MapT) and a == STRING:
+                return BOOL
+            if a == STRING and b == STRING:
+                return BOOL
+            return self.err("type-mismatch", f"'{op}' needs an item and a list of it, a key and a map, or two "
+                            f"strings; got {a} {op} {b}", e.span)
+        if op in ("==", "!="):
+            if join(a, b) is None:
+                return self.err("type-mismatch", f"cannot compare {a} with {b}", e.span)
+            return BOOL
+        if op in ("<", "<=", ">", ">="):
+            if (is_numeric(a) and is_numeric(b)) or (a == STRING and b == STRING):
+                return BOOL
+            return self.err("type-mismatch", f"'{op}' needs two numbers or two strings, got {a} and {b}", e.span)
+        if op == "+" and a == STRING and b == STRING:
+            return STRING
+        if op == "+" and isinstance(a, ListT) and isinstance(b, ListT):
+            j = join(a, b)
+            if j is None:
+                return self.err("type-mismatch", f"cannot join {a} and {b}", e.span)
+            return j
+        if op == "%":
+            if a == INT and b == INT:
+                return INT
+            return self.err("type-mismatch", f"'%' needs two ints, got {a} and {b}", e.span)
+        r = arith(a, b)
+        if r is None:
+            return self.err("type-mismatch", f"'{op}' needs numbers{' (or two strings/lists)' if op == '+' else ''}, "
+                            f"got {a} and {b}", e.span)
+        return r
+
+    def _IfExpr(self, e: ast.IfExpr, scope: Scope, mult: int) -> Type:
+        self.expect(e.cond, scope, BOOL, "the condition of 'if'", mult)
+        a = self.check(e.then, scope, mult)
+        b = self.check(e.else_, scope, mult)
+        j = join(a, b)
+        if j is None:
+            return self.err("type-mismatch", f"'then' and 'else' have different types: {a} and {b}", e.else_.span)
+        return j
+
+    # -- loops
+    def _loop(self, loop: ast.Loop, scope: Scope, mult: int) -> tuple[Scope, int]:
+        """Check the iterable, bind the loop variables, check ``where``; returns the inner scope and multiplier."""
+        t = self.check(loop.iterable, scope, mult)
+        names: dict[str, Binding] = {}
+        if isinstance(t, ListT):
+            bound = t.bound if t.bound is not None else DEFAULT_LIST_BOUND
+            types = [t.elem] if len(loop.binders) == 1 else [INT, t.elem]
+        elif isinstance(t, MapT):
+            bound = DEFAULT_MAP_BOUND
+            types = [STRING] if len(loop.binders) == 1 else [STRING, t.value]
+        else:
+            bound = 1
+            types = [ERROR] * len(loop.binders)
+            if t != ERROR:
+                self.err("type-mismatch", f"can only loop over a list or a map, got {t}", loop.iterable.span)
+        for b, bt in zip(loop.binders, types):
+            if scope.lookup(b.name) is not None or b.name in names:
+                self.err("shadowed-name", f"'{b.name}' is already bound; choose another name", b.span)
+            names[b.name] = Binding(bt, b.span, "loop")
+        self.info.types[id(loop)] = t
+        inner = Scope(names, scope)
+        inner_mult = mult * max(1, bound)
+        if loop.where is not None:
+            self.expect(loop.where, inner, BOOL, "a 'where' condition", inner_mult)
+        return inner, inner_mult
+
+    def _Quantifier(self, e: ast.Quantifier, scope: Scope, mult: int) -> Type:
+        inner, m = self._loop(e.loop, scope, mult)
+        self.expect(e.body, inner, BOOL, f"the body of '{e.kind}'", m)
+        return BOOL
+
+    def _Comprehension(self, e: ast.Comprehension, scope: Scope, mult: int) -> Type:
+        inner, m = self._loop(e.loop, scope, mult)
+        t = self.check(e.value, inner, m)
+        it = self.info.types.get(id(e.loop))
+        bound = it.bound if isinstance(it, ListT) else DEFAULT_MAP_BOUND
+        return ListT(t, bound)
+
+    def _Aggregate(self, e: ast.Aggregate, scope: Scope, mult: int) -> Type:
+        inner, m = self._loop(e.loop, scope, mult)
+        if e.kind == "count":
+            return INT
+        assert e.value is not None
+        t = self.check(e.value, inner, m)
+        if t == ERROR:
+            if e.default is not None:
+                self.check(e.default, scope, mult)
+            return ERROR
+        if e.kind == "sum" and not is_numeric(t):
+            return self.err("type-mismatch", f"sum needs numbers, got {t}", e.value.span)
+        if e.kind in ("max", "min") and not (is_numeric(t) or t == STRING):
+            return self.err("type-mismatch", f"{e.kind} needs numbers or strings, got {t}", e.value.span)
+        if e.default is not None:
+            d = self.check(e.default, scope, mult)
+            j = join(t, d)
+            if j is None:
+                return self.err("type-mismatch", f"default must be {t}, got {d}", e.default.span)
+            return j
+        return t
+
+    # -- calls
+    def _Call(self, e: ast.Call, scope: Scope, mult: int) -> Type:
+        f = e.func
+        if isinstance(f, ast.Name) and scope.lookup(f.id) is None:
+            if f.id in GENERIC_BUILTINS:
+                self.info.calls[id(e)] = ("generic", f.id)
+                return self._generic(e, f.id, scope, mult)
+            sig = self.schema.builtins.get(f.id)
+            if sig is None:
+                options = list(GENERIC_BUILTINS) + list(self.schema.builtins)
+                for a in e.args:
+                    self.check(a, scope, mult)
+                return self.err("unknown-function", f"unknown function '{f.id}'{_suggest(f.id, options)}", f.span)
+            self.info.calls[id(e)] = ("builtin", f.id)
+            self.info.signatures[id(e)] = sig
+            return self._apply(e, sig, f"'{f.id}'", scope, mult)
+        if isinstance(f, ast.Attr):
+            t = self.check(f.obj, scope, mult)
+            if t == ERROR:
+                for a in e.args:
+                    self.check(a, scope, mult)
+                return ERROR
+            rec = self.schema.records.get(t.name) if isinstance(t, RecordT) else None
+            if rec is not None and f.name in rec.methods:
+                sig = rec.methods[f.name]
+                self.info.calls[id(e)] = ("method", f.name)
+                self.info.signatures[id(e)] = sig
+                return self._apply(e, sig, f"'{t}.{f.name}'", scope, mult)
+            if rec is not None and f.name not in rec.fields:
+                options = list(rec.fields) + list(rec.methods)
+                self.err("unknown-field", f"{t} has no method '{f.name}'{_suggest(f.name, options)}", f.name_span)
+                return ERROR
+        t = self.check(f, scope, mult)
+        for a in e.args:
+            self.check(a, scope, mult)
+        if t == ERROR:
+            return ERROR
+        return self.err("not-callable", f"a {t} cannot be called", f.span)
+
+    def _apply(self, e: ast.Call, sig: FuncSig, what: str, scope: Scope, mult: int) -> Type:
+        n = len(e.args)
+        if not sig.min_args <= n <= len(sig.params):
+            want = str(len(sig.params)) if sig.min_args == len(sig.params) else f"{sig.min_args}..{len(sig.params)}"
+            for a in e.args:
+                self.check(a, scope, mult)
+            return self.err("bad-arity", f"{what} takes {want} argument(s), got {n}", e.span)
+        for i, (a, p) in enumerate(zip(e.args, sig.params)):
+            self.expect(a, scope, p, f"argument {i + 1} of {what}", mult)
+        return sig.ret
+
+    def _generic(self, e: ast.Call, name: str, scope: Scope, mult: int) -> Type:
+        ts = [self.check(a, scope, mult) for a in e.args]
+        n = len(ts)
+        if name in ("min", "max"):
+            if n < 2:
+                return self.err("bad-arity", f"'{name}' takes 2 or more arguments (or use {name}(x in L: V))", e.span)
+        elif n != 1:
+            return self.err("bad-arity", f"'{name}' takes 1 argument, got {n}", e.span)
+        if ERROR in ts:
+            return ERROR
+        t = ts[0]
+        if name == "len":
+            if isinstance(t, (ListT, MapT)) or t == STRING:
+                return INT
+            return self.err("type-mismatch", f"'len' needs a list, map or string, got {t}", e.args[0].span)
+        if name == "first":
+            if isinstance(t, ListT):
+                return ListT(t.elem, 1)
+            return self.err("type-mismatch", f"'first' needs a list, got {t}", e.args[0].span)
+        if name in ("min", "max"):
+            acc: Type | None = t
+            for other in ts[1:]:
+                acc = None if acc is None else join(acc, other)
+            if acc is None or not (is_numeric(acc) or acc == STRING):
+                return self.err("type-mismatch", f"'{name}' needs numbers or strings of one kind, got "
+                                + ", ".join(map(str, ts)), e.span)
+            return acc
+        if not is_numeric(t):
+            return self.err("type-mismatch", f"'{name}' needs a number, got {t}", e.args[0].span)
+        if name == "abs":
+            return t
+        if name in ("trunc", "round"):
+            return INT
+        return FLOAT  # float, ln, sqrt
+
+
+def decode_string(raw: str) -> str | None:
+    """The value of a string literal's body, None for an unknown escape."""
+    out: list[str] = []
+    i = 0
+    while i < len(raw):
+        ch = raw[i]
+        if ch == "\\":
+            nxt = raw[i + 1] if i + 1 < len(raw) else ""
+            if nxt not in _ESCAPES:
+                return None
+            out.append(_ESCAPES[nxt])
+            i += 2
+            continue
+        out.append(ch)
+        i += 1
+    return "".join(out)

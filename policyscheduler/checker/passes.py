@@ -1,0 +1,160 @@
+"""Rule-level passes: clause structure, weights, names and types of every clause, unused lets, cost.
+
+Each pass appends diagnostics and never raises; a rule with errors is still walked to the end so a
+file's problems are all reported in one run.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from collections.abc import Sequence
+
+from policyscheduler.checker.env import Schema
+from policyscheduler.checker.expressions import Binding, ExprChecker, Info, Scope
+from policyscheduler.checker.types import BOOL, ERROR, INT, STRING, ListT, Type
+from policyscheduler.diagnostics import Diagnostic, error, warning
+from policyscheduler.syntax import ast
+
+COST_LIMIT = 10_000_000
+"""Largest static cost bound (expression nodes evaluated per node, loops multiplied out) of a rule."""
+
+NORMALIZE_MODES = ("none", "scale", "reverse", "minmax", "spread")
+
+_FILTER_CLAUSES = (ast.Reason, ast.Applies, ast.Let, ast.Require, ast.Reject, ast.RejectEach)
+_SCORE_CLAUSES = (ast.Applies, ast.IgnoreWhen, ast.Let, ast.Value)
+_ONCE = (ast.Reason, ast.Applies, ast.IgnoreWhen, ast.Value)
+
+
+@dataclasses.dataclass
+class CheckedRule:
+    """A rule that passed the checker, with what the compiler needs to know about it."""
+
+    rule: ast.Rule
+    info: Info
+    cost: int
+    weight: int = 0
+    normalize: str = "none"
+    reason: str | None = None
+
+
+def check_duplicates(modules: Sequence[ast.Module]) -> tuple[list[Diagnostic], set[int]]:
+    """duplicate-rule across all files, per kind; returns the diagnostics and ids of the duplicates."""
+    seen: dict[tuple[str, str], ast.Rule] = {}
+    diags: list[Diagnostic] = []
+    dups: set[int] = set()
+    for m in modules:
+        for r in m.rules:
+            key = (r.kind, r.name)
+            first = seen.get(key)
+            if first is None:
+                seen[key] = r
+                continue
+            dups.add(id(r))
+            diags.append(error("duplicate-rule", f"{r.kind} '{r.name}' is already defined at {first.name_span}",
+                               r.name_span))
+    return diags, dups
+
+
+def check_structure(rule: ast.Rule, diags: list[Diagnostic]) -> None:
+    """Which clauses a rule kind has, how often, and where."""
+    allowed = _FILTER_CLAUSES if isinstance(rule, ast.FilterRule) else _SCORE_CLAUSES
+    seen: dict[type, ast.Clause] = {}
+    for i, c in enumerate(rule.clauses):
+        kw = ast.CLAUSE_KEYWORDS[type(c)]
+        if not isinstance(c, allowed):
+            other = "score" if isinstance(rule, ast.FilterRule) else "filter"
+            diags.append(error("clause-not-allowed", f"'{kw}' belongs in a {other} rule, not in a {rule.kind} rule",
+                               c.span))
+            continue
+        if isinstance(c, _ONCE) and type(c) in seen:
+            diags.append(error("duplicate-clause", f"'{kw}' may appear only once in a rule "
+                               f"(first at line {seen[type(c)].span.line})", c.span))
+        seen.setdefault(type(c), c)
+        if isinstance(c, ast.Applies) and any(not isinstance(p, ast.Reason) for p in rule.clauses[:i]):
+            diags.append(error("clause-order", "'applies when' must come before the other clauses of the rule "
+                               "(only 'reason' may precede it)", c.span))
+        if isinstance(c, ast.Value) and i != len(rule.clauses) - 1:
+            diags.append(error("clause-order", "'value' must be the last clause of the rule", c.span))
+    if isinstance(rule, ast.FilterRule):
+        checks = [c for c in rule.clauses if isinstance(c, (ast.Require, ast.Reject, ast.RejectEach))]
+        if not checks:
+            diags.append(error("missing-check", f"filter '{rule.name}' has no require or reject clause",
+                               rule.name_span))
+        if ast.Reason not in seen:
+            for c in checks:
+                if isinstance(c, ast.Require) and c.else_ is None:
+                    diags.append(error("missing-reason", "this 'require' has no 'else' reason and the filter has "
+                                       "no 'reason' clause", c.span))
+    elif ast.Value not in seen:
+        diags.append(error("missing-value", f"score '{rule.name}' has no 'value' clause", rule.name_span))
+
+
+def check_header(rule: ast.Rule, checked: CheckedRule, diags: list[Diagnostic]) -> None:
+    """Weight 1..100 (integer literal) and a known normalisation mode."""
+    if not isinstance(rule, ast.ScoreRule):
+        return
+    if re.fullmatch(r"\d+", rule.weight_text) and 1 <= int(rule.weight_text) <= 100:
+        checked.weight = int(rule.weight_text)
+    else:
+        diags.append(error("weight-range", f"weight must be an integer from 1 to 100, got {rule.weight_text}",
+                           rule.weight_span))
+    if rule.normalize is not None:
+        if rule.normalize in NORMALIZE_MODES:
+            checked.normalize = rule.normalize
+        else:
+            assert rule.normalize_span is not None
+            diags.append(error("unknown-normalize", f"unknown normalize mode '{rule.normalize}'; use one of "
+                               + ", ".join(NORMALIZE_MODES), rule.normalize_span))
+
+
+def check_clauses(rule: ast.Rule, schema: Schema, checked: CheckedRule, diags: list[Diagnostic]) -> None:
+    """Types and names of every clause, in order (a let is visible after its clause), then unused lets."""
+    ec = ExprChecker(schema, checked.info, diags)
+    roots = {name: Binding(t, None, "root") for name, t in schema.roots.items()}
+    scope = Scope(roots)
+    lets: list[tuple[ast.Let, Binding]] = []
+    for c in rule.clauses:
+        if isinstance(c, ast.Reason):
+            t = ec.check(c.text, scope, 1)
+            if t == STRING:
+                value = checked.info.literals.get(id(c.text))
+                checked.reason = value if isinstance(value, str) else None
+        elif isinstance(c, ast.Applies):
+            ec.forbidden = {"node": "applies-uses-node"}
+            ec.expect(c.cond, scope, BOOL, "'applies when'", 1)
+            ec.forbidden = {}
+        elif isinstance(c, ast.Let):
+            t = ec.check(c.value, scope, 1)
+            if scope.lookup(c.name) is not None:
+                # reported, then bound anyway: later uses see the let's type, so no follow-on errors
+                diags.append(error("shadowed-name", f"'{c.name}' is already bound; choose another name", c.name_span))
+            b = Binding(t, c.name_span, "let")
+            lets.append((c, b))
+            scope = Scope({c.name: b}, scope)
+        elif isinstance(c, ast.Require):
+            ec.expect(c.cond, scope, BOOL, "a 'require' condition", 1)
+            if c.else_ is not None:
+                ec.expect(c.else_, scope, STRING, "an 'else' reason", 1)
+        elif isinstance(c, ast.Reject):
+            ec.expect(c.reason, scope, STRING, "a 'reject' reason", 1)
+            ec.expect(c.when, scope, BOOL, "a 'reject ... when' condition", 1)
+        elif isinstance(c, ast.RejectEach):
+            want: Type = ListT(STRING)
+            ec.expect(c.reasons, scope, want, "'reject each'", 1)
+        elif isinstance(c, ast.IgnoreWhen):
+            ec.expect(c.cond, scope, BOOL, "'ignore node when'", 1)
+        elif isinstance(c, ast.Value):
+            t = ec.check(c.value, scope, 1)
+            if t not in (INT, ERROR):
+                diags.append(error("type-mismatch", f"'value' must be an int, got {t}"
+                                   + ("; use trunc() or round()" if str(t) in ("float", "quantity") else ""),
+                                   c.value.span))
+    for let, b in lets:
+        if not b.used:
+            diags.append(warning("unused-binding", f"'{let.name}' is bound but never used", let.name_span))
+    checked.cost = ec.cost
+    if ec.cost > COST_LIMIT:
+        diags.append(error("cost-limit", f"{rule.kind} '{rule.name}' may evaluate up to {ec.cost:,} expression "
+                           f"nodes per node (limit {COST_LIMIT:,}); loop over fewer or smaller collections",
+                           rule.name_span))

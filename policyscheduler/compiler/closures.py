@@ -1,0 +1,310 @@
+"""Checked expressions -> nested Python closures ``fn(frame) -> value``. No eval, no exec.
+
+A frame is a dict of the names in scope (``pod``, ``node``, ``cluster``, lets, loop variables). Only
+what the checker resolved is reachable: fields through ``getattr`` of a schema-declared name, methods
+and builtins through the schema's own function objects. Failing operations raise
+:class:`Located`, which the rule wrapper (program.py) turns into a PolicyRuntimeError.
+"""
+
+from __future__ import annotations
+
+import operator
+from collections.abc import Callable
+from fractions import Fraction
+from typing import Any
+
+from policyscheduler.checker.env import Schema
+from policyscheduler.checker.expressions import Info
+from policyscheduler.checker.types import (
+    FLOAT,
+    INT,
+    QUANTITY,
+    ListT,
+    MapT,
+    Type,
+    zero_value,
+)
+from policyscheduler.compiler import builtins as rt
+from policyscheduler.diagnostics import PolicyRuntimeError, Span
+from policyscheduler.syntax import ast
+
+Fn = Callable[[dict[str, Any]], Any]
+
+
+class Located(Exception):
+    """A runtime failure with the span of the expression that failed."""
+
+    def __init__(self, span: Span, message: str) -> None:
+        super().__init__(message)
+        self.span = span
+        self.message = message
+
+
+def _guard(fn: Fn, span: Span) -> Fn:
+    """Attach a span to failures of a risky operation (division, index, calls)."""
+
+    def guarded(f: dict[str, Any]) -> Any:
+        try:
+            return fn(f)
+        except (Located, PolicyRuntimeError):
+            raise
+        except rt.EvalFailure as exc:
+            raise Located(span, str(exc)) from None
+        except Exception as exc:  # noqa: BLE001 -- a builtin or method of the object model failed
+            raise Located(span, f"{type(exc).__name__}: {exc}") from None
+
+    return guarded
+
+
+def _converter(src: Type, dst: Type) -> Callable[[Any], Any] | None:
+    """The runtime promotion from ``src`` to ``dst`` (None when no conversion is needed)."""
+    if src == INT and dst == FLOAT:
+        return float
+    if src == INT and dst == QUANTITY:
+        return Fraction
+    if src == QUANTITY and dst == FLOAT:
+        return rt.to_float
+    return None
+
+
+class ExprCompiler:
+    """Compiles the expressions of one checked rule."""
+
+    def __init__(self, schema: Schema, info: Info) -> None:
+        self.schema = schema
+        self.info = info
+
+    def type_of(self, e: ast.Expr) -> Type:
+        return self.info.types[id(e)]
+
+    def as_type(self, e: ast.Expr, dst: Type) -> Fn:
+        """Compile ``e`` and promote its value to ``dst`` (int -> float/quantity, quantity -> float)."""
+        fn = self.compile(e)
+        conv = _converter(self.type_of(e), dst)
+        if conv is None:
+            return fn
+        return lambda f: conv(fn(f))
+
+    def compile(self, e: ast.Expr) -> Fn:
+        return getattr(self, "_" + type(e).__name__)(e)  # type: ignore[no-any-return]
+
+    # -- literals and names
+    def _IntLit(self, e: ast.IntLit) -> Fn:
+        v = e.value
+        return lambda f: v
+
+    def _FloatLit(self, e: ast.FloatLit) -> Fn:
+        v = e.value
+        return lambda f: v
+
+    def _BoolLit(self, e: ast.BoolLit) -> Fn:
+        v = e.value
+        return lambda f: v
+
+    def _QuantityLit(self, e: ast.QuantityLit) -> Fn:
+        v = self.info.literals[id(e)]
+        return lambda f: v
+
+    def _StringLit(self, e: ast.StringLit) -> Fn:
+        v = self.info.literals[id(e)]
+        return lambda f: v
+
+    def _ListLit(self, e: ast.ListLit) -> Fn:
+        t = self.type_of(e)
+        elem = t.elem if isinstance(t, ListT) else t
+        items = [self.as_type(i, elem) for i in e.items]
+        return lambda f: tuple(i(f) for i in items)
+
+    def _Name(self, e: ast.Name) -> Fn:
+        name = e.id
+        return lambda f: f[name]
+
+    def _Attr(self, e: ast.Attr) -> Fn:
+        obj = self.compile(e.obj)
+        getter = operator.attrgetter(e.name)  # a field name the checker found in the schema
+        return lambda f: getter(obj(f))
+
+    def _Index(self, e: ast.Index) -> Fn:
+        obj, idx = self.compile(e.obj), self.compile(e.index)
+        t = self.type_of(e.obj)
+        if isinstance(t, MapT):
+            zero = zero_value(t.value)
+            if zero is not None:  # the hot path (labels, resources): a plain dict lookup
+                key = self.info.literals.get(id(e.index)) if isinstance(e.index, ast.StringLit) else None
+                if key is not None:
+                    return lambda f: obj(f).get(key, zero)
+                return lambda f: obj(f).get(idx(f), zero)
+
+            def read_map(f: dict[str, Any]) -> Any:
+                m, k = obj(f), idx(f)
+                if k in m:
+                    return m[k]
+                if zero is None:
+                    raise rt.EvalFailure(f"map has no key {k!r} (and {t.value} has no zero value)")
+                return zero
+
+            return _guard(read_map, e.span)
+
+        def read_list(f: dict[str, Any]) -> Any:
+            xs, i = obj(f), idx(f)
+            if not 0 <= i < len(xs):
+                raise rt.EvalFailure(f"list index {i} out of range (length {len(xs)})")
+            return xs[i]
+
+        return _guard(read_list, e.span)
+
+    # -- operators
+    def _Unary(self, e: ast.Unary) -> Fn:
+        x = self.compile(e.operand)
+        if e.op == "not":
+            return lambda f: not x(f)
+        return lambda f: -x(f)
+
+    def _Binary(self, e: ast.Binary) -> Fn:
+        op = e.op
+        if op == "and":
+            a, b = self.compile(e.left), self.compile(e.right)
+            return lambda f: a(f) and b(f)
+        if op == "or":
+            a, b = self.compile(e.left), self.compile(e.right)
+            return lambda f: a(f) or b(f)
+        ta, tb, tr = self.type_of(e.left), self.type_of(e.right), self.type_of(e)
+        if op in ("in", "not in"):
+            a, b = self.compile(e.left), self.compile(e.right)
+            if op == "in":
+                return lambda f: rt.member(a(f), b(f))
+            return lambda f: not rt.member(a(f), b(f))
+        if op in ("==", "!="):
+            a, b = self.compile(e.left), self.compile(e.right)
+            if op == "==":
+                return lambda f: rt.equal(a(f), b(f))
+            return lambda f: not rt.equal(a(f), b(f))
+        if op in ("<", "<=", ">", ">="):
+            cmp = {"<": operator.lt, "<=": operator.le, ">": operator.gt, ">=": operator.ge}[op]
+            a, b = self.compile(e.left), self.compile(e.right)
+            if FLOAT in (ta, tb) and QUANTITY in (ta, tb):
+                a, b = self.as_type(e.left, FLOAT), self.as_type(e.right, FLOAT)
+            return lambda f: cmp(a(f), b(f))
+        if isinstance(tr, ListT):
+            a, b = self.compile(e.left), self.compile(e.right)
+            return lambda f: tuple(a(f)) + tuple(b(f))
+        if tr == QUANTITY:  # Fraction arithmetic with an int operand is exact: no conversion needed
+            a, b = self.compile(e.left), self.compile(e.right)
+        else:
+            a, b = self.as_type(e.left, tr), self.as_type(e.right, tr)
+        if op == "+":
+            return lambda f: a(f) + b(f)
+        if op == "-":
+            return lambda f: a(f) - b(f)
+        if op == "*":
+            return lambda f: a(f) * b(f)
+        if op == "%":
+            return _guard(lambda f: rt.go_mod(a(f), b(f)), e.span)
+        if tr == INT:
+            return _guard(lambda f: rt.go_div(a(f), b(f)), e.span)
+        return _guard(lambda f: rt.real_div(a(f), b(f)), e.span)
+
+    def _IfExpr(self, e: ast.IfExpr) -> Fn:
+        t = self.type_of(e)
+        c, a, b = self.compile(e.cond), self.as_type(e.then, t), self.as_type(e.else_, t)
+        return lambda f: a(f) if c(f) else b(f)
+
+    # -- loops
+    def _iterate(self, loop: ast.Loop) -> Callable[[dict[str, Any]], Any]:
+        """A generator function: binds the loop variables in a child frame for each item passing ``where``."""
+        src = self.compile(loop.iterable)
+        t = self.info.types[id(loop)]
+        names = [b.name for b in loop.binders]
+        where = self.compile(loop.where) if loop.where is not None else None
+        is_map = isinstance(t, MapT)
+
+        def items(f: dict[str, Any]) -> Any:
+            coll = src(f)
+            seq: Any
+            if is_map:
+                keys = sorted(coll)  # deterministic order, whatever the dict's insertion order
+                seq = ((k,) if len(names) == 1 else (k, coll[k]) for k in keys)
+            elif len(names) == 1:
+                seq = ((x,) for x in coll)
+            else:
+                seq = enumerate(coll)
+            inner = dict(f)
+            for values in seq:
+                for n, v in zip(names, values):
+                    inner[n] = v
+                if where is None or where(inner):
+                    yield inner
+
+        return items
+
+    def _Quantifier(self, e: ast.Quantifier) -> Fn:
+        items, body = self._iterate(e.loop), self.compile(e.body)
+        if e.kind == "all":
+            return lambda f: all(body(i) for i in items(f))
+        return lambda f: any(body(i) for i in items(f))
+
+    def _Comprehension(self, e: ast.Comprehension) -> Fn:
+        items = self._iterate(e.loop)
+        t = self.type_of(e)
+        value = self.as_type(e.value, t.elem) if isinstance(t, ListT) else self.compile(e.value)
+        return lambda f: tuple(value(i) for i in items(f))
+
+    def _Aggregate(self, e: ast.Aggregate) -> Fn:
+        items = self._iterate(e.loop)
+        if e.kind == "count":
+            return lambda f: sum(1 for _ in items(f))
+        assert e.value is not None
+        t = self.type_of(e)
+        value = self.as_type(e.value, t)
+        if e.kind == "sum":
+            zero: Any = zero_value(t)
+            return lambda f: sum((value(i) for i in items(f)), zero)
+        pick = max if e.kind == "max" else min
+        if e.default is not None:
+            default = self.as_type(e.default, t)
+
+            def with_default(f: dict[str, Any]) -> Any:
+                vals = [value(i) for i in items(f)]
+                return pick(vals) if vals else default(f)
+
+            return with_default
+        kind = e.kind
+
+        def no_default(f: dict[str, Any]) -> Any:
+            vals = [value(i) for i in items(f)]
+            if not vals:
+                raise rt.EvalFailure(f"{kind} over an empty collection (add ', default D')")
+            return pick(vals)
+
+        return _guard(no_default, e.span)
+
+    # -- calls
+    def _Call(self, e: ast.Call) -> Fn:
+        kind, name = self.info.calls[id(e)]
+        if kind == "generic":
+            return self._generic(e, name)
+        sig = self.info.signatures[id(e)]
+        args = [self.as_type(a, p) for a, p in zip(e.args, sig.params)]
+        if kind == "builtin":
+            fn = sig.fn
+            assert fn is not None
+            return _guard(lambda f: fn(*[a(f) for a in args]), e.span)
+        assert isinstance(e.func, ast.Attr)
+        obj = self.compile(e.func.obj)
+        method = sig.fn  # the exposed function object itself, not a getattr by name
+        assert method is not None
+        return _guard(lambda f: method(obj(f), *[a(f) for a in args]), e.span)
+
+    def _generic(self, e: ast.Call, name: str) -> Fn:
+        t = self.type_of(e)
+        if name in ("min", "max"):
+            args = [self.as_type(a, t) for a in e.args]
+            pick = min if name == "min" else max
+            return lambda f: pick(a(f) for a in args)
+        x = self.compile(e.args[0])
+        table: dict[str, Callable[[Any], Any]] = {
+            "len": rt.length, "abs": abs, "trunc": rt.go_trunc, "round": rt.go_round, "float": rt.to_float,
+            "ln": rt.ln, "sqrt": rt.sqrt, "first": rt.first,
+        }
+        fn = table[name]
+        return _guard(lambda f: fn(x(f)), e.span)

@@ -1,0 +1,176 @@
+"""Diagnostics are data: every problem with a policy is a ``Diagnostic`` with a stable code.
+
+Stages never raise for bad input; they return diagnostics. ``lint``, hot reload and tests all render
+them with :func:`render_text` / :func:`render_json`, so what CI shows is what the scheduler logs.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from collections.abc import Iterable, Mapping
+
+from policyscheduler.source import SourceFile
+
+__all__ = [
+    "CODES",
+    "ERROR",
+    "WARNING",
+    "Diagnostic",
+    "PolicyRuntimeError",
+    "Span",
+    "error",
+    "render_json",
+    "render_text",
+    "sort_key",
+    "summary",
+    "warning",
+]
+
+ERROR = "error"
+WARNING = "warning"
+
+
+@dataclasses.dataclass(frozen=True, order=True)
+class Span:
+    """A 1-based source range; ``end_col`` is exclusive."""
+
+    file: str
+    line: int
+    col: int
+    end_line: int
+    end_col: int
+
+    def __str__(self) -> str:
+        return f"{self.file}:{self.line}:{self.col}"
+
+
+@dataclasses.dataclass(frozen=True)
+class Diagnostic:
+    """One finding: a stable ``code`` (see :data:`CODES`), a severity, a message and where."""
+
+    code: str
+    severity: str
+    message: str
+    span: Span | None
+
+    def __str__(self) -> str:
+        where = f"{self.span}: " if self.span else ""
+        return f"{where}{self.severity} {self.code}: {self.message}"
+
+
+class PolicyRuntimeError(Exception):
+    """A rule failed while being evaluated (division by zero, a failing builtin...).
+
+    The evaluator turns it into an error verdict for one node; it never crashes the scheduler.
+    """
+
+    def __init__(self, rule: str, span: Span | None, message: str) -> None:
+        super().__init__(f"{span}: rule {rule}: {message}" if span else f"rule {rule}: {message}")
+        self.rule = rule
+        self.span = span
+        self.message = message
+
+
+CODES: dict[str, str] = {
+    # reading and parsing
+    "unreadable-file": "a policy path does not exist, is not readable, or is not UTF-8 text",
+    "no-policy-files": "a directory given to the loader holds no *.policy files",
+    "parse-error": "the text is not a policy file (generic parse failure)",
+    "unexpected-token": "a token appears where the grammar does not allow it; the message lists what was expected",
+    "unexpected-character": "a character that starts no token (e.g. `&&`, `'`)",
+    "unexpected-eof": "the file ends in the middle of a rule",
+    "unterminated-string": "a string literal is not closed on its line",
+    "too-deep": "an expression nested too deeply to analyse (split it with let)",
+    "too-many-errors": "the error limit was reached; later diagnostics of the file are suppressed",
+    # names and types
+    "unknown-name": "a name that is not a root (pod, node, cluster), a let binding or a loop variable",
+    "unknown-field": "a field or method the schema does not declare on that record type",
+    "unknown-function": "a call to a function that is neither a generic nor a domain builtin",
+    "not-callable": "a call on something that is not a function or method",
+    "type-mismatch": "an operand, argument, condition or clause value has the wrong type",
+    "bad-arity": "a function or method called with the wrong number of arguments",
+    "bad-quantity": "a quantity literal with an unknown unit suffix (e.g. `5Xi`)",
+    "bad-string": "a string literal with an unknown escape sequence",
+    "shadowed-name": "a let or loop variable reuses a name already bound (roots included)",
+    # rules
+    "duplicate-rule": "two filters (or two scores) share a name, in one file or across files",
+    "weight-range": "a score weight that is not an integer in 1..100",
+    "unknown-normalize": "a normalize mode other than none, scale, reverse, minmax, spread",
+    "missing-reason": "a `require` without `else` in a filter that has no `reason` clause",
+    "missing-value": "a score rule without a `value` clause",
+    "missing-check": "a filter without any require/reject clause",
+    "duplicate-clause": "a clause that may appear once appears twice (reason, applies, ignore, value)",
+    "clause-order": "`applies when` is not the first clause, or `value` is not the last",
+    "clause-not-allowed": "a clause that the rule kind does not have (e.g. `value` in a filter)",
+    "applies-uses-node": "`applies when` refers to `node` (it is evaluated once per pod, not per node)",
+    "unused-binding": "a let binding or loop variable that is never used (warning)",
+    "cost-limit": "a rule's static cost bound exceeds the limit",
+    # the implementation itself
+    "internal-error": "a bug in policyscheduler while loading; the policy set is not activated",
+}
+
+
+def error(code: str, message: str, span: Span | None) -> Diagnostic:
+    """An error-severity diagnostic."""
+    return Diagnostic(code, ERROR, message, span)
+
+
+def warning(code: str, message: str, span: Span | None) -> Diagnostic:
+    """A warning-severity diagnostic."""
+    return Diagnostic(code, WARNING, message, span)
+
+
+def sort_key(d: Diagnostic) -> tuple[str, int, int, int, str]:
+    """File, line, column, errors before warnings, code."""
+    if d.span is None:
+        return ("", 0, 0, 0 if d.severity == ERROR else 1, d.code)
+    return (d.span.file, d.span.line, d.span.col, 0 if d.severity == ERROR else 1, d.code)
+
+
+def render_text(diagnostics: Iterable[Diagnostic], sources: Mapping[str, SourceFile] | None = None) -> str:
+    """``file:line:col: severity code: message`` plus the source line and a caret, one block each."""
+    blocks: list[str] = []
+    for d in diagnostics:
+        block = str(d)
+        src = sources.get(d.span.file) if (sources is not None and d.span is not None) else None
+        if src is not None and d.span is not None:
+            excerpt = src.excerpt(d.span.line, d.span.col, d.span.end_line, d.span.end_col)
+            if excerpt:
+                block += "\n" + "\n".join("    " + ln for ln in excerpt.split("\n"))
+        blocks.append(block)
+    return "\n".join(blocks)
+
+
+def diagnostic_dict(d: Diagnostic) -> dict[str, object]:
+    """The JSON shape of one diagnostic (positions null when it has no span)."""
+    s = d.span
+    return {
+        "code": d.code,
+        "severity": d.severity,
+        "message": d.message,
+        "file": s.file if s else None,
+        "line": s.line if s else None,
+        "col": s.col if s else None,
+        "end_line": s.end_line if s else None,
+        "end_col": s.end_col if s else None,
+    }
+
+
+def render_json(diagnostics: Iterable[Diagnostic], **extra: object) -> str:
+    """``{"diagnostics": [...], **extra}`` as indented JSON."""
+    doc: dict[str, object] = {"diagnostics": [diagnostic_dict(d) for d in diagnostics]}
+    doc.update(extra)
+    return json.dumps(doc, indent=2)
+
+
+def summary(diagnostics: Iterable[Diagnostic], files: int) -> str:
+    """"3 errors, 1 warning in 2 files"."""
+    ds = list(diagnostics)
+    errors = sum(1 for d in ds if d.severity == ERROR)
+    warnings = len(ds) - errors
+
+    def plural(n: int, word: str) -> str:
+        return f"{n} {word}{'' if n == 1 else 's'}"
+
+    return f"{plural(errors, 'error')}, {plural(warnings, 'warning')} in {plural(files, 'file')}"

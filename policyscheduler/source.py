@@ -1,0 +1,48 @@
+"""Stage 0: a policy file's text, and how to show a position in it.
+
+Diagnostics and runtime errors point at 1-based (line, column) positions; this module turns such a
+position back into the source line and a caret line, so every stage renders excerpts the same way.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+
+
+@dataclasses.dataclass(frozen=True)
+class SourceFile:
+    """One policy file: the name shown in diagnostics and its full text."""
+
+    name: str
+    text: str
+
+    @property
+    def digest(self) -> str:
+        """sha256 of the text, for caches and reload decisions."""
+        return hashlib.sha256(self.text.encode("utf-8", "surrogatepass")).hexdigest()
+
+    def line(self, line: int) -> str:
+        """The text of a 1-based line without its newline ('' when out of range)."""
+        lines = self.text.splitlines()
+        if 1 <= line <= len(lines):
+            return lines[line - 1]
+        return ""
+
+    def excerpt(self, line: int, col: int, end_line: int | None = None, end_col: int | None = None) -> str:
+        """The source line followed by a caret line under [col, end_col) (one caret at least).
+
+        Tabs in the source line are kept in the caret line so the caret lines up in a terminal.
+        """
+        text = self.line(line)
+        if not text and line > len(self.text.splitlines()):
+            return ""
+        start = max(col, 1)
+        if end_line == line and end_col is not None and end_col > start:
+            width = end_col - start
+        else:
+            width = 1
+        width = max(1, min(width, max(1, len(text) - start + 1)))
+        pad = "".join("\t" if ch == "\t" else " " for ch in text[: start - 1])
+        pad += " " * max(0, start - 1 - len(text))
+        return f"{text}\n{pad}{'^' * width}"

@@ -1,0 +1,259 @@
+"""The policy AST: frozen dataclasses, every node with the ``span`` it came from.
+
+Stages after parsing (checker, compiler, explain) work only on these classes; they never see lark.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+from policyscheduler.diagnostics import Span
+
+# --------------------------------------------------------------------------------------------- exprs
+
+
+@dataclasses.dataclass(frozen=True)
+class IntLit:
+    value: int
+    span: Span
+
+
+@dataclasses.dataclass(frozen=True)
+class FloatLit:
+    value: float
+    span: Span
+
+
+@dataclasses.dataclass(frozen=True)
+class QuantityLit:
+    """Kept as text: the checker validates the unit and the compiler converts it."""
+
+    text: str
+    span: Span
+
+
+@dataclasses.dataclass(frozen=True)
+class StringLit:
+    """``raw`` is the literal between the quotes, escapes not yet decoded (the checker does that)."""
+
+    raw: str
+    span: Span
+
+
+@dataclasses.dataclass(frozen=True)
+class BoolLit:
+    value: bool
+    span: Span
+
+
+@dataclasses.dataclass(frozen=True)
+class ListLit:
+    items: tuple[Expr, ...]
+    span: Span
+
+
+@dataclasses.dataclass(frozen=True)
+class Name:
+    id: str
+    span: Span
+
+
+@dataclasses.dataclass(frozen=True)
+class Attr:
+    obj: Expr
+    name: str
+    name_span: Span
+    span: Span
+
+
+@dataclasses.dataclass(frozen=True)
+class Call:
+    func: Expr
+    args: tuple[Expr, ...]
+    span: Span
+
+
+@dataclasses.dataclass(frozen=True)
+class Index:
+    obj: Expr
+    index: Expr
+    span: Span
+
+
+@dataclasses.dataclass(frozen=True)
+class Unary:
+    op: str  # "not" | "-"
+    operand: Expr
+    span: Span
+
+
+@dataclasses.dataclass(frozen=True)
+class Binary:
+    """Arithmetic, comparison, membership and boolean operators."""
+
+    op: str  # + - * / % == != < <= > >= in "not in" and or
+    left: Expr
+    right: Expr
+    span: Span
+
+
+@dataclasses.dataclass(frozen=True)
+class IfExpr:
+    cond: Expr
+    then: Expr
+    else_: Expr
+    span: Span
+
+
+@dataclasses.dataclass(frozen=True)
+class Binder:
+    name: str
+    span: Span
+
+
+@dataclasses.dataclass(frozen=True)
+class Loop:
+    """``x in L where C`` / ``k, v in M where C``: shared by quantifiers, aggregates, comprehensions."""
+
+    binders: tuple[Binder, ...]
+    iterable: Expr
+    where: Expr | None
+    span: Span
+
+
+@dataclasses.dataclass(frozen=True)
+class Quantifier:
+    kind: str  # "all" | "any"
+    loop: Loop
+    body: Expr
+    span: Span
+
+
+@dataclasses.dataclass(frozen=True)
+class Aggregate:
+    kind: str  # "count" | "sum" | "max" | "min"
+    loop: Loop
+    value: Expr | None  # None for count
+    default: Expr | None
+    span: Span
+
+
+@dataclasses.dataclass(frozen=True)
+class Comprehension:
+    value: Expr
+    loop: Loop
+    span: Span
+
+
+Expr = (
+    IntLit | FloatLit | QuantityLit | StringLit | BoolLit | ListLit | Name | Attr | Call | Index | Unary | Binary
+    | IfExpr | Quantifier | Aggregate | Comprehension
+)
+
+# ------------------------------------------------------------------------------------------- clauses
+
+
+@dataclasses.dataclass(frozen=True)
+class Reason:
+    text: StringLit
+    span: Span
+
+
+@dataclasses.dataclass(frozen=True)
+class Applies:
+    cond: Expr
+    span: Span
+
+
+@dataclasses.dataclass(frozen=True)
+class Let:
+    name: str
+    name_span: Span
+    value: Expr
+    span: Span
+
+
+@dataclasses.dataclass(frozen=True)
+class Require:
+    cond: Expr
+    else_: Expr | None
+    span: Span
+
+
+@dataclasses.dataclass(frozen=True)
+class Reject:
+    reason: Expr
+    when: Expr
+    span: Span
+
+
+@dataclasses.dataclass(frozen=True)
+class RejectEach:
+    reasons: Expr
+    span: Span
+
+
+@dataclasses.dataclass(frozen=True)
+class IgnoreWhen:
+    cond: Expr
+    span: Span
+
+
+@dataclasses.dataclass(frozen=True)
+class Value:
+    value: Expr
+    span: Span
+
+
+Clause = Reason | Applies | Let | Require | Reject | RejectEach | IgnoreWhen | Value
+
+CLAUSE_KEYWORDS: dict[type, str] = {
+    Reason: "reason",
+    Applies: "applies when",
+    Let: "let",
+    Require: "require",
+    Reject: "reject",
+    RejectEach: "reject each",
+    IgnoreWhen: "ignore node when",
+    Value: "value",
+}
+
+# --------------------------------------------------------------------------------------------- rules
+
+
+@dataclasses.dataclass(frozen=True)
+class FilterRule:
+    name: str
+    name_span: Span
+    doc: str
+    clauses: tuple[Clause, ...]
+    span: Span
+
+    kind = "filter"
+
+
+@dataclasses.dataclass(frozen=True)
+class ScoreRule:
+    name: str
+    name_span: Span
+    doc: str
+    weight_text: str  # as written: "3", "-1", "1.5"
+    weight_span: Span
+    normalize: str | None
+    normalize_span: Span | None
+    clauses: tuple[Clause, ...]
+    span: Span
+
+    kind = "score"
+
+
+Rule = FilterRule | ScoreRule
+
+
+@dataclasses.dataclass(frozen=True)
+class Module:
+    """One parsed file (possibly partial when the file has parse errors)."""
+
+    file: str
+    rules: tuple[Rule, ...]
+    span: Span

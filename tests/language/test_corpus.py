@@ -1,0 +1,68 @@
+"""The broken-policy corpus: every file declares, on its first line, the diagnostic it must produce.
+
+``# expect: CODE LINE:COL`` -> lint exits 1 and reports CODE at exactly LINE:COL.
+``# expect-warning: CODE LINE:COL`` -> lint exits 0 and reports that warning.
+A subdirectory is linted as one policy set (cross-file cases); its expectation is in one of its files.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from policyscheduler import loader
+from policyscheduler.cli import lint
+from policyscheduler.schema import ROOTS
+from tests.language.schema_fixture import test_schema
+
+BROKEN = Path(__file__).parent / "broken"
+EXPECT = re.compile(r"^# expect(-warning)?: ([a-z-]+) (\d+):(\d+)\s*$")
+
+
+def _cases() -> list[Path]:
+    return sorted([*BROKEN.glob("*.policy"), *(p for p in BROKEN.iterdir() if p.is_dir())])
+
+
+def _expectation(case: Path) -> tuple[bool, str, str, int, int]:
+    files = sorted(case.glob("*.policy")) if case.is_dir() else [case]
+    for f in files:
+        m = EXPECT.match(f.read_text().splitlines()[0])
+        if m:
+            return m.group(1) is not None, m.group(2), str(f), int(m.group(3)), int(m.group(4))
+    raise AssertionError(f"{case} declares no expectation on its first line")
+
+
+@pytest.fixture(autouse=True)
+def _schema(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The real object model when it is installed, else the test-only schema (same field names)."""
+    try:
+        import policyscheduler.objects  # noqa: F401
+    except ModuleNotFoundError:
+        pass
+    if not ROOTS:
+        schema = test_schema()
+        monkeypatch.setattr(loader, "global_schema", lambda: schema)
+
+
+def test_corpus_is_large_enough() -> None:
+    assert len(_cases()) >= 35
+
+
+@pytest.mark.parametrize("case", _cases(), ids=lambda p: p.name)
+def test_broken_policy(case: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    is_warning, code, file, line, col = _expectation(case)
+    status = lint.main([str(case), "--format", "json"])
+    report = json.loads(capsys.readouterr().out)
+    found = [(d["code"], d["file"], d["line"], d["col"], d["severity"]) for d in report["diagnostics"]]
+    assert (code, file, line, col, "warning" if is_warning else "error") in found, found
+    assert status == (0 if is_warning else 1)
+    if is_warning:
+        assert report["digest"] is not None
+    # the text rendering of the same case never shows a traceback and has the caret excerpt
+    lint.main([str(case)])
+    text = capsys.readouterr().out
+    assert "Traceback" not in text
+    assert f"{file}:{line}:{col}: {'warning' if is_warning else 'error'} {code}: " in text
