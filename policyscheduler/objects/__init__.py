@@ -1,0 +1,56 @@
+"""What policies can see: pods, nodes and the per-pod cluster context (kube-scheduler v1.35 semantics).
+
+``ROOTS`` (``pod``, ``node``, ``cluster``) and the records/builtins are registered in
+:mod:`policyscheduler.schema` when this package is imported.
+
+Layout: ``quantities`` (exact quantity parsing), ``selectors`` (label / node selector matching),
+``requests`` (PodRequests and its non-zero variant), ``records`` (the frozen records), ``parse`` and
+``builders`` (object dicts -> records, warnings instead of exceptions), ``topology`` and ``affinity``
+(PodTopologySpread / InterPodAffinity bookkeeping), ``cluster`` (the per-pod ``Cluster`` with lazy
+caches) and ``snapshot`` (``ClusterSnapshot``). Heavy primitives live here; the rules that combine
+them (conditions, reasons, score formulas, normalisation) live in ``policies/*.policy``.
+
+Evaluator contract beyond common.md: call ``cluster.set_feasible(names)`` after filtering and before
+scoring -- PodTopologySpread's score sizes its domains from the feasible nodes, like kube's PreScore.
+"""
+
+from __future__ import annotations
+
+from policyscheduler.objects.builtins import taint
+from policyscheduler.objects.cluster import Cluster
+from policyscheduler.objects.quantities import parse_quantity
+from policyscheduler.objects.records import (
+    HostPort,
+    Node,
+    NodeSelectorRequirement,
+    NodeSelectorTerm,
+    Pod,
+    PodAffinityTerm,
+    PreferredSchedulingTerm,
+    SpreadConstraint,
+    Taint,
+    Toleration,
+    WeightedPodAffinityTerm,
+)
+from policyscheduler.objects.snapshot import ClusterSnapshot
+from policyscheduler.schema import ROOTS
+
+ROOTS.update({"pod": Pod, "node": Node, "cluster": Cluster})
+
+__all__ = [
+    "ClusterSnapshot",
+    "Cluster",
+    "Pod",
+    "Node",
+    "Taint",
+    "Toleration",
+    "HostPort",
+    "NodeSelectorRequirement",
+    "NodeSelectorTerm",
+    "PreferredSchedulingTerm",
+    "PodAffinityTerm",
+    "WeightedPodAffinityTerm",
+    "SpreadConstraint",
+    "parse_quantity",
+    "taint",
+]

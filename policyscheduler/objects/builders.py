@@ -1,0 +1,227 @@
+"""Build :class:`Pod` and the static part of :class:`Node` from object dicts (see parse.Reader)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from fractions import Fraction
+from typing import Any
+
+from policyscheduler.objects.parse import Reader
+from policyscheduler.objects.quantities import round_resource
+from policyscheduler.objects.records import HostPort, Node, NodeSelectorTerm, Pod
+from policyscheduler.objects.requests import is_scalar_resource, pod_requests
+
+__all__ = ["build_pod", "build_node", "object_name", "normalized_image_name"]
+
+
+def object_name(obj: Any, kind: str) -> str:
+    """``Kind ns/name`` (or ``Kind name``) for warnings, robust to junk."""
+    meta = obj.get("metadata") if isinstance(obj, Mapping) else None
+    meta = meta if isinstance(meta, Mapping) else {}
+    name = meta.get("name") if isinstance(meta.get("name"), str) else "?"
+    ns = meta.get("namespace") if isinstance(meta.get("namespace"), str) else ""
+    return f"{kind} {ns}/{name}" if ns or kind == "Pod" else f"{kind} {name}"
+
+
+def normalized_image_name(name: str) -> str:
+    """ImageLocality's normalisation: append ``:latest`` when the name has no tag after the last '/'."""
+    if name.rfind(":") <= name.rfind("/"):
+        return name + ":latest"
+    return name
+
+
+def _container_requests(r: Reader, c: Any, where: str) -> dict[str, Fraction]:
+    resources = r.map(c, "resources", f"{where}.resources")
+    requests = r.resources(resources, "requests", f"{where}.resources.requests")
+    for name, value in r.resources(resources, "limits", f"{where}.resources.limits").items():
+        requests.setdefault(name, value)  # API-server defaulting: request = limit when unset
+    return requests
+
+
+def _status_requests(r: Reader, obj: Any) -> tuple[dict[str, tuple[dict[str, Fraction], dict[str, Fraction]]], bool]:
+    """Per container name: (status.resources.requests, allocatedResources), and "resize infeasible".
+
+    In-place pod resize (InPlacePodVerticalScaling, on by default) makes the scheduler count running
+    containers at max(spec, actuated, allocated) -- or only the status values when the resize is
+    infeasible -- so a resize in flight is never under-counted (component-helpers determineContainerReqs).
+    """
+    status = r.map(obj, "status")
+    out: dict[str, tuple[dict[str, Fraction], dict[str, Fraction]]] = {}
+    for i, cs in enumerate(r.list(status, "containerStatuses", "status.containerStatuses")):
+        if not isinstance(cs, Mapping) or cs.get("resources") is None:
+            continue
+        where = f"status.containerStatuses[{i}]"
+        actual = r.resources(r.map(cs, "resources", f"{where}.resources"), "requests", f"{where}.resources.requests")
+        allocated = r.resources(cs, "allocatedResources", f"{where}.allocatedResources")
+        out[r.str(cs, "name")] = (actual, allocated)
+    infeasible = False
+    for cond in r.list(status, "conditions", "status.conditions"):
+        if isinstance(cond, Mapping) and cond.get("type") == "PodResizePending":
+            infeasible = cond.get("reason") == "Infeasible"
+            break
+    return out, infeasible
+
+
+def _max_into(into: dict[str, Fraction], more: dict[str, Fraction]) -> None:
+    for name, value in more.items():
+        if name not in into or value > into[name]:
+            into[name] = value
+
+
+def _pins(r: Reader, affinity_required: Any) -> tuple[bool, tuple[str, ...]]:
+    """NodeAffinity PreFilter: terms that all pin ``metadata.name In [...]`` -> the union of names."""
+    terms = r.list(affinity_required, "nodeSelectorTerms")
+    if not terms:
+        return False, ()
+    names: set[str] = set()
+    for term in terms:
+        term_names: set[str] | None = None
+        fields = term.get("matchFields") if isinstance(term, Mapping) else None
+        for req in fields if isinstance(fields, list) else []:
+            if isinstance(req, Mapping) and req.get("key") == "metadata.name" and req.get("operator") == "In":
+                values = {v for v in req.get("values") or [] if isinstance(v, str)}
+                term_names = values if term_names is None else term_names & values
+        if term_names is None:
+            return False, ()
+        names |= term_names
+    return True, tuple(sorted(names))
+
+
+def build_pod(obj: Any, warnings: list[str], *, node_name: str | None = None) -> Pod:
+    """A :class:`Pod` record; ``node_name`` overrides ``spec.nodeName`` (assumed pods)."""
+    r = Reader(object_name(obj, "Pod"), warnings)
+    if not isinstance(obj, Mapping):
+        r.warn("pod is not a mapping")
+        obj = {}
+    meta = r.map(obj, "metadata")
+    spec = r.map(obj, "spec")
+    namespace = r.str(meta, "namespace") or "default"
+    labels = r.str_map(meta, "labels", "metadata.labels")
+
+    owner = None
+    for ref in r.list(meta, "ownerReferences", "metadata.ownerReferences"):
+        if isinstance(ref, Mapping) and ref.get("controller") is True:
+            owner = (r.str(ref, "apiVersion"), r.str(ref, "kind"), r.str(ref, "name"))
+            break
+
+    affinity = r.map(spec, "affinity", "spec.affinity")
+    node_aff = r.map(affinity, "nodeAffinity", "spec.affinity.nodeAffinity")
+    required_raw = node_aff.get("requiredDuringSchedulingIgnoredDuringExecution")
+    has_required = required_raw is not None
+    required_terms: tuple[NodeSelectorTerm, ...] = ()
+    pins, pinned = False, ()
+    if has_required:
+        required = r.map(node_aff, "requiredDuringSchedulingIgnoredDuringExecution", "nodeAffinity.required")
+        required_terms = tuple(
+            r.node_selector_term(t, f"nodeAffinity.required.nodeSelectorTerms[{i}]")
+            for i, t in enumerate(r.list(required, "nodeSelectorTerms", "nodeAffinity.required.nodeSelectorTerms"))
+        )
+        pins, pinned = _pins(r, required)
+    pod_aff = r.map(affinity, "podAffinity", "spec.affinity.podAffinity")
+    anti_aff = r.map(affinity, "podAntiAffinity", "spec.affinity.podAntiAffinity")
+    req_aff, pref_aff = r.affinity_terms(pod_aff, "podAffinity", namespace, labels)
+    req_anti, pref_anti = r.affinity_terms(anti_aff, "podAntiAffinity", namespace, labels)
+
+    host_network = r.bool(spec, "hostNetwork", "spec.hostNetwork")
+    containers, inits, images = [], [], []
+    ports: list[HostPort] = []
+    for i, c in enumerate(r.list(spec, "initContainers", "spec.initContainers")):
+        where = f"spec.initContainers[{i}]"
+        if not isinstance(c, Mapping):
+            r.warn(f"{where} is not a mapping; ignored")
+            continue
+        sidecar = r.str(c, "restartPolicy") == "Always"
+        inits.append((_container_requests(r, c, where), sidecar))
+        images.append(normalized_image_name(r.str(c, "image")))
+        if sidecar:
+            ports.extend(r.host_ports(c, where, host_network))
+    statuses, resize_infeasible = _status_requests(r, obj)
+    for i, c in enumerate(r.list(spec, "containers", "spec.containers")):
+        where = f"spec.containers[{i}]"
+        if not isinstance(c, Mapping):
+            r.warn(f"{where} is not a mapping; ignored")
+            continue
+        reqs = _container_requests(r, c, where)
+        name = c.get("name")
+        if isinstance(name, str) and name in statuses:
+            actual, allocated = statuses[name]
+            reqs = {} if resize_infeasible else dict(reqs)
+            _max_into(reqs, actual)
+            _max_into(reqs, allocated)
+        containers.append(reqs)
+        images.append(normalized_image_name(r.str(c, "image")))
+        ports.extend(r.host_ports(c, where, host_network))
+    overhead = r.resources(spec, "overhead", "spec.overhead")
+    pod_level = _container_requests(r, spec, "spec") if "resources" in spec else {}
+    requests = pod_requests(containers, inits, overhead, pod_level)
+    nonzero = pod_requests(containers, inits, overhead, pod_level, nonzero=True)
+
+    return Pod(
+        name=r.str(meta, "name"),
+        namespace=namespace,
+        uid=r.str(meta, "uid"),
+        labels=labels,
+        annotations=r.str_map(meta, "annotations", "metadata.annotations"),
+        node_name=node_name if node_name is not None else r.str(spec, "nodeName"),
+        scheduler_name=r.str(spec, "schedulerName") or "default-scheduler",
+        priority=r.int(spec, "priority", 0, "spec.priority"),
+        terminating=meta.get("deletionTimestamp") is not None,
+        node_selector=r.str_map(spec, "nodeSelector", "spec.nodeSelector"),
+        has_required_node_affinity=has_required,
+        required_node_affinity=required_terms,
+        preferred_node_affinity=r.preferred_node_terms(node_aff),
+        pins_node_names=pins,
+        pinned_node_names=pinned,
+        tolerations=r.tolerations(spec),
+        requests=requests,
+        nonzero_requests={k: nonzero.get(k, Fraction(0)) for k in ("cpu", "memory")},
+        scalar_resources=tuple(sorted(n for n, v in requests.items() if v > 0 and is_scalar_resource(n))),
+        host_ports=tuple(ports),
+        images=tuple(images),
+        required_affinity_terms=req_aff,
+        required_anti_affinity_terms=req_anti,
+        preferred_affinity_terms=pref_aff,
+        preferred_anti_affinity_terms=pref_anti,
+        spread_constraints=r.spread_constraints(spec, labels),
+        _owner=owner,
+    )
+
+
+def build_node(obj: Any, warnings: list[str]) -> Node:
+    """A :class:`Node` with no pods yet (the snapshot fills the aggregates)."""
+    r = Reader(object_name(obj, "Node"), warnings)
+    if not isinstance(obj, Mapping):
+        r.warn("node is not a mapping")
+        obj = {}
+    meta = r.map(obj, "metadata")
+    spec = r.map(obj, "spec")
+    status = r.map(obj, "status")
+    allocatable = {
+        name: round_resource(name, value)
+        for name, value in r.resources(status, "allocatable", "status.allocatable").items()
+    }
+    if "pods" not in allocatable:
+        r.warn("status.allocatable has no 'pods'; kube-scheduler then admits no pod on it")
+    images: dict[str, int] = {}
+    for i, image in enumerate(r.list(status, "images", "status.images")):
+        if not isinstance(image, Mapping):
+            r.warn(f"status.images[{i}] is not a mapping; ignored")
+            continue
+        size = r.int(image, "sizeBytes", 0, f"status.images[{i}].sizeBytes")
+        for name in r.list(image, "names", f"status.images[{i}].names"):
+            if isinstance(name, str):
+                images[name] = size
+    return Node(
+        name=r.str(meta, "name"),
+        labels=r.str_map(meta, "labels", "metadata.labels"),
+        annotations=r.str_map(meta, "annotations", "metadata.annotations"),
+        unschedulable=r.bool(spec, "unschedulable", "spec.unschedulable"),
+        taints=r.taints(spec),
+        allocatable=allocatable,
+        requested={},
+        nonzero_requested={"cpu": Fraction(0), "memory": Fraction(0)},
+        pod_count=0,
+        pods=(),
+        used_ports=(),
+        images=images,
+    )

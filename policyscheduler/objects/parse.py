@@ -1,0 +1,279 @@
+"""Plain Kubernetes object dicts -> records, never raising on malformed input.
+
+Every problem (a field of the wrong type, a bad quantity, a malformed selector) is appended to the
+``warnings`` list as ``"<kind> <ns/name>: <problem>"`` and replaced by a safe default, so a bad object
+degrades to "this field is empty" rather than a traceback. API-server defaulting that a real cluster
+would already have applied is reproduced here: requests default to limits, hostNetwork pods get
+hostPort = containerPort, ports default to TCP.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from fractions import Fraction
+from typing import Any
+
+from policyscheduler.objects.quantities import QuantityError, to_quantity
+from policyscheduler.objects.records import (
+    HostPort,
+    NodeSelectorRequirement,
+    NodeSelectorTerm,
+    PodAffinityTerm,
+    PreferredSchedulingTerm,
+    SpreadConstraint,
+    Taint,
+    Toleration,
+    WeightedPodAffinityTerm,
+)
+from policyscheduler.objects.selectors import Requirement, Selector, compile_label_selector, compile_requirement
+
+__all__ = ["Reader"]
+
+
+class Reader:
+    """Typed access to one object's fields, collecting warnings under the object's name."""
+
+    def __init__(self, what: str, warnings: list[str]) -> None:
+        self.what = what
+        self.warnings = warnings
+
+    def warn(self, problem: str) -> None:
+        self.warnings.append(f"{self.what}: {problem}")
+
+    def map(self, obj: Any, key: str, where: str = "") -> dict[str, Any]:
+        value = obj.get(key) if isinstance(obj, Mapping) else None
+        if value is None:
+            return {}
+        if not isinstance(value, Mapping):
+            self.warn(f"{where or key} is not a mapping; ignored")
+            return {}
+        return dict(value)
+
+    def list(self, obj: Any, key: str, where: str = "") -> list[Any]:
+        value = obj.get(key) if isinstance(obj, Mapping) else None
+        if value is None:
+            return []
+        if not isinstance(value, list):
+            self.warn(f"{where or key} is not a list; ignored")
+            return []
+        return value
+
+    def str(self, obj: Any, key: str, default: str = "", where: str = "") -> str:
+        value = obj.get(key) if isinstance(obj, Mapping) else None
+        if value is None:
+            return default
+        if not isinstance(value, str):
+            self.warn(f"{where or key} is not a string; ignored")
+            return default
+        return value
+
+    def int(self, obj: Any, key: str, default: int = 0, where: str = "") -> int:
+        value = obj.get(key) if isinstance(obj, Mapping) else None
+        if value is None:
+            return default
+        if isinstance(value, bool) or not isinstance(value, int):
+            self.warn(f"{where or key} is not an integer; using {default}")
+            return default
+        return value
+
+    def bool(self, obj: Any, key: str, where: str = "") -> bool:
+        value = obj.get(key) if isinstance(obj, Mapping) else None
+        if value is None:
+            return False
+        if not isinstance(value, bool):
+            self.warn(f"{where or key} is not a boolean; using false")
+            return False
+        return value
+
+    def str_map(self, obj: Any, key: str, where: str = "") -> dict[str, str]:
+        raw = self.map(obj, key, where)
+        out: dict[str, str] = {}
+        for k, v in raw.items():
+            if isinstance(k, str) and isinstance(v, str):
+                out[k] = v
+            elif isinstance(k, str) and isinstance(v, (int, float)) and not isinstance(v, bool):
+                out[k] = str(v)
+            else:
+                self.warn(f"{where or key} entry {k!r} is not a string; ignored")
+        return out
+
+    def resources(self, obj: Any, key: str, where: str) -> dict[str, Fraction]:
+        out: dict[str, Fraction] = {}
+        for name, raw in self.map(obj, key, where).items():
+            try:
+                out[str(name)] = to_quantity(raw)
+            except QuantityError as err:
+                self.warn(f"{where}[{name}]: {err}; ignored")
+        return out
+
+    # -- pieces -------------------------------------------------------------------------------------
+
+    def taints(self, spec: Any) -> tuple[Taint, ...]:
+        out = []
+        for i, raw in enumerate(self.list(spec, "taints", "spec.taints")):
+            if not isinstance(raw, Mapping):
+                self.warn(f"spec.taints[{i}] is not a mapping; ignored")
+                continue
+            out.append(Taint(self.str(raw, "key"), self.str(raw, "value"), self.str(raw, "effect")))
+        return tuple(out)
+
+    def tolerations(self, spec: Any) -> tuple[Toleration, ...]:
+        out = []
+        for i, raw in enumerate(self.list(spec, "tolerations", "spec.tolerations")):
+            if not isinstance(raw, Mapping):
+                self.warn(f"spec.tolerations[{i}] is not a mapping; ignored")
+                continue
+            out.append(
+                Toleration(self.str(raw, "key"), self.str(raw, "operator"), self.str(raw, "value"), self.str(raw, "effect"))
+            )
+        return tuple(out)
+
+    def node_selector_term(self, raw: Any, where: str) -> NodeSelectorTerm:
+        if not isinstance(raw, Mapping):
+            self.warn(f"{where} is not a mapping; it matches nothing")
+            return NodeSelectorTerm((), (), None, None, False)
+        valid = True
+        parts: list[tuple[tuple[NodeSelectorRequirement, ...], Selector | None]] = []
+        for field_name in ("matchExpressions", "matchFields"):
+            shown, reqs = [], []
+            for j, expr in enumerate(self.list(raw, field_name, f"{where}.{field_name}")):
+                if isinstance(expr, Mapping):
+                    values = expr.get("values")
+                    values = tuple(v for v in values if isinstance(v, str)) if isinstance(values, list) else ()
+                    shown.append(NodeSelectorRequirement(self.str(expr, "key"), self.str(expr, "operator"), values))
+                if field_name == "matchFields":
+                    req, problem = self._field_requirement(expr)
+                else:
+                    req, problem = compile_requirement(expr, node=True)
+                if req is None:
+                    self.warn(f"{where}.{field_name}[{j}]: {problem}; the term matches nothing")
+                    valid = False
+                else:
+                    reqs.append(req)
+            parts.append((tuple(shown), Selector(tuple(reqs)) if reqs else None))
+        (exprs, labels), (fields, fields_sel) = parts
+        return NodeSelectorTerm(exprs, fields, labels, fields_sel, valid)
+
+    @staticmethod
+    def _field_requirement(expr: Any) -> tuple[Requirement | None, str | None]:
+        """matchFields: only In / NotIn with exactly one value (nodeSelectorRequirementsAsFieldSelector)."""
+        if not isinstance(expr, Mapping):
+            return None, "field requirement is not a mapping"
+        op, values, key = expr.get("operator"), expr.get("values"), expr.get("key")
+        if op not in ("In", "NotIn"):
+            return None, f"field selector operator {op!r} is not supported"
+        if not isinstance(values, list) or len(values) != 1 or not isinstance(values[0], str):
+            return None, "field selector values must have exactly one element"
+        if not isinstance(key, str):
+            return None, "field selector key is not a string"
+        return Requirement(key, op, frozenset(values)), None
+
+    def affinity_term(self, raw: Any, where: str, namespace: str, labels: Mapping[str, str]) -> PodAffinityTerm | None:
+        if not isinstance(raw, Mapping):
+            self.warn(f"{where} is not a mapping; ignored")
+            return None
+        selector, problem = compile_label_selector(raw.get("labelSelector"))
+        if problem:
+            self.warn(f"{where}.labelSelector: {problem}; it matches no pod")
+        ns_selector, problem = compile_label_selector(raw.get("namespaceSelector"))
+        if problem:
+            self.warn(f"{where}.namespaceSelector: {problem}; it matches no namespace")
+        namespaces = tuple(n for n in self.list(raw, "namespaces", f"{where}.namespaces") if isinstance(n, str))
+        if not namespaces and raw.get("namespaceSelector") is None:
+            names = frozenset([namespace])
+        else:
+            names = frozenset(namespaces)
+        # matchLabelKeys / mismatchLabelKeys: the API server merges them into the selector at creation;
+        # doing it again is idempotent, and it makes objects that skipped the API server behave the same.
+        extra = []
+        for key in self.list(raw, "matchLabelKeys", f"{where}.matchLabelKeys"):
+            if isinstance(key, str) and key in labels:
+                extra.append(Requirement(key, "In", frozenset([labels[key]])))
+        for key in self.list(raw, "mismatchLabelKeys", f"{where}.mismatchLabelKeys"):
+            if isinstance(key, str) and key in labels:
+                extra.append(Requirement(key, "NotIn", frozenset([labels[key]])))
+        if extra and selector is not None:
+            selector = selector.add(*extra)
+        return PodAffinityTerm(self.str(raw, "topologyKey"), namespaces, selector, ns_selector, names)
+
+    def affinity_terms(
+        self, block: Any, where: str, namespace: str, labels: Mapping[str, str]
+    ) -> tuple[tuple[PodAffinityTerm, ...], tuple[WeightedPodAffinityTerm, ...]]:
+        required = []
+        for i, raw in enumerate(self.list(block, "requiredDuringSchedulingIgnoredDuringExecution", f"{where}.required")):
+            term = self.affinity_term(raw, f"{where}.required[{i}]", namespace, labels)
+            if term is not None:
+                required.append(term)
+        preferred = []
+        for i, raw in enumerate(self.list(block, "preferredDuringSchedulingIgnoredDuringExecution", f"{where}.preferred")):
+            if not isinstance(raw, Mapping):
+                self.warn(f"{where}.preferred[{i}] is not a mapping; ignored")
+                continue
+            term = self.affinity_term(raw.get("podAffinityTerm"), f"{where}.preferred[{i}].podAffinityTerm", namespace, labels)
+            if term is not None:
+                preferred.append(WeightedPodAffinityTerm(self.int(raw, "weight"), term))
+        return tuple(required), tuple(preferred)
+
+    def preferred_node_terms(self, node_affinity: Any) -> tuple[PreferredSchedulingTerm, ...]:
+        out = []
+        key = "preferredDuringSchedulingIgnoredDuringExecution"
+        for i, raw in enumerate(self.list(node_affinity, key, "nodeAffinity.preferred")):
+            if not isinstance(raw, Mapping):
+                self.warn(f"nodeAffinity.preferred[{i}] is not a mapping; ignored")
+                continue
+            term = self.node_selector_term(raw.get("preference") or {}, f"nodeAffinity.preferred[{i}].preference")
+            out.append(PreferredSchedulingTerm(self.int(raw, "weight"), term))
+        return tuple(out)
+
+    def spread_constraints(self, spec: Any, labels: Mapping[str, str]) -> tuple[SpreadConstraint, ...]:
+        out = []
+        for i, raw in enumerate(self.list(spec, "topologySpreadConstraints", "spec.topologySpreadConstraints")):
+            where = f"spec.topologySpreadConstraints[{i}]"
+            if not isinstance(raw, Mapping):
+                self.warn(f"{where} is not a mapping; ignored")
+                continue
+            selector, problem = compile_label_selector(raw.get("labelSelector"))
+            if problem:
+                self.warn(f"{where}.labelSelector: {problem}; it matches no pod")
+            keys = tuple(k for k in self.list(raw, "matchLabelKeys", f"{where}.matchLabelKeys") if isinstance(k, str))
+            extra = [Requirement(k, "In", frozenset([labels[k]])) for k in keys if k in labels]
+            if extra and selector is not None:  # a nil selector stays "nothing" (mergeLabelSetWithSelector)
+                selector = selector.add(*extra)
+            min_domains = raw.get("minDomains")
+            if min_domains is None:
+                min_domains = 1
+            elif isinstance(min_domains, bool) or not isinstance(min_domains, int):
+                self.warn(f"{where}.minDomains is not an integer; using 1")
+                min_domains = 1
+            out.append(
+                SpreadConstraint(
+                    max_skew=self.int(raw, "maxSkew", 1, f"{where}.maxSkew"),
+                    topology_key=self.str(raw, "topologyKey"),
+                    when_unsatisfiable=self.str(raw, "whenUnsatisfiable", "DoNotSchedule"),
+                    min_domains=min_domains,
+                    node_affinity_policy=self.str(raw, "nodeAffinityPolicy", "Honor") or "Honor",
+                    node_taints_policy=self.str(raw, "nodeTaintsPolicy", "Ignore") or "Ignore",
+                    match_label_keys=keys,
+                    _selector=selector,
+                )
+            )
+        return tuple(out)
+
+    def host_ports(self, container: Any, where: str, host_network: bool) -> list[HostPort]:
+        out = []
+        for j, port in enumerate(self.list(container, "ports", f"{where}.ports")):
+            if not isinstance(port, Mapping):
+                self.warn(f"{where}.ports[{j}] is not a mapping; ignored")
+                continue
+            host_port = self.int(port, "hostPort", 0, f"{where}.ports[{j}].hostPort")
+            if host_network and host_port == 0:
+                host_port = self.int(port, "containerPort", 0, f"{where}.ports[{j}].containerPort")
+            if host_port > 0:
+                out.append(
+                    HostPort(
+                        self.str(port, "hostIP") or "0.0.0.0",
+                        self.str(port, "protocol") or "TCP",
+                        host_port,
+                    )
+                )
+        return out

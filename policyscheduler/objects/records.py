@@ -1,0 +1,251 @@
+"""The records a policy can see: pods, nodes and their parts (frozen; see policyscheduler/schema.py).
+
+Lists are stored as tuples (immutable) but annotated ``list[T]`` as the schema vocabulary requires;
+maps are plain dicts that nothing mutates after construction. Fields starting with ``_`` hold compiled
+selectors and are invisible to policies. Records compare by identity (``eq=False``) so they hash.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from policyscheduler.objects.selectors import Selector
+from policyscheduler.schema import Quantity, exposed, record
+
+__all__ = [
+    "Taint",
+    "Toleration",
+    "HostPort",
+    "NodeSelectorRequirement",
+    "NodeSelectorTerm",
+    "PreferredSchedulingTerm",
+    "PodAffinityTerm",
+    "WeightedPodAffinityTerm",
+    "SpreadConstraint",
+    "Pod",
+    "Node",
+]
+
+_FROZEN = dict(frozen=True, eq=False)
+
+
+@record
+@dataclass(**_FROZEN)
+class Taint:
+    """A node taint: ``key=value:effect`` (effect NoSchedule, PreferNoSchedule or NoExecute)."""
+
+    key: str
+    value: str
+    effect: str
+
+
+@record
+@dataclass(**_FROZEN)
+class Toleration:
+    """A pod toleration; operator "" means Equal."""
+
+    key: str
+    operator: str
+    value: str
+    effect: str
+
+    @exposed
+    def tolerates(self, taint: Taint) -> bool:
+        """True if this toleration matches the taint (v1 ``Toleration.ToleratesTaint``)."""
+        if self.effect and self.effect != taint.effect:
+            return False
+        if self.key and self.key != taint.key:
+            return False
+        if self.operator in ("", "Equal"):
+            return self.value == taint.value
+        return self.operator == "Exists"
+
+
+@record
+@dataclass(**_FROZEN)
+class HostPort:
+    """A host port a container binds; host_ip "" is stored as "0.0.0.0", protocol "" as "TCP"."""
+
+    host_ip: str
+    protocol: str
+    port: int
+
+    @exposed
+    def conflicts(self, other: HostPort) -> bool:
+        """Same protocol and port, and same IP or either IP is the wildcard 0.0.0.0 (NodePorts)."""
+        if self.port <= 0 or self.port != other.port or self.protocol != other.protocol:
+            return False
+        return self.host_ip == other.host_ip or "0.0.0.0" in (self.host_ip, other.host_ip)
+
+
+@record
+@dataclass(**_FROZEN)
+class NodeSelectorRequirement:
+    """One node selector requirement (``matchExpressions`` or ``matchFields`` item)."""
+
+    key: str
+    operator: str
+    values: list[str]
+
+
+@record
+@dataclass(**_FROZEN)
+class NodeSelectorTerm:
+    """A node selector term: its expressions and fields are ANDed; an empty term matches nothing."""
+
+    match_expressions: list[NodeSelectorRequirement]
+    match_fields: list[NodeSelectorRequirement]
+    _labels: Selector | None = field(default=None, repr=False)
+    _fields: Selector | None = field(default=None, repr=False)
+    _valid: bool = field(default=True, repr=False)
+
+    @exposed
+    def matches(self, node: Node) -> bool:
+        """component-helpers nodeaffinity term matching: labels via expressions, metadata.name via fields."""
+        if not self.match_expressions and not self.match_fields:
+            return False
+        if not self._valid:
+            return False
+        if self._labels is not None and not self._labels.matches(node.labels):
+            return False
+        if self._fields is not None and not self._fields.matches({"metadata.name": node.name}):
+            return False
+        return True
+
+
+@record
+@dataclass(**_FROZEN)
+class PreferredSchedulingTerm:
+    """A preferred node affinity term with its weight (1..100)."""
+
+    weight: int
+    preference: NodeSelectorTerm
+
+
+@record
+@dataclass(**_FROZEN)
+class PodAffinityTerm:
+    """An inter-pod (anti-)affinity term. ``namespaces`` as written; matching lives on ``cluster``."""
+
+    topology_key: str
+    namespaces: list[str]
+    _selector: Selector | None = field(default=None, repr=False)
+    _ns_selector: Selector | None = field(default=None, repr=False)
+    _names: frozenset[str] = field(default=frozenset(), repr=False)
+
+
+@record
+@dataclass(**_FROZEN)
+class WeightedPodAffinityTerm:
+    """A preferred inter-pod (anti-)affinity term with its weight."""
+
+    weight: int
+    term: PodAffinityTerm
+
+
+@record
+@dataclass(**_FROZEN)
+class SpreadConstraint:
+    """A topology spread constraint with defaults applied (minDomains 1, Honor/Ignore policies)."""
+
+    max_skew: int
+    topology_key: str
+    when_unsatisfiable: str
+    min_domains: int
+    node_affinity_policy: str
+    node_taints_policy: str
+    match_label_keys: list[str]
+    _selector: Selector | None = field(default=None, repr=False)
+
+    @exposed
+    def selects(self, pod: Pod) -> bool:
+        """True if the constraint's selector (matchLabelKeys merged in) matches the pod's labels."""
+        return self._selector is not None and self._selector.matches(pod.labels)
+
+
+@record
+@dataclass(**_FROZEN)
+class Pod:
+    """A pod as the scheduler sees it. Requests are kube PodRequests, cpu in cores (500m = 1/2)."""
+
+    name: str
+    namespace: str
+    uid: str
+    labels: dict[str, str]
+    annotations: dict[str, str]
+    node_name: str
+    scheduler_name: str
+    priority: int
+    terminating: bool
+    node_selector: dict[str, str]
+    has_required_node_affinity: bool
+    required_node_affinity: list[NodeSelectorTerm]
+    preferred_node_affinity: list[PreferredSchedulingTerm]
+    pins_node_names: bool
+    pinned_node_names: list[str]
+    tolerations: list[Toleration]
+    requests: dict[str, Quantity]
+    nonzero_requests: dict[str, Quantity]
+    scalar_resources: list[str]
+    host_ports: list[HostPort]
+    images: list[str]
+    required_affinity_terms: list[PodAffinityTerm]
+    required_anti_affinity_terms: list[PodAffinityTerm]
+    preferred_affinity_terms: list[WeightedPodAffinityTerm]
+    preferred_anti_affinity_terms: list[WeightedPodAffinityTerm]
+    spread_constraints: list[SpreadConstraint]
+    _owner: tuple[str, str, str] | None = field(default=None, repr=False)  # (apiVersion, kind, name)
+
+    @exposed
+    def tolerates(self, taint: Taint) -> bool:
+        """True if any of the pod's tolerations tolerates the taint."""
+        return any(t.tolerates(taint) for t in self.tolerations)
+
+    @exposed
+    def matches_node_affinity(self, node: Node) -> bool:
+        """nodeSelector AND required node affinity (terms ORed) match the node (NodeAffinity filter)."""
+        return pod_matches_required_node_affinity(self, node)
+
+    @property
+    def key(self) -> str:
+        return f"{self.namespace}/{self.name}"
+
+
+@record
+@dataclass(**_FROZEN)
+class Node:
+    """A node with the aggregates of the pods assigned or assumed on it.
+
+    ``requested`` is the sum of the pods' PodRequests (Fit filter, BalancedAllocation);
+    ``nonzero_requested`` holds cpu/memory with 100m / 200Mi per container lacking a request (Fit score).
+    ``images`` maps every image name the node reports to its size in bytes.
+    """
+
+    name: str
+    labels: dict[str, str]
+    annotations: dict[str, str]
+    unschedulable: bool
+    taints: list[Taint]
+    allocatable: dict[str, Quantity]
+    requested: dict[str, Quantity]
+    nonzero_requested: dict[str, Quantity]
+    pod_count: int
+    pods: list[Pod]
+    used_ports: list[HostPort]
+    images: dict[str, int]
+
+    @exposed
+    def port_conflict(self, port: HostPort) -> bool:
+        """True if a pod on the node already uses a host port that conflicts with ``port``."""
+        return any(port.conflicts(used) for used in self.used_ports)
+
+
+def pod_matches_required_node_affinity(pod: Pod, node: Node) -> bool:
+    """``GetRequiredNodeAffinity(pod).Match(node)``: nodeSelector labels, then the ORed terms."""
+    labels = node.labels
+    for key, value in pod.node_selector.items():
+        if labels.get(key) != value:
+            return False
+    if pod.has_required_node_affinity:
+        return any(term.matches(node) for term in pod.required_node_affinity)
+    return True
