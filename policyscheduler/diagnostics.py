@@ -103,7 +103,7 @@ CODES: dict[str, str] = {
     "duplicate-clause": "a clause that may appear once appears twice (reason, applies, ignore, value)",
     "clause-order": "`applies when` is not the first clause, or `value` is not the last",
     "clause-not-allowed": "a clause that the rule kind does not have (e.g. `value` in a filter)",
-    "applies-uses-node": "`applies when` refers to `node` (it is evaluated once per pod, not per node)",
+    "applies-uses-node": "a pod-level clause (`applies when`, `reject pod`) refers to `node` (it is evaluated once per pod, not per node)",
     "unused-binding": "a let binding or loop variable that is never used (warning)",
     "cost-limit": "a rule's static cost bound exceeds the limit",
     # the implementation itself

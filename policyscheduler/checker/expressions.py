@@ -118,7 +118,8 @@ class ExprChecker:
         self.info = info
         self.diags = diags
         self.cost = 0
-        self.forbidden: dict[str, str] = {}  # root name -> code reported when it is used (applies when)
+        self.forbidden: dict[str, str] = {}  # root name -> code reported when it is used (pod-level clauses)
+        self.pod_level_clause = "'applies when'"  # named in that diagnostic
 
     # -- helpers
     def err(self, code: str, message: str, span: Span) -> Type:
@@ -182,7 +183,7 @@ class ExprChecker:
         if b is not None:
             if b.kind == "root" and e.id in self.forbidden:
                 return self.err(self.forbidden[e.id],
-                                f"'applies when' cannot use '{e.id}': it is evaluated once per pod, "
+                                f"{self.pod_level_clause} cannot use '{e.id}': it is evaluated once per pod, "
                                 "before any node is looked at", e.span)
             b.used = True
             return b.type

@@ -21,7 +21,7 @@ COST_LIMIT = 10_000_000
 
 NORMALIZE_MODES = ("none", "scale", "reverse", "minmax", "spread")
 
-_FILTER_CLAUSES = (ast.Reason, ast.Applies, ast.Let, ast.Require, ast.Reject, ast.RejectEach)
+_FILTER_CLAUSES = (ast.Reason, ast.Applies, ast.RejectPod, ast.Let, ast.Require, ast.Reject, ast.RejectEach)
 _SCORE_CLAUSES = (ast.Applies, ast.IgnoreWhen, ast.Let, ast.Value)
 _ONCE = (ast.Reason, ast.Applies, ast.IgnoreWhen, ast.Value)
 
@@ -74,10 +74,14 @@ def check_structure(rule: ast.Rule, diags: list[Diagnostic]) -> None:
         if isinstance(c, ast.Applies) and any(not isinstance(p, ast.Reason) for p in rule.clauses[:i]):
             diags.append(error("clause-order", "'applies when' must come before the other clauses of the rule "
                                "(only 'reason' may precede it)", c.span))
+        if isinstance(c, ast.RejectPod) and any(
+                not isinstance(p, (ast.Reason, ast.Applies, ast.RejectPod)) for p in rule.clauses[:i]):
+            diags.append(error("clause-order", "'reject pod' must come before the node-level clauses of the rule "
+                               "(after 'reason' and 'applies when')", c.span))
         if isinstance(c, ast.Value) and i != len(rule.clauses) - 1:
             diags.append(error("clause-order", "'value' must be the last clause of the rule", c.span))
     if isinstance(rule, ast.FilterRule):
-        checks = [c for c in rule.clauses if isinstance(c, (ast.Require, ast.Reject, ast.RejectEach))]
+        checks = [c for c in rule.clauses if isinstance(c, (ast.Require, ast.Reject, ast.RejectEach, ast.RejectPod))]
         if not checks:
             diags.append(error("missing-check", f"filter '{rule.name}' has no require or reject clause",
                                rule.name_span))
@@ -124,6 +128,11 @@ def check_clauses(rule: ast.Rule, schema: Schema, checked: CheckedRule, diags: l
             ec.forbidden = {"node": "applies-uses-node"}
             ec.expect(c.cond, scope, BOOL, "'applies when'", 1)
             ec.forbidden = {}
+        elif isinstance(c, ast.RejectPod):
+            ec.forbidden, ec.pod_level_clause = {"node": "applies-uses-node"}, "'reject pod'"
+            ec.expect(c.reason, scope, STRING, "a 'reject pod' reason", 1)
+            ec.expect(c.when, scope, BOOL, "a 'reject pod ... when' condition", 1)
+            ec.forbidden, ec.pod_level_clause = {}, "'applies when'"
         elif isinstance(c, ast.Let):
             t = ec.check(c.value, scope, 1)
             if scope.lookup(c.name) is not None:

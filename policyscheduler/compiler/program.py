@@ -49,6 +49,7 @@ class FilterRule:
     cost: int = 0
     _applies: Callable[[Env], bool] = dataclasses.field(default=_always(True), repr=False, compare=False)
     _steps: tuple[_Step, ...] = dataclasses.field(default=(), repr=False, compare=False)
+    _pod_rejects: tuple[tuple[Fn, Fn], ...] = dataclasses.field(default=(), repr=False, compare=False)
 
     @property
     def file(self) -> str:
@@ -57,6 +58,22 @@ class FilterRule:
     def applies(self, env: Env) -> bool:
         """The ``applies when`` clause (True if absent); env holds pod and cluster."""
         return bool(_run(self.name, self.span, lambda: self._applies(env)))
+
+    def pod_rejection(self, env: Env) -> str | None:
+        """The reason of the first ``reject pod`` clause that holds, else None; env holds pod and cluster.
+
+        A pod-level rejection is kube-scheduler's PreFilter failure: the pod fails on every node with
+        this one message, and the FailedScheduling text carries it without per-node counts.
+        """
+        frame = dict(env)
+
+        def body() -> str | None:
+            for reason, when in self._pod_rejects:
+                if when(frame):
+                    return str(reason(frame))
+            return None
+
+        return _run(self.name, self.span, body)  # type: ignore[no-any-return]
 
     def reasons(self, env: Env) -> list[str]:
         """The reasons this node fails the rule; env = {"pod", "node", "cluster"}."""
@@ -162,8 +179,10 @@ def compile_rule(checked: CheckedRule, schema: Schema) -> FilterRule | ScoreRule
         if isinstance(c, ast.Applies):
             applies = _applies(ec.compile(c.cond))
     if isinstance(r, ast.FilterRule):
+        pod_rejects = tuple((ec.compile(c.reason), ec.compile(c.when))
+                            for c in r.clauses if isinstance(c, ast.RejectPod))
         return FilterRule(r.name, r.doc, r.name_span, checked.reason, checked.cost, applies,
-                          tuple(_filter_steps(r, ec, checked.reason)))
+                          tuple(_filter_steps(r, ec, checked.reason)), pod_rejects)
     lets: list[tuple[str, Fn]] = []
     ignored = None
     raw: Callable[[dict[str, Any]], int] = lambda f: 0

@@ -188,6 +188,15 @@ class Reject:
 
 
 @dataclasses.dataclass(frozen=True)
+class RejectPod:
+    """Pod-level rejection: checked once per pod, before any node (kube-scheduler PreFilter)."""
+
+    reason: Expr
+    when: Expr
+    span: Span
+
+
+@dataclasses.dataclass(frozen=True)
 class RejectEach:
     reasons: Expr
     span: Span
@@ -205,13 +214,14 @@ class Value:
     span: Span
 
 
-Clause = Reason | Applies | Let | Require | Reject | RejectEach | IgnoreWhen | Value
+Clause = Reason | Applies | RejectPod | Let | Require | Reject | RejectEach | IgnoreWhen | Value
 
 CLAUSE_KEYWORDS: dict[type, str] = {
     Reason: "reason",
     Applies: "applies when",
     Let: "let",
     Require: "require",
+    RejectPod: "reject pod",
     Reject: "reject",
     RejectEach: "reject each",
     IgnoreWhen: "ignore node when",

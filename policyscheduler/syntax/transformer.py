@@ -71,6 +71,9 @@ class _ToAst(Transformer[Token, Any]):
     def reject_clause(self, meta: Any, children: list[Any]) -> ast.Reject:
         return ast.Reject(children[0], children[1], self._span(meta))
 
+    def reject_pod_clause(self, meta: Any, children: list[Any]) -> ast.RejectPod:
+        return ast.RejectPod(children[1], children[2], self._span(meta))
+
     def reject_each_clause(self, meta: Any, children: list[Any]) -> ast.RejectEach:
         return ast.RejectEach(children[0], self._span(meta))
 

@@ -144,3 +144,25 @@ def test_policy_set_order_and_digest(schema: Schema) -> None:
     assert r1.policy_set.digest == r2.policy_set.digest
     r3 = load_policy_texts([a, (b[0], b[1] + "\n")], schema=schema)
     assert r3.policy_set is not None and r3.policy_set.digest != r1.policy_set.digest
+
+
+def test_reject_pod_is_decided_once_per_pod(schema: Schema) -> None:
+    text = (
+        "filter pinned\n"
+        "  reason \"node-level reason\"\n"
+        "  reject pod \"too low: \" + pod.name when pod.priority < 10\n"
+        "  reject pod \"never: second clause\" when true\n"
+        "  require node.unschedulable\n"
+        "filter open\n"
+        "  reason \"r\"\n"
+        "  reject pod pod.name when pod.priority > 10\n"
+        "  require true\n"
+    )
+    r = load_policy_texts([("t.policy", text)], schema=schema)
+    assert r.policy_set is not None, r.diagnostics
+    pinned, open_ = r.policy_set.filters
+    env = sample_env()
+    # first matching pod-level clause wins; `pod.name` right after `reject pod` still reads as an expression
+    assert pinned.pod_rejection({"pod": env["pod"], "cluster": env["cluster"]}) == "too low: web"
+    assert open_.pod_rejection({"pod": env["pod"], "cluster": env["cluster"]}) is None
+    assert pinned.reasons(env) == ["node-level reason"]  # node-level clauses are separate
