@@ -1,0 +1,97 @@
+"""``policyscheduler`` command line: thin dispatch to one module per subcommand.
+
+``lint`` is delegated verbatim to :func:`policyscheduler.cli.lint.main` (its own argparse), so both
+entry points agree on options and exit codes. Any exception escaping a subcommand is a bug: it prints
+one ``policyscheduler: internal error: ...`` line and a hint, and exits 70 (EX_SOFTWARE) -- never a
+traceback, unless ``POLICYSCHEDULER_DEBUG=1`` asks for one.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from collections.abc import Sequence
+
+__all__ = ["main", "EXIT_INTERNAL_ERROR"]
+
+EXIT_INTERNAL_ERROR = 70
+
+
+def _version() -> str:
+    try:
+        from importlib.metadata import version
+
+        return version("policyscheduler")
+    except Exception:  # not installed (plain source checkout)
+        return "0+unknown"
+
+
+def _parser() -> argparse.ArgumentParser:
+    from policyscheduler.cli import simulate
+
+    parser = argparse.ArgumentParser(
+        prog="policyscheduler",
+        description="A Kubernetes scheduler whose filter and score rules are .policy files.",
+    )
+    parser.add_argument("--version", action="version", version=f"policyscheduler {_version()}")
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND")
+    commands.add_parser(
+        "lint",
+        help="check .policy files (exit 0 clean, 1 errors found)",
+        add_help=False,
+    )
+    sim = commands.add_parser(
+        "simulate",
+        help="schedule a snapshot's pending pods under a policy set",
+        description="Schedule the pending pods of a cluster snapshot one by one under a policy set.",
+    )
+    simulate.add_arguments(sim)
+    return parser
+
+
+def _dispatch(argv: list[str]) -> int:
+    if argv and argv[0] == "lint":
+        from policyscheduler.cli import lint
+
+        return int(lint.main(argv[1:]))
+    parser = _parser()
+    args = parser.parse_args(argv)
+    if args.command == "simulate":
+        from policyscheduler.cli import simulate
+
+        return simulate.run(args)
+    parser.print_help(sys.stderr)
+    return 2
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the CLI; returns the process exit status."""
+    args = list(sys.argv[1:] if argv is None else argv)
+    try:
+        status = _dispatch(args)
+        sys.stdout.flush()  # surface a closed pipe here, not in the interpreter's shutdown
+        return status
+    except SystemExit as exc:  # argparse usage errors (2), --help/--version (0)
+        code = exc.code
+        return code if isinstance(code, int) else (0 if code is None else 2)
+    except KeyboardInterrupt:
+        sys.stderr.write("policyscheduler: interrupted\n")
+        return 130
+    except BrokenPipeError:
+        # The reader went away (`... | head`): stop quietly, and keep Python from complaining at exit.
+        try:
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, sys.stdout.fileno())
+        except (OSError, ValueError):
+            pass
+        return 0
+    except Exception as exc:
+        if os.environ.get("POLICYSCHEDULER_DEBUG") == "1":
+            raise
+        sys.stderr.write(f"policyscheduler: internal error: {type(exc).__name__}: {exc}\n")
+        sys.stderr.write(
+            "hint: this is a bug in policyscheduler, not in your input; rerun with "
+            "POLICYSCHEDULER_DEBUG=1 for a traceback and report it\n"
+        )
+        return EXIT_INTERNAL_ERROR

@@ -1,0 +1,96 @@
+"""The result of evaluating one pod: plain, comparable data.
+
+A :class:`Decision` is what every evaluator produces and what the simulator, ``explain`` and the
+scheduling cycle consume. It is deliberately plain (frozen dataclasses of strings, ints, tuples,
+dicts and lists, no references to rules or objects) so that two evaluator implementations -- the
+per-node reference and a future vectorised one -- can be compared with ``==`` on random clusters,
+and so that a decision can be logged or turned into JSON without touching the cluster snapshot.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import random
+from typing import Any, Protocol
+
+__all__ = ["NodeVerdict", "RuleScore", "Decision", "Evaluator", "FEASIBLE"]
+
+
+@dataclasses.dataclass(frozen=True)
+class NodeVerdict:
+    """Why a node is (in)feasible for the pod.
+
+    ``rule is None`` means the node passed every filter. Otherwise ``rule`` names the first filter
+    (or, for a runtime error in scoring, the score rule) that rejected the node, ``reasons`` are the
+    strings that go into the FailedScheduling histogram, and ``error`` is set when the rule failed at
+    run time rather than rejecting the node (the node is then infeasible too).
+    """
+
+    rule: str | None
+    reasons: tuple[str, ...] = ()
+    error: str | None = None
+
+    @property
+    def feasible(self) -> bool:
+        """True when no filter rejected the node and no rule failed on it."""
+        return self.rule is None
+
+
+FEASIBLE = NodeVerdict(rule=None)
+"""The verdict of a node every filter accepted (shared; verdicts are immutable)."""
+
+
+@dataclasses.dataclass(frozen=True)
+class RuleScore:
+    """One score rule's result on one node: raw value, normalised 0..100, and × weight."""
+
+    raw: int
+    normalized: int
+    weighted: int
+    ignored: bool = False
+
+
+@dataclasses.dataclass(frozen=True)
+class Decision:
+    """Everything an evaluator decided about one pod.
+
+    ``scores`` maps score rule name -> node name -> :class:`RuleScore` for the feasible nodes;
+    ``totals`` the summed weighted score per feasible node; ``top`` the feasible nodes sharing the best
+    total (in node order); ``node`` the one chosen among them (``None`` when nothing is feasible, then
+    ``message`` holds the FailedScheduling text).
+    """
+
+    pod: str
+    node: str | None
+    verdicts: dict[str, NodeVerdict]
+    feasible: list[str]
+    scores: dict[str, dict[str, RuleScore]]
+    totals: dict[str, int]
+    top: list[str]
+    score: int | None
+    message: str | None
+    policy_digest: str
+
+    def to_json(self) -> dict[str, Any]:
+        """The JSON-ready summary used by ``simulate --output json`` (one placement)."""
+        return {
+            "pod": self.pod,
+            "node": self.node,
+            "score": self.score,
+            "top": list(self.top),
+            "message": self.message,
+        }
+
+
+class Evaluator(Protocol):
+    """Anything that can decide where one pod goes.
+
+    The reference implementation (:class:`policyscheduler.evaluation.reference.ReferenceEvaluator`)
+    runs rules node by node; a vectorised implementation must return an equal :class:`Decision` for
+    the same inputs and consume ``rng`` identically (exactly one ``rng.choice(top)`` when ``top`` is
+    not empty, nothing otherwise).
+    """
+
+    def evaluate(self, policy_set: Any, snapshot: Any, pod: dict[str, Any], *, rng: random.Random) -> Decision:
+        """Filter and score every node of ``snapshot`` for ``pod``."""
+        ...

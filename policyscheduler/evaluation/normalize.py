@@ -1,0 +1,85 @@
+"""Score normalisation: raw rule values -> 0..100, exactly as grammar/LANGUAGE.md specifies.
+
+Each mode reproduces a kube-scheduler NormalizeScore with Go's integer arithmetic (division truncates
+toward zero), so the default policies give kube-scheduler's numbers bit for bit:
+
+* ``none`` -- raw, which must already lie in 0..100 (Fit, BalancedAllocation, ImageLocality);
+* ``scale`` -- max == 0: raw; else ``raw * 100 / max`` (DefaultNormalizeScore: NodeAffinity);
+* ``reverse`` -- max == 0: 100; else ``100 - raw * 100 / max`` (DefaultNormalizeScore reversed: taints);
+* ``minmax`` -- max == min: 0; else ``int(100.0 * ((raw - min) / (max - min)))`` (InterPodAffinity);
+* ``spread`` -- max == 0: 100; else ``100 * (max + min - raw) / max`` (PodTopologySpread);
+
+with min and max over the scored nodes (feasible, not ignored).
+
+(grammar/LANGUAGE.md writes minmax as ``int(100.0 * (raw - min) / (max - min))``; kube-scheduler's
+InterPodAffinity divides before multiplying, which differs in the last bit, e.g. raw 29 of 0..100 gives 28.
+We follow kube-scheduler.)
+
+``scale``, ``reverse`` and ``spread`` assume non-negative raw values (kube-scheduler's helpers do too);
+:func:`raw_error` reports a raw value a mode cannot take, so the evaluator can turn it into a runtime
+error of that rule on that node instead of producing a score outside 0..100.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+__all__ = ["MODES", "MAX_SCORE", "normalize", "raw_error", "go_div"]
+
+MAX_SCORE = 100
+MODES = ("none", "scale", "reverse", "minmax", "spread")
+
+
+def go_div(a: int, b: int) -> int:
+    """Integer division truncating toward zero, like Go's ``/`` on int64 (Python's ``//`` floors)."""
+    q = abs(a) // abs(b)
+    return q if (a >= 0) == (b >= 0) else -q
+
+
+def raw_error(mode: str, raw: int) -> str | None:
+    """Why ``raw`` is not an acceptable raw score for ``mode`` (None when it is)."""
+    if mode == "none":
+        if not 0 <= raw <= MAX_SCORE:
+            return f"score {raw} is out of range 0..{MAX_SCORE} (normalize none)"
+        return None
+    if mode in ("scale", "reverse", "spread"):
+        if raw < 0:
+            return f"score {raw} is negative (normalize {mode} needs raw scores >= 0)"
+        return None
+    if mode == "minmax":
+        return None
+    return f"unknown normalisation mode {mode!r}"
+
+
+def normalize(mode: str, raws: Sequence[int]) -> list[int]:
+    """Normalise the raw scores of the scored nodes (in any order) with ``mode``.
+
+    The caller passes only non-ignored feasible nodes and has already rejected raw values for which
+    :func:`raw_error` is not None, so every result lies in 0..100.
+    """
+    if not raws:
+        return []
+    if mode == "none":
+        return list(raws)
+    hi = max(raws)
+    lo = min(raws)
+    if mode == "scale":
+        if hi == 0:
+            return list(raws)
+        return [go_div(r * MAX_SCORE, hi) for r in raws]
+    if mode == "reverse":
+        if hi == 0:
+            return [MAX_SCORE] * len(raws)
+        return [MAX_SCORE - go_div(r * MAX_SCORE, hi) for r in raws]
+    if mode == "minmax":
+        if hi == lo:
+            return [0] * len(raws)
+        # Go: float64(MaxNodeScore) * (float64(s-min) / float64(max-min)), truncated. The division
+        # comes first, so 29/100 -> 28.999999999999996 -> 28 (not 29): keep the parentheses.
+        span = float(hi - lo)
+        return [int(float(MAX_SCORE) * (float(r - lo) / span)) for r in raws]
+    if mode == "spread":
+        if hi == 0:
+            return [MAX_SCORE] * len(raws)
+        return [go_div(MAX_SCORE * (hi + lo - r), hi) for r in raws]
+    raise ValueError(f"unknown normalisation mode {mode!r}")

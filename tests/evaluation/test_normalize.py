@@ -1,0 +1,101 @@
+"""Normalisation modes against hand-computed values (grammar/LANGUAGE.md table, kube-scheduler math)."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from policyscheduler.evaluation.normalize import go_div, normalize, raw_error
+
+
+def test_none_passes_raw_through():
+    assert normalize("none", [0, 37, 100]) == [0, 37, 100]
+
+
+def test_scale_divides_by_max_truncating():
+    # 1*100/3 = 33.3 -> 33 ; 2*100/3 = 66.6 -> 66
+    assert normalize("scale", [1, 2, 3]) == [33, 66, 100]
+
+
+def test_scale_all_zero_unchanged():
+    assert normalize("scale", [0, 0]) == [0, 0]
+
+
+def test_reverse_taint_example():
+    # kube TaintToleration: counts 0,1,3 -> 100, 100-33=67, 0
+    assert normalize("reverse", [0, 1, 3]) == [100, 67, 0]
+
+
+def test_reverse_all_zero_is_100():
+    assert normalize("reverse", [0, 0, 0]) == [100, 100, 100]
+
+
+def test_minmax_float_truncation_and_negatives():
+    # min -2, max 4, span 6: (-2)->0, 1 -> int(100*3/6)=50, 2 -> int(66.66)=66, 4 -> 100
+    assert normalize("minmax", [-2, 1, 2, 4]) == [0, 50, 66, 100]
+
+
+def test_minmax_divides_before_multiplying_like_go():
+    # float64(100) * (float64(29) / float64(100)) = 28.999999999999996 -> 28
+    assert normalize("minmax", [0, 29, 100]) == [0, 28, 100]
+
+
+def test_minmax_equal_is_zero():
+    assert normalize("minmax", [5, 5]) == [0, 0]
+
+
+def test_spread_pod_topology_formula():
+    # max 10, min 4: 100*(14-4)/10=100, 100*(14-7)/10=70, 100*(14-10)/10=40
+    assert normalize("spread", [4, 7, 10]) == [100, 70, 40]
+
+
+def test_spread_zero_max_is_100():
+    assert normalize("spread", [0, 0]) == [100, 100]
+
+
+def test_spread_truncates():
+    # max 3, min 1: 100*(4-2)/3 = 66.6 -> 66
+    assert normalize("spread", [1, 2, 3]) == [100, 66, 33]
+
+
+def test_empty_input():
+    for mode in ("none", "scale", "reverse", "minmax", "spread"):
+        assert normalize(mode, []) == []
+
+
+def test_unknown_mode_rejected():
+    with pytest.raises(ValueError):
+        normalize("bogus", [1])
+    assert raw_error("bogus", 1) is not None
+
+
+@pytest.mark.parametrize(
+    ("mode", "raw", "ok"),
+    [
+        ("none", 0, True),
+        ("none", 100, True),
+        ("none", 101, False),
+        ("none", -1, False),
+        ("scale", -1, False),
+        ("reverse", 5000, True),
+        ("spread", -3, False),
+        ("minmax", -3000, True),
+    ],
+)
+def test_raw_error(mode, raw, ok):
+    assert (raw_error(mode, raw) is None) is ok
+
+
+def test_go_div_truncates_toward_zero():
+    assert go_div(7, 2) == 3
+    assert go_div(-7, 2) == -3
+    assert go_div(7, -2) == -3
+    assert go_div(-7, -2) == 3
+
+
+@given(st.sampled_from(["none", "scale", "reverse", "minmax", "spread"]), st.lists(st.integers(-1000, 1000), min_size=1, max_size=20))
+def test_results_always_in_range_for_accepted_raws(mode, raws):
+    accepted = [r for r in raws if raw_error(mode, r) is None]
+    for value in normalize(mode, accepted):
+        assert 0 <= value <= 100

@@ -1,0 +1,229 @@
+"""The reference evaluator on small hand-written policies (real loader, real object model)."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from policyscheduler.evaluation import Decision, NodeVerdict, RuleScore, evaluate
+
+
+def load(*texts: str):
+    from policyscheduler.loader import load_policy_texts
+
+    result = load_policy_texts([(f"{i:02d}-test.policy", text) for i, text in enumerate(texts)])
+    errors = [d for d in result.diagnostics if d.severity == "error"]
+    assert not errors, "\n".join(map(str, errors))
+    return result.policy_set
+
+
+def snapshot(*nodes: tuple[str, dict[str, str]], pods: tuple[dict, ...] = ()):
+    from policyscheduler.objects import ClusterSnapshot
+
+    objs = [
+        {"kind": "Node", "metadata": {"name": name, "labels": labels},
+         "status": {"allocatable": {"cpu": "4", "memory": "8Gi", "pods": "110"}}}
+        for name, labels in nodes
+    ]
+    return ClusterSnapshot.from_objects([*objs, *pods])
+
+
+def pod(name: str = "p", labels: dict[str, str] | None = None) -> dict:
+    return {"kind": "Pod", "metadata": {"name": name, "namespace": "ns", "labels": labels or {}},
+            "spec": {"containers": [{"name": "c", "image": "x"}]}}
+
+
+FILTERS = '''
+filter no_red
+  reason "node(s) are red"
+  require node.labels["color"] != "red"
+
+filter no_blue_or_cold
+  reject "node(s) are blue" when node.labels["color"] == "blue"
+  reject "node(s) are cold" when node.labels["temp"] == "cold"
+'''
+
+PICKY = '''
+filter picky
+  reason "node(s) are not green"
+  applies when pod.labels["picky"] == "yes"
+  require node.labels["color"] == "green"
+'''
+
+PICKY_POD = '''
+filter picky
+  reason "node(s) are not green"
+  reject pod "pod is too picky" when pod.labels["picky"] == "yes"
+  require node.labels["color"] == "green"
+'''
+
+GREEN_BEST = '''
+score green_best weight 2 normalize scale
+  value if node.labels["color"] == "green" then 10 else 5
+'''
+
+
+def run(policy_set, snap, p, seed: int = 0) -> Decision:
+    return evaluate(policy_set, snap, p, rng=random.Random(seed))
+
+
+def test_first_failing_filter_is_the_verdict_and_reasons_accumulate():
+    ps = load(FILTERS)
+    snap = snapshot(("red", {"color": "red", "temp": "cold"}), ("blue", {"color": "blue", "temp": "cold"}),
+                    ("green", {"color": "green"}))
+    d = run(ps, snap, pod())
+    assert d.pod == "ns/p"
+    assert d.verdicts["red"] == NodeVerdict("no_red", ("node(s) are red",), None)
+    assert d.verdicts["blue"] == NodeVerdict("no_blue_or_cold", ("node(s) are blue", "node(s) are cold"), None)
+    assert d.verdicts["green"].rule is None
+    assert d.feasible == ["green"] and d.node == "green" and d.top == ["green"]
+    assert d.message is None and d.policy_digest == ps.digest
+
+
+def test_message_when_nothing_fits():
+    ps = load(FILTERS)
+    snap = snapshot(("r1", {"color": "red"}), ("r2", {"color": "red"}), ("b", {"color": "blue", "temp": "cold"}))
+    d = run(ps, snap, pod())
+    assert d.node is None and d.score is None and d.feasible == [] and d.top == []
+    assert d.message == "0/3 nodes are available: 1 node(s) are blue, 1 node(s) are cold, 2 node(s) are red."
+
+
+def test_zero_nodes():
+    d = run(load(FILTERS), snapshot(), pod())
+    assert d.node is None and d.message == "no nodes available to schedule pods"
+
+
+def test_applies_when_false_passes_every_node():
+    ps = load(PICKY)
+    snap = snapshot(("g", {"color": "green"}), ("r", {"color": "red"}))
+    assert run(ps, snap, pod()).feasible == ["g", "r"]
+    assert run(ps, snap, pod(labels={"picky": "yes"})).feasible == ["g"]
+
+
+def test_applies_is_evaluated_once_per_pod_not_per_node():
+    ps = load(PICKY)
+    rule = ps.filters[0]
+    calls = []
+
+    class Counting:  # forwards to the real compiled rule, counting `applies` calls
+        def __getattr__(self, name):
+            return getattr(rule, name)
+
+        def applies(self, env):
+            calls.append(env)
+            return rule.applies(env)
+
+    counted = type("PS", (), {"filters": (Counting(),), "scores": (), "digest": ps.digest})()
+    snap = snapshot(*((f"n{i}", {"color": "green"}) for i in range(5)))
+    run(counted, snap, pod(labels={"picky": "yes"}))
+    assert len(calls) == 1 and "node" not in calls[0]
+
+
+def test_scores_are_normalised_weighted_and_summed():
+    ps = load(GREEN_BEST, '''
+score taste weight 1 normalize reverse
+  value if node.labels["color"] == "green" then 1 else 0
+''')
+    snap = snapshot(("g", {"color": "green"}), ("r", {"color": "red"}))
+    d = run(ps, snap, pod())
+    # green_best: raw 10, 5 -> scale 100, 50 -> x2 = 200, 100
+    assert d.scores["green_best"] == {"g": RuleScore(10, 100, 200, False), "r": RuleScore(5, 50, 100, False)}
+    # taste: raw 1, 0 -> reverse 0, 100 -> x1
+    assert d.scores["taste"] == {"g": RuleScore(1, 0, 0, False), "r": RuleScore(0, 100, 100, False)}
+    assert d.totals == {"g": 200, "r": 200}
+    assert d.top == ["g", "r"] and d.score == 200 and d.node in {"g", "r"}
+
+
+def test_scores_only_over_feasible_nodes():
+    ps = load(FILTERS, GREEN_BEST)
+    snap = snapshot(("red", {"color": "red"}), ("g", {"color": "green"}), ("y", {"color": "yellow"}))
+    d = run(ps, snap, pod())
+    assert set(d.scores["green_best"]) == {"g", "y"}
+    assert d.node == "g" and d.top == ["g"] and d.score == 200
+
+
+def test_ignored_nodes_get_zero_and_leave_normalisation():
+    ps = load('''
+score spread_like weight 1 normalize spread
+  ignore node when node.labels["color"] == "yellow"
+  value if node.labels["color"] == "green" then 4 else 2
+''')
+    snap = snapshot(("g", {"color": "green"}), ("r", {"color": "red"}), ("y", {"color": "yellow"}))
+    d = run(ps, snap, pod())
+    # over g,r: max 4, min 2: g -> 100*(6-4)/4 = 50, r -> 100*(6-2)/4 = 100
+    assert d.scores["spread_like"] == {"g": RuleScore(4, 50, 50, False), "r": RuleScore(2, 100, 100, False),
+                                       "y": RuleScore(0, 0, 0, True)}
+    assert d.node == "r"
+
+
+def test_score_applies_false_gives_zero_everywhere():
+    ps = load('''
+score only_special weight 5 normalize scale
+  applies when pod.labels["special"] == "yes"
+  value if node.labels["color"] == "green" then 10 else 5
+''')
+    snap = snapshot(("g", {"color": "green"}), ("r", {"color": "red"}))
+    d = run(ps, snap, pod())
+    assert d.scores["only_special"] == {"g": RuleScore(0, 0, 0, False), "r": RuleScore(0, 0, 0, False)}
+    assert d.top == ["g", "r"]
+    assert run(ps, snap, pod(labels={"special": "yes"})).top == ["g"]
+
+
+def test_ties_are_broken_by_the_rng_reproducibly():
+    ps = load(GREEN_BEST)
+    snap = snapshot(*((f"n{i}", {"color": "green"}) for i in range(8)))
+    chosen = {run(ps, snap, pod(), seed=s).node for s in range(40)}
+    assert len(chosen) > 1
+    assert run(ps, snap, pod(), seed=3) == run(ps, snap, pod(), seed=3)
+    assert run(ps, snap, pod(), seed=3).node == random.Random(3).choice([f"n{i}" for i in range(8)])
+
+
+def test_out_of_range_raw_score_is_a_node_error_not_a_crash():
+    ps = load('''
+score too_big weight 1
+  value if node.labels["color"] == "red" then 150 else 40
+''')
+    snap = snapshot(("r", {"color": "red"}), ("g", {"color": "green"}))
+    d = run(ps, snap, pod())
+    assert d.verdicts["r"].rule == "too_big" and d.verdicts["r"].error
+    assert "out of range" in d.verdicts["r"].error
+    assert d.feasible == ["g"] and d.node == "g" and set(d.scores["too_big"]) == {"g"}
+
+
+def test_runtime_error_in_filter_makes_the_node_infeasible_with_a_reason():
+    ps = load('''
+filter divide
+  reason "never"
+  require 10 / (len(node.labels["color"]) - 4) > 0
+''')
+    snap = snapshot(("blue", {"color": "blue"}), ("green", {"color": "green"}))
+    d = run(ps, snap, pod())
+    v = d.verdicts["blue"]
+    assert v.rule == "divide" and v.error
+    assert v.reasons and v.reasons[0].startswith("policy error in rule divide: ")
+    assert d.feasible == ["green"]
+    only_blue = run(ps, snapshot(("blue", {"color": "blue"})), pod())
+    assert only_blue.node is None and only_blue.message.startswith("0/1 nodes are available: 1 policy error in rule divide: ")
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_decision_is_plain_comparable_data(seed):
+    ps = load(FILTERS, GREEN_BEST)
+    snap = snapshot(("g", {"color": "green"}), ("y", {"color": "yellow"}))
+    a, b = run(ps, snap, pod(), seed), run(ps, snap, pod(), seed)
+    assert a == b and a is not b
+    assert a.to_json() == {"pod": "ns/p", "node": "g", "score": 200, "top": ["g"], "message": None}
+
+
+def test_pod_level_rejection_beats_earlier_node_verdicts():
+    """A `reject pod` clause rejects the pod before any node, even where an earlier filter failed."""
+    ps = load(FILTERS, PICKY_POD)
+    snap = snapshot(("red", {"color": "red"}), ("green", {"color": "green"}))
+    d = run(ps, snap, pod(labels={"picky": "yes"}))
+    assert d.node is None and d.feasible == []
+    assert d.message == "0/2 nodes are available: pod is too picky."
+    assert all(v == NodeVerdict("picky", ("pod is too picky",)) for v in d.verdicts.values())
+    # without the pod-level failure, node verdicts are as usual
+    assert run(ps, snap, pod()).verdicts["red"].rule == "no_red"
+
