@@ -1,0 +1,179 @@
+"""Turn files and folders of Kubernetes YAML/JSON into a flat list of object dicts.
+
+What we accept is what people already have: ``kubectl get nodes,pods -A -o yaml`` output (a ``kind:
+List`` whose items carry their kind), API list responses (``PodList``/``NodeList`` whose items have
+no kind), multi-document YAML, JSON, and folders of any of these (searched recursively, files sorted
+by path, hidden entries skipped). Kinds the scheduler does not look at (Deployments, ConfigMaps ...)
+are skipped with one warning per kind and file, so a whole namespace dump can be fed in unchanged.
+
+Problems are data, not exceptions: :class:`ReadResult` carries ``errors`` (unreadable files, YAML
+syntax errors, documents that are not objects -- the CLI exits 2 on any) and ``warnings``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import sys
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+__all__ = ["KEPT_KINDS", "ReadResult", "read_objects", "read_texts", "SUFFIXES"]
+
+KEPT_KINDS = frozenset(
+    {"Node", "Pod", "Namespace", "Service", "ReplicaSet", "StatefulSet", "ReplicationController"}
+)
+"""Kinds the cluster snapshot uses; everything else is skipped with a warning."""
+
+SUFFIXES = (".yaml", ".yml", ".json")
+
+
+
+class _Loader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):  # type: ignore[misc]
+    """Safe YAML loading that keeps timestamps as strings, as the Kubernetes API serves them."""
+
+
+_Loader.yaml_implicit_resolvers = {
+    first: [(tag, regexp) for tag, regexp in resolvers if tag != "tag:yaml.org,2002:timestamp"]
+    for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
+}
+
+
+@dataclasses.dataclass
+class ReadResult:
+    """The objects read, in input order, plus what went wrong (``errors`` non-empty => unusable)."""
+
+    objects: list[dict[str, Any]] = dataclasses.field(default_factory=list)
+    errors: list[str] = dataclasses.field(default_factory=list)
+    warnings: list[str] = dataclasses.field(default_factory=list)
+
+
+def _expand(paths: Sequence[str | Path], result: ReadResult) -> list[Path | str]:
+    """Files to read, in order: explicit files as given, folders expanded recursively and sorted."""
+    files: list[Path | str] = []
+    for raw in paths:
+        if str(raw) == "-":
+            files.append("-")
+            continue
+        path = Path(raw)
+        if path.is_dir():
+            found = sorted(
+                p
+                for p in path.rglob("*")
+                if p.is_file()
+                and p.suffix.lower() in SUFFIXES
+                and not any(part.startswith(".") for part in p.relative_to(path).parts)
+            )
+            if not found:
+                result.warnings.append(f"{path}: no .yaml, .yml or .json files found")
+            files.extend(found)
+        elif path.exists():
+            files.append(path)
+        else:
+            result.errors.append(f"{path}: no such file or directory")
+    return files
+
+
+def _documents(name: str, text: str, is_json: bool) -> Iterable[tuple[int, Any]]:
+    """(document number, parsed value) pairs; raises ValueError with a located message."""
+    if is_json:
+        try:
+            yield 1, json.loads(text)
+        except json.JSONDecodeError as err:
+            raise ValueError(f"{name}:{err.lineno}:{err.colno}: invalid JSON: {err.msg}") from None
+        return
+    try:
+        for number, doc in enumerate(yaml.load_all(text, Loader=_Loader), start=1):
+            yield number, doc
+    except yaml.YAMLError as err:
+        mark = getattr(err, "problem_mark", None)
+        where = f"{name}:{mark.line + 1}:{mark.column + 1}" if mark is not None else name
+        problem = getattr(err, "problem", None) or str(err).splitlines()[0]
+        raise ValueError(f"{where}: invalid YAML: {problem}") from None
+
+
+def _flatten(doc: dict[str, Any]) -> Iterable[dict[str, Any]]:
+    """A List kind's items (items of ``PodList`` get kind ``Pod``), or the object itself."""
+    kind = doc.get("kind")
+    items = doc.get("items")
+    if isinstance(kind, str) and kind.endswith("List") and isinstance(items, list):
+        item_kind = kind[: -len("List")] or None
+        for item in items:
+            if isinstance(item, dict) and "kind" not in item and item_kind:
+                item = {"kind": item_kind, **item}
+                if "apiVersion" in doc:
+                    item.setdefault("apiVersion", doc["apiVersion"])
+            yield item
+    else:
+        yield doc
+
+
+def _check(obj: Any, where: str) -> str | None:
+    """Why ``obj`` is not a usable Kubernetes object (None when it is)."""
+    if not isinstance(obj, dict):
+        return f"{where}: expected a Kubernetes object (a mapping), got {type(obj).__name__}"
+    kind = obj.get("kind")
+    if not isinstance(kind, str) or not kind:
+        return f"{where}: object has no 'kind'"
+    if kind not in KEPT_KINDS:
+        return None
+    meta = obj.get("metadata")
+    if not isinstance(meta, dict) or not isinstance(meta.get("name"), str) or not meta["name"]:
+        return f"{where}: {kind} has no metadata.name"
+    for field in ("spec", "status"):
+        if field in obj and obj[field] is not None and not isinstance(obj[field], dict):
+            return f"{where}: {kind} {meta['name']}: {field} must be a mapping"
+    return None
+
+
+def read_texts(files: Sequence[tuple[str, str]], result: ReadResult | None = None) -> ReadResult:
+    """Parse (display name, text) pairs; JSON when the name ends in ``.json``, YAML otherwise."""
+    result = result if result is not None else ReadResult()
+    for name, text in files:
+        skipped: Counter[str] = Counter()
+        try:
+            for number, doc in _documents(name, text, name.lower().endswith(".json")):
+                if doc is None:
+                    continue  # empty document ("---" at the end)
+                where = f"{name}: document {number}"
+                if not isinstance(doc, dict):
+                    result.errors.append(_check(doc, where) or where)
+                    continue
+                for obj in _flatten(doc):
+                    problem = _check(obj, where)
+                    if problem is not None:
+                        result.errors.append(problem)
+                    elif obj["kind"] not in KEPT_KINDS:
+                        skipped[obj["kind"]] += 1
+                    else:
+                        result.objects.append(obj)
+        except ValueError as err:
+            result.errors.append(str(err))
+        for kind, count in sorted(skipped.items()):
+            noun = "object" if count == 1 else "objects"
+            result.warnings.append(f"skipped {count} {noun} of kind {kind} in {name}")
+    return result
+
+
+def read_objects(paths: Sequence[str | Path]) -> ReadResult:
+    """Read every object of ``paths`` (files, folders, or ``-`` for standard input)."""
+    result = ReadResult()
+    for path in _expand(paths, result):
+        if path == "-":
+            read_texts([("<stdin>", sys.stdin.read())], result)
+            continue
+        assert isinstance(path, Path)
+        try:
+            text = path.read_text(encoding="utf-8")
+        except UnicodeDecodeError:
+            result.errors.append(f"{path}: not a UTF-8 text file")
+            continue
+        except OSError as err:
+            result.errors.append(f"{path}: cannot read: {err.strerror or err}")
+            continue
+        read_texts([(str(path), text)], result)
+    return result

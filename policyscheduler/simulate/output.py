@@ -1,0 +1,84 @@
+"""Render a :class:`Simulation` as an aligned table (for people) or JSON (for tools)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+
+from policyscheduler.simulate.run import Simulation
+
+__all__ = ["render_json", "render_nodes", "render_table", "summary_line"]
+
+_HEADERS = ("POD", "NODE", "SCORE", "TIES", "MESSAGE")
+
+
+def render_json(sim: Simulation) -> str:
+    """The documented JSON schema: ``{"policy_digest", "placements": [{pod, node, score, top, message}]}``."""
+    return json.dumps(sim.to_json(), indent=2)
+
+
+def summary_line(sim: Simulation, *, seed: int | None = None) -> str:
+    """``placed 187/200 pods on 36 nodes; 13 pending`` plus passes, digest and seed."""
+    placed = sim.placed
+    used = len({d.node for d in placed})
+    total = len(sim.decisions)
+    extra = [f"{sim.passes} pass" + ("" if sim.passes == 1 else "es"), f"policies {sim.policy_digest[:12]}"]
+    if seed is not None:
+        extra.append(f"seed {seed}")
+    node_word = "node" if used == 1 else "nodes"
+    return (
+        f"placed {len(placed)}/{total} pods on {used} {node_word} (of {sim.node_count}); "
+        f"{total - len(placed)} pending ({', '.join(extra)})"
+    )
+
+
+def render_nodes(sim: Simulation) -> list[str]:
+    """Per-node utilisation at the end of the run: pods added, pods / max, cpu and memory requested %."""
+    headers = ("NODE", "ZONE", "NEW", "PODS", "CPU", "MEMORY")
+    rows = [
+        (u.name, u.zone or "-", f"+{u.placed}" if u.placed else "0", f"{u.pods}/{u.max_pods}",
+         f"{u.cpu_percent}%", f"{u.memory_percent}%")
+        for u in sim.nodes
+    ]
+    widths = [max([len(h)] + [len(r[i]) for r in rows]) for i, h in enumerate(headers)]
+    return [
+        "  ".join(cell.ljust(w) if i < 2 else cell.rjust(w) for i, (cell, w) in enumerate(zip(row, widths))).rstrip()
+        for row in [headers, *rows]
+    ]
+
+
+def _truncate(text: str, width: int) -> str:
+    if len(text) <= width:
+        return text
+    return text[: max(width - 3, 0)] + "..."
+
+
+def render_table(sim: Simulation, *, seed: int | None = None, width: int | None = None) -> str:
+    """One aligned row per pod (settled order), the nodes' utilisation, then the summary line.
+
+    ``TIES`` is how many feasible nodes shared the best score (the chosen one was drawn among them);
+    messages are cut to the terminal width (``--output json`` has them in full).
+    """
+    rows = [
+        (
+            d.pod,
+            d.node if d.node is not None else "<pending>",
+            str(d.score) if d.score is not None else "-",
+            str(len(d.top)) if d.node is not None else "-",
+            d.message or "",
+        )
+        for d in sim.decisions
+    ]
+    widths = [max([len(h)] + [len(r[i]) for r in rows]) for i, h in enumerate(_HEADERS[:-1])]
+    total_width = width if width is not None else shutil.get_terminal_size((160, 24)).columns
+    message_width = max(total_width - sum(widths) - 2 * len(widths), 40)
+    lines = []
+    for row in [_HEADERS, *rows]:
+        cells = [cell.ljust(w) if i != 2 else cell.rjust(w) for i, (cell, w) in enumerate(zip(row, widths))]
+        lines.append(("  ".join(cells) + "  " + _truncate(row[-1], message_width)).rstrip())
+    if sim.nodes:
+        lines.append("")
+        lines.extend(render_nodes(sim))
+    lines.append("")
+    lines.append(summary_line(sim, seed=seed))
+    return "\n".join(lines) + "\n"
