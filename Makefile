@@ -1,0 +1,42 @@
+# policyscheduler: the two everyday commands are `make demo` and `make test`.
+# Python dependencies go into a virtualenv ($(VENV), default .venv in the checkout).
+
+PYTHON ?= python3
+VENV ?= .venv
+PY := $(VENV)/bin/python
+
+.PHONY: help venv controlplane test test-fast demo up clean
+
+help:
+	@echo "make demo          run the scheduler's policies on the embedded demo cluster"
+	@echo "make test          run every test (builds the control plane on first use)"
+	@echo "make test-fast     run the tests that need no control plane (pytest -m 'not e2e')"
+	@echo "make controlplane  build (or reuse) etcd, kube-apiserver and kube-scheduler"
+	@echo "make up            start a local control plane and print KUBECONFIG=..."
+
+$(VENV)/.installed: pyproject.toml
+	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "Python >= 3.11 is required (set PYTHON=...)")'
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -e '.[test]'
+	@touch $@
+
+venv: $(VENV)/.installed
+
+controlplane:
+	bash tests/controlplane/build.sh
+
+test: venv controlplane
+	$(PY) -m pytest
+
+test-fast: venv
+	$(PY) -m pytest -m "not e2e"
+
+demo: venv
+	$(VENV)/bin/policyscheduler simulate
+
+up: venv controlplane
+	$(PY) -m tests.controlplane up
+
+clean:
+	rm -rf $(VENV) .pytest_cache

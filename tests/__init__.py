@@ -1,0 +1,1 @@
+"""Test suite for policyscheduler (a package so `python -m tests.controlplane` works)."""

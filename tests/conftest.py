@@ -1,0 +1,92 @@
+"""Shared pytest fixtures: the real control plane for the e2e tests.
+
+``control_plane`` (session) starts etcd + kube-apiserver once; it builds the
+binaries first if needed and *fails* (never skips) with the reason when it cannot.
+``namespace`` gives each test a fresh namespace, and ``kube`` adds helpers that
+create fake nodes and pods and delete them again after the test.
+Nothing here is imported or started unless a test asks for these fixtures.
+"""
+
+from __future__ import annotations
+
+import re
+import uuid
+from typing import TYPE_CHECKING, Any, Iterator
+
+import pytest
+
+if TYPE_CHECKING:
+    from tests.controlplane.api import Api
+    from tests.controlplane.harness import ControlPlane
+
+
+@pytest.fixture(scope="session")
+def control_plane() -> Iterator["ControlPlane"]:
+    from tests.controlplane.harness import ControlPlane, ControlPlaneError
+
+    error = None
+    try:
+        cp = ControlPlane.start()
+    except ControlPlaneError as exc:
+        error = str(exc)
+    if error is not None:
+        pytest.fail(f"cannot start the test control plane: {error}", pytrace=False)
+    try:
+        yield cp
+    finally:
+        cp.stop()
+
+
+@pytest.fixture
+def namespace(control_plane: "ControlPlane", request: pytest.FixtureRequest) -> Iterator[str]:
+    """A namespace unique to this test; its pods are deleted (no grace) afterwards.
+
+    No namespace controller runs, so the Namespace itself stays Terminating after
+    deletion; that is harmless because names are never reused.
+    """
+    base = re.sub(r"[^a-z0-9-]+", "-", request.node.name.lower()).strip("-")[:40].strip("-") or "t"
+    name = f"{base}-{uuid.uuid4().hex[:6]}"
+    api = control_plane.api()
+    api.post("/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}})
+    try:
+        yield name
+    finally:
+        for pod in api.list_items(f"/api/v1/namespaces/{name}/pods"):
+            api.delete(f"/api/v1/namespaces/{name}/pods/{pod['metadata']['name']}", gracePeriodSeconds=0)
+        api.delete(f"/api/v1/namespaces/{name}")
+
+
+class Kube:
+    """Per-test helpers bound to the session control plane and the test's namespace."""
+
+    def __init__(self, control_plane: "ControlPlane", namespace: str) -> None:
+        self.control_plane = control_plane
+        self.namespace = namespace
+        self.api: Api = control_plane.api()
+
+    def create_nodes(self, count: int, **kwargs: Any) -> list[dict[str, Any]]:
+        """Create fake nodes (see fakes.make_nodes); they are deleted after the test."""
+        from tests.controlplane import fakes
+
+        kwargs.setdefault("prefix", f"{self.namespace}-node")
+        return fakes.create_all(self.api, fakes.make_nodes(count, owner=self.namespace, **kwargs))
+
+    def create_pods(self, count: int, **kwargs: Any) -> list[dict[str, Any]]:
+        """Create pods in this test's namespace (see fakes.make_pods)."""
+        from tests.controlplane import fakes
+
+        return fakes.create_all(self.api, fakes.make_pods(count, self.namespace, owner=self.namespace, **kwargs))
+
+    def cleanup(self) -> None:
+        from tests.controlplane import fakes
+
+        fakes.delete_owned(self.api, self.namespace)
+
+
+@pytest.fixture
+def kube(control_plane: "ControlPlane", namespace: str) -> Iterator[Kube]:
+    helper = Kube(control_plane, namespace)
+    try:
+        yield helper
+    finally:
+        helper.cleanup()

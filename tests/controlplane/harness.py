@@ -1,0 +1,366 @@
+"""Start etcd + kube-apiserver (and optionally kube-scheduler) on 127.0.0.1.
+
+The binaries come from ``build.sh`` (Go modules pinned in this directory). One
+:class:`ControlPlane` owns a temp directory (certificates, etcd data, logs,
+kubeconfig) and its processes; :meth:`ControlPlane.stop` -- also run by the
+context manager, ``atexit`` and SIGTERM -- stops every process it started and
+removes the directory. See ``procs.py`` for why nothing survives a SIGKILL either.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import socket
+import subprocess
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Mapping, Sequence
+
+import urllib3
+import yaml
+
+from tests.controlplane import procs
+from tests.controlplane.api import Api, wait_for
+from tests.controlplane.certs import TinyCA, service_account_keys
+
+HERE = Path(__file__).resolve().parent
+BUILD_SCRIPT = HERE / "build.sh"
+BIN_ENV = "POLICYSCHEDULER_CONTROLPLANE_BIN"
+KEEP_ENV = "POLICYSCHEDULER_CONTROLPLANE_KEEP"
+_DIR_PREFIX = "policyscheduler-cp-"
+
+
+class ControlPlaneError(RuntimeError):
+    """The control plane could not be built or started; the message says why."""
+
+
+@dataclass(frozen=True)
+class Binaries:
+    etcd: Path
+    kube_apiserver: Path
+    kube_scheduler: Path
+
+    @classmethod
+    def in_dir(cls, bin_dir: Path) -> "Binaries":
+        return cls(bin_dir / "etcd", bin_dir / "kube-apiserver", bin_dir / "kube-scheduler")
+
+    def missing(self) -> list[Path]:
+        return [p for p in (self.etcd, self.kube_apiserver, self.kube_scheduler) if not os.access(p, os.X_OK)]
+
+
+def ensure_binaries(*, build: bool = True) -> Binaries:
+    """Locate the binaries, building them with build.sh when needed (idempotent, cached).
+
+    ``$POLICYSCHEDULER_CONTROLPLANE_BIN`` points at a directory of prebuilt binaries
+    and skips the build entirely.
+    """
+    override = os.environ.get(BIN_ENV)
+    if override:
+        found = Binaries.in_dir(Path(override))
+        if found.missing():
+            raise ControlPlaneError(f"${BIN_ENV}={override} lacks: {', '.join(map(str, found.missing()))}")
+        return found
+    if build:
+        proc = subprocess.run(["bash", str(BUILD_SCRIPT)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                              text=True, check=False)
+        if proc.returncode != 0:
+            raise ControlPlaneError(
+                f"building the control plane failed ({BUILD_SCRIPT}, exit {proc.returncode}):\n"
+                + "\n".join(proc.stderr.splitlines()[-25:]))
+        return Binaries.in_dir(Path(proc.stdout.strip().splitlines()[-1]))
+    bin_dir = subprocess.run(["bash", str(BUILD_SCRIPT), "--bin-dir"], stdout=subprocess.PIPE, text=True,
+                             check=True).stdout.strip()
+    found = Binaries.in_dir(Path(bin_dir))
+    if found.missing():
+        raise ControlPlaneError(f"control plane not built: run {BUILD_SCRIPT} (or `make controlplane`)")
+    return found
+
+
+def free_port() -> int:
+    """A currently free loopback port (start-up retries cover the small race)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _temp_root() -> str | None:
+    shm = Path("/dev/shm")
+    return str(shm) if shm.is_dir() and os.access(shm, os.W_OK) else None
+
+
+def sweep_stale_dirs() -> None:
+    """Remove work dirs left by harnesses that were SIGKILLed (their owner pid is gone)."""
+    for root in {tempfile.gettempdir(), _temp_root() or tempfile.gettempdir()}:
+        for d in Path(root).glob(_DIR_PREFIX + "*"):
+            try:
+                owner = int((d / "owner.pid").read_text())
+            except (OSError, ValueError):
+                continue
+            if not procs.process_alive(owner):
+                shutil.rmtree(d, ignore_errors=True)
+
+
+class Scheduler:
+    """A running kube-scheduler started by :meth:`ControlPlane.start_scheduler`."""
+
+    def __init__(self, child: procs.Child, port: int, config_file: Path) -> None:
+        self.child = child
+        self.port = port
+        self.config_file = config_file
+        self.url = f"https://127.0.0.1:{port}"
+
+    @property
+    def pid(self) -> int:
+        return self.child.pid
+
+    def stop(self) -> None:
+        self.child.stop()
+
+
+class ControlPlane:
+    """etcd + kube-apiserver on loopback with an admin (system:masters) identity."""
+
+    def __init__(self, binaries: Binaries, workdir: Path, keep: bool) -> None:
+        self.binaries = binaries
+        self.workdir = workdir
+        self.keep = keep
+        self.etcd: procs.Child | None = None
+        self.apiserver: procs.Child | None = None
+        self.schedulers: list[Scheduler] = []
+        self.server = ""
+        self.etcd_url = ""
+        self.token = os.urandom(16).hex()
+        pki = workdir / "pki"
+        pki.mkdir()
+        self.ca = TinyCA(pki)
+        self.serving = self.ca.serving("apiserver")
+        self.admin = self.ca.client("admin", "admin", ("system:masters",))
+        self.sa_key, self.sa_pub = service_account_keys(pki)
+        self.kubeconfig = workdir / "admin.kubeconfig"
+        self._api: Api | None = None
+        procs.register_cleanup(self._remove_workdir)
+
+    # -- lifecycle -----------------------------------------------------------------
+
+    @classmethod
+    def start(cls, binaries: Binaries | None = None, *, timeout: float = 120.0,
+              apiserver_args: Sequence[str] = (), keep: bool | None = None) -> "ControlPlane":
+        """Start etcd and kube-apiserver and wait until the API server is ready."""
+        binaries = binaries or ensure_binaries()
+        if keep is None:
+            keep = os.environ.get(KEEP_ENV, "") not in ("", "0")
+        sweep_stale_dirs()
+        workdir = Path(tempfile.mkdtemp(prefix=_DIR_PREFIX, dir=_temp_root()))
+        (workdir / "owner.pid").write_text(str(os.getpid()))
+        cp = cls(binaries, workdir, keep)
+        try:
+            cp._start_etcd(timeout)
+            cp._start_apiserver(timeout, apiserver_args)
+        except BaseException:
+            cp.stop()
+            raise
+        return cp
+
+    def __enter__(self) -> "ControlPlane":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    def stop(self) -> None:
+        """Stop schedulers, then the API server, then etcd; remove the work dir."""
+        for child in [s.child for s in reversed(self.schedulers)] + [self.apiserver, self.etcd]:
+            if child is not None:
+                child.stop()
+        self.schedulers.clear()
+        procs.unregister_cleanup(self._remove_workdir)
+        self._remove_workdir()
+
+    def _remove_workdir(self) -> None:
+        if not self.keep:
+            shutil.rmtree(self.workdir, ignore_errors=True)
+
+    def pids(self) -> list[int]:
+        """Pids of every process this control plane started (for leak checks)."""
+        children = [self.etcd, self.apiserver] + [s.child for s in self.schedulers]
+        return [c.pid for c in children if c is not None]
+
+    # -- start-up ------------------------------------------------------------------
+
+    def _start_etcd(self, timeout: float) -> None:
+        for attempt in range(3):
+            client, peer = free_port(), free_port()
+            self.etcd_url = f"http://127.0.0.1:{client}"
+            peer_url = f"http://127.0.0.1:{peer}"
+            self.etcd = procs.Child("etcd", [
+                str(self.binaries.etcd),
+                f"--data-dir={self.workdir / 'etcd'}",
+                f"--listen-client-urls={self.etcd_url}",
+                f"--advertise-client-urls={self.etcd_url}",
+                f"--listen-peer-urls={peer_url}",
+                f"--initial-advertise-peer-urls={peer_url}",
+                f"--initial-cluster=default={peer_url}",
+                "--unsafe-no-fsync",
+                "--log-level=warn",
+            ], self.workdir / "etcd.log")
+            http = urllib3.PoolManager(retries=False, timeout=2.0)
+
+            def healthy() -> bool:
+                self._check_alive(self.etcd)
+                resp = http.request("GET", self.etcd_url + "/health")
+                return resp.status == 200 and json.loads(resp.data).get("health") == "true"
+
+            try:
+                wait_for(healthy, timeout=timeout, what="etcd /health")
+                return
+            except TimeoutError as exc:
+                raise ControlPlaneError(f"{exc}\n--- etcd log ---\n{self.etcd.log_tail()}") from exc
+            except ControlPlaneError:
+                if attempt == 2 or "address already in use" not in self.etcd.log_tail():
+                    raise
+                self.etcd.stop()
+
+    def _start_apiserver(self, timeout: float, extra: Sequence[str]) -> None:
+        tokens = self.workdir / "pki" / "tokens.csv"
+        tokens.write_text(f'{self.token},admin,admin,"system:masters"\n')
+        for attempt in range(3):
+            port = free_port()
+            self.server = f"https://127.0.0.1:{port}"
+            self.apiserver = procs.Child("kube-apiserver", [
+                str(self.binaries.kube_apiserver),
+                f"--etcd-servers={self.etcd_url}",
+                "--bind-address=127.0.0.1",
+                "--advertise-address=127.0.0.1",
+                f"--secure-port={port}",
+                f"--cert-dir={self.workdir / 'pki'}",
+                f"--tls-cert-file={self.serving.cert_file}",
+                f"--tls-private-key-file={self.serving.key_file}",
+                f"--client-ca-file={self.ca.pair.cert_file}",
+                f"--token-auth-file={tokens}",
+                "--authorization-mode=RBAC",
+                "--service-cluster-ip-range=10.0.0.0/24",
+                "--service-account-issuer=https://policyscheduler.test",
+                f"--service-account-key-file={self.sa_pub}",
+                f"--service-account-signing-key-file={self.sa_key}",
+                # No controller-manager runs: nothing would create service accounts
+                # or lift the not-ready taint from new nodes.
+                "--disable-admission-plugins=ServiceAccount,TaintNodesByCondition",
+                "--endpoint-reconciler-type=none",
+                "--allow-privileged=true",
+                # Loopback test server: let benchmarks, not rate limits, set the pace.
+                "--max-requests-inflight=0",
+                "--max-mutating-requests-inflight=0",
+                "--enable-priority-and-fairness=false",
+                *extra,
+            ], self.workdir / "kube-apiserver.log")
+            self._api = None
+            try:
+                wait_for(lambda: self._check_alive(self.apiserver) or self.api().status("/readyz") == 200,
+                         timeout=timeout, interval=0.25, what="kube-apiserver /readyz")
+                wait_for(lambda: self.api().get("/api/v1/namespaces/default"), timeout=timeout,
+                         what="namespace default")
+                break
+            except ControlPlaneError:
+                if attempt == 2 or "address already in use" not in self.apiserver.log_tail():
+                    raise
+                self.apiserver.stop()
+            except TimeoutError as exc:
+                raise ControlPlaneError(f"{exc}\n--- kube-apiserver log ---\n{self.apiserver.log_tail()}") from exc
+        self._write_kubeconfig()
+
+    @staticmethod
+    def _check_alive(child: procs.Child | None) -> bool:
+        if child is not None and not child.alive():
+            raise ControlPlaneError(
+                f"{child.name} exited with status {child.popen.returncode}\n--- {child.name} log ---\n"
+                f"{child.log_tail()}")
+        return False
+
+    def _write_kubeconfig(self) -> None:
+        import base64
+
+        def b64(data: bytes) -> str:
+            return base64.b64encode(data).decode()
+
+        config = {
+            "apiVersion": "v1",
+            "kind": "Config",
+            "clusters": [{"name": "policyscheduler-test", "cluster": {
+                "server": self.server, "certificate-authority-data": b64(self.ca.pair.cert_pem)}}],
+            "users": [{"name": "admin", "user": {
+                "client-certificate-data": b64(self.admin.cert_pem),
+                "client-key-data": b64(self.admin.key_pem)}}],
+            "contexts": [{"name": "policyscheduler-test",
+                          "context": {"cluster": "policyscheduler-test", "user": "admin"}}],
+            "current-context": "policyscheduler-test",
+        }
+        self.kubeconfig.write_text(yaml.safe_dump(config, sort_keys=False))
+        self.kubeconfig.chmod(0o600)
+
+    # -- clients -------------------------------------------------------------------
+
+    def api(self) -> Api:
+        """A shared raw-JSON client authenticated as the admin user."""
+        if self._api is None:
+            self._api = Api(self.server, str(self.ca.pair.cert_file), str(self.admin.cert_file),
+                            str(self.admin.key_file))
+        return self._api
+
+    def env(self) -> dict[str, str]:
+        """Environment for subprocesses (kubectl, our CLI) that should target this cluster."""
+        return {**os.environ, "KUBECONFIG": str(self.kubeconfig)}
+
+    # -- kube-scheduler ----------------------------------------------------------------
+
+    def start_scheduler(self, config: Mapping[str, Any] | None = None, *, timeout: float = 60.0,
+                        args: Sequence[str] = ()) -> Scheduler:
+        """Run the real kube-scheduler with a KubeSchedulerConfiguration (dict).
+
+        The connection settings are filled in: our kubeconfig, QPS/burst 5000, and
+        leader election off unless the config says otherwise.
+        """
+        cfg: dict[str, Any] = json.loads(json.dumps(dict(config or {})))
+        cfg.setdefault("apiVersion", "kubescheduler.config.k8s.io/v1")
+        cfg.setdefault("kind", "KubeSchedulerConfiguration")
+        conn = cfg.setdefault("clientConnection", {})
+        conn["kubeconfig"] = str(self.kubeconfig)
+        conn.setdefault("qps", 5000)
+        conn.setdefault("burst", 5000)
+        cfg.setdefault("leaderElection", {}).setdefault("leaderElect", False)
+        n = len(self.schedulers)
+        config_file = self.workdir / f"kube-scheduler-{n}.yaml"
+        config_file.write_text(yaml.safe_dump(cfg, sort_keys=False))
+        port = free_port()
+        child = procs.Child("kube-scheduler", [
+            str(self.binaries.kube_scheduler),
+            f"--config={config_file}",
+            "--bind-address=127.0.0.1",
+            f"--secure-port={port}",
+            f"--tls-cert-file={self.serving.cert_file}",
+            f"--tls-private-key-file={self.serving.key_file}",
+            f"--authentication-kubeconfig={self.kubeconfig}",
+            f"--authorization-kubeconfig={self.kubeconfig}",
+            *args,
+        ], self.workdir / f"kube-scheduler-{n}.log")
+        sched = Scheduler(child, port, config_file)
+        self.schedulers.append(sched)
+        probe = Api(sched.url, str(self.ca.pair.cert_file), str(self.admin.cert_file), str(self.admin.key_file))
+        try:
+            wait_for(lambda: self._check_alive(child) or probe.status("/readyz") == 200, timeout=timeout,
+                     interval=0.25, what="kube-scheduler /readyz")
+        except TimeoutError as exc:
+            raise ControlPlaneError(f"{exc}\n--- kube-scheduler log ---\n{child.log_tail()}") from exc
+        return sched
+
+    def stop_scheduler(self, sched: Scheduler) -> None:
+        sched.stop()
+        if sched in self.schedulers:
+            self.schedulers.remove(sched)
+
+
+def start(**kwargs: Any) -> ControlPlane:
+    """Shorthand for :meth:`ControlPlane.start`."""
+    return ControlPlane.start(**kwargs)
