@@ -9,7 +9,7 @@ from __future__ import annotations
 import dataclasses
 import importlib
 from collections.abc import Sequence
-from pathlib import Path
+from pathlib import Path, PurePath
 
 from policyscheduler.checker import Schema, check, global_schema
 from policyscheduler.compiler import (
@@ -136,6 +136,8 @@ def _pipeline(ordered: list[SourceFile], by_name: dict[str, SourceFile], schema:
     policy_set = PolicySet(
         filters=tuple(r for r in compiled if isinstance(r, FilterRule)),
         scores=tuple(r for r in compiled if isinstance(r, ScoreRule)),
-        digest=digest_of([(s.name, s.text) for s in ordered]),
+        # Base names, not paths: the same policies read by lint in CI, by simulate from the wheel and from
+        # the ConfigMap in the cluster must carry the same digest.
+        digest=digest_of([(PurePath(s.name).name, s.text) for s in ordered]),
     )
     return LoadResult(policy_set, diags, by_name, costs)

@@ -137,7 +137,7 @@ class PolicySet:
 
 
 def digest_of(files: Sequence[tuple[str, str]]) -> str:
-    """sha256 hex over the sorted (name, text) pairs (each name and text followed by a NUL byte)."""
+    """sha256 hex over the sorted (file name, text) pairs (each name and text followed by a NUL byte)."""
     h = hashlib.sha256()
     for name, text in sorted(files):
         h.update(name.encode("utf-8", "surrogatepass") + b"\0")

@@ -166,3 +166,20 @@ def test_reject_pod_is_decided_once_per_pod(schema: Schema) -> None:
     assert pinned.pod_rejection({"pod": env["pod"], "cluster": env["cluster"]}) == "too low: web"
     assert open_.pod_rejection({"pod": env["pod"], "cluster": env["cluster"]}) is None
     assert pinned.reasons(env) == ["node-level reason"]  # node-level clauses are separate
+
+
+def test_digest_depends_on_content_not_location(schema: Schema, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """lint in CI, simulate from the wheel and the ConfigMap in the cluster must agree on the digest."""
+    text = "filter one\n  reason \"r\"\n  require true\n"
+    for d in ("a", "b/c"):
+        (tmp_path / d).mkdir(parents=True)
+        (tmp_path / d / "10-one.policy").write_text(text)
+    from policyscheduler.loader import load_policy_set
+
+    first = load_policy_set([tmp_path / "a"], schema=schema).policy_set
+    second = load_policy_set([tmp_path / "b" / "c"], schema=schema).policy_set
+    from_configmap = load_policy_texts([("10-one.policy", text)], schema=schema).policy_set
+    renamed = load_policy_texts([("20-one.policy", text)], schema=schema).policy_set
+    assert first is not None and second is not None and from_configmap is not None and renamed is not None
+    assert first.digest == second.digest == from_configmap.digest
+    assert renamed.digest != first.digest
