@@ -117,9 +117,7 @@ class ReferenceEvaluator:
         feasible_idx = [i for i, name in enumerate(names) if verdicts[name].rule is None]
         if not feasible_idx:
             return self._unschedulable(key, names, verdicts, digest)
-        set_feasible = getattr(cluster, "set_feasible", None)
-        if set_feasible is not None:
-            set_feasible([names[i] for i in feasible_idx])  # kube's PreScore sees the filtered nodes
+        cluster.set_feasible([names[i] for i in feasible_idx])  # kube's PreScore sees the filtered nodes
 
         # 2. raw scores on the feasible nodes; errors make nodes infeasible before normalising.
         raws: list[tuple[Any, bool, dict[int, int | None]]] = []  # (rule, applies, idx -> raw|None=ignored)
