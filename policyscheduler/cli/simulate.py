@@ -1,11 +1,12 @@
 """``policyscheduler simulate``: replay a cluster snapshot under a policy set.
 
-Exit status: 0 when the run completed (even if some pods fit nowhere), 2 for bad input (missing or
-unreadable files, YAML/JSON syntax errors, documents that are not Kubernetes objects) or bad policies
-(error diagnostics), with the problems on stderr. Warnings go to stderr and do not change the status:
-skipped kinds, policy warnings, and the object model's notes about malformed fields (an invalid
-quantity, a selector of the wrong shape), which it replaces by empty values as documented in
-``policyscheduler.objects.parse``.
+Exit status: 0 when the run completed (even if some pods fit nowhere), 2 for bad input or bad
+policies, with the problems on stderr. Bad input is a missing or unreadable file, a YAML/JSON syntax
+error, a document that is not a Kubernetes object, or a malformed field the API server would have
+refused (an invalid quantity, a selector of the wrong shape): the object model would replace such a
+field by an empty value, which would silently change the placements, so nothing is simulated.
+Warnings and notes go to stderr and do not change the status: skipped kinds, policy warnings, a node
+without allocatable pods, a pod bound to a node missing from the input.
 """
 
 from __future__ import annotations
@@ -93,10 +94,16 @@ def run(args: argparse.Namespace, *, stdout: TextIO | None = None, stderr: TextI
         return EXIT_BAD_INPUT
 
     prepared = prepare(read.objects)
-    # The object model never raises on malformed objects: it degrades bad fields (an invalid quantity,
-    # a selector of the wrong shape) to empty values and says so. The user sees it; the run goes on.
-    for warning in getattr(prepared[0], "warnings", ()):
-        err.write(f"warning: {warning}\n")
+    snapshot = prepared[0]
+    for note in snapshot.notes:
+        err.write(f"note: {note}\n")
+    # The object model never raises on malformed objects: it degrades bad fields to empty values and
+    # says so. The scheduler must keep going on them; a simulation would give silently wrong answers.
+    if snapshot.warnings:
+        for problem in snapshot.warnings:
+            err.write(f"error: {problem}\n")
+        err.write("policyscheduler simulate: malformed objects (fix them or leave them out); nothing was simulated\n")
+        return EXIT_BAD_INPUT
     progress = _progress(err)
     try:
         sim = simulate(loaded.policy_set, read.objects, seed=args.seed, progress=progress, prepared=prepared)

@@ -200,8 +200,6 @@ def build_node(obj: Any, warnings: list[str]) -> Node:
         name: round_resource(name, value)
         for name, value in r.resources(status, "allocatable", "status.allocatable").items()
     }
-    if "pods" not in allocatable:
-        r.warn("status.allocatable has no 'pods'; kube-scheduler then admits no pod on it")
     images: dict[str, int] = {}
     for i, image in enumerate(r.list(status, "images", "status.images")):
         if not isinstance(image, Mapping):

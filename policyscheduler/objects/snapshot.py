@@ -45,6 +45,9 @@ class ClusterSnapshot:
     def __init__(self) -> None:
         self.nodes: list[Node] = []
         self.warnings: list[str] = []
+        """Malformed input: a field the API server would have refused, replaced by a safe default."""
+        self.notes: list[str] = []
+        """Valid but worth saying: a node that admits no pod, a pod bound to a node not in the input."""
         self._index: dict[str, int] = {}
         self._namespaces: dict[str, dict[str, str]] = {}
         self.services: list[tuple[str, dict[str, str] | None]] = []
@@ -76,6 +79,9 @@ class ClusterSnapshot:
                     else:
                         snap._index[node.name] = len(snap.nodes)
                         snap.nodes.append(node)
+                        if "pods" not in node.allocatable:
+                            snap.notes.append(f"Node {node.name}: status.allocatable has no 'pods'; "
+                                              "kube-scheduler then admits no pod on it")
                 elif kind == "Pod":
                     spec = obj.get("spec") if isinstance(obj.get("spec"), Mapping) else {}
                     status = obj.get("status") if isinstance(obj.get("status"), Mapping) else {}
@@ -93,7 +99,7 @@ class ClusterSnapshot:
                 warnings.append(f"{object_name(obj, 'Pod')}: ignored ({type(err).__name__}: {err})")
                 continue
             if pod.node_name not in snap._index:
-                warnings.append(f"Pod {pod.key}: bound to unknown node {pod.node_name!r}; ignored")
+                snap.notes.append(f"Pod {pod.key}: bound to node {pod.node_name!r}, which is not in the input; ignored")
                 continue
             snap._place(pod)
         snap._warn(warnings)

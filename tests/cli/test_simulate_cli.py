@@ -108,14 +108,27 @@ def test_missing_path_exits_2(tmp_path: Path) -> None:
     assert "no such file" in proc.stderr and "Traceback" not in proc.stderr
 
 
-def test_malformed_field_is_a_warning_naming_the_object(tmp_path: Path) -> None:
+def test_malformed_field_exits_2_naming_the_object(tmp_path: Path) -> None:
     bad = tmp_path / "x.yaml"
     bad.write_text(yaml.safe_dump_all([node("n1", "a"), pod("p", cpu="12 parsecs")]))
     proc = run("simulate", str(bad))
-    assert proc.returncode == 0, proc.stdout + proc.stderr
-    assert "Traceback" not in proc.stderr
-    warnings = [line for line in proc.stderr.splitlines() if line.startswith("warning: ")]
-    assert any("default/p" in w and "12 parsecs" in w for w in warnings), proc.stderr
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert "Traceback" not in proc.stderr and proc.stdout == ""
+    errors = [line for line in proc.stderr.splitlines() if line.startswith("error: ")]
+    assert any("default/p" in e and "12 parsecs" in e for e in errors), proc.stderr
+
+
+def test_valid_oddities_are_notes_not_errors(tmp_path: Path) -> None:
+    odd = tmp_path / "x.yaml"
+    no_pods = node("n2", "a")
+    del no_pods["status"]["allocatable"]["pods"]
+    elsewhere = pod("running-elsewhere")
+    elsewhere["spec"]["nodeName"] = "not-in-input"
+    odd.write_text(yaml.safe_dump_all([node("n1", "a"), no_pods, elsewhere, pod("p")]))
+    proc = run("simulate", str(odd), "--output", "json")
+    assert proc.returncode == 0, proc.stderr
+    notes = [line for line in proc.stderr.splitlines() if line.startswith("note: ")]
+    assert any("n2" in n and "pods" in n for n in notes) and any("not-in-input" in n for n in notes), proc.stderr
 
 
 def test_bad_policies_exit_2_with_diagnostics(tmp_path: Path, small_cluster: Path) -> None:
