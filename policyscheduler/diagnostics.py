@@ -82,7 +82,7 @@ CODES: dict[str, str] = {
     "unexpected-eof": "the file ends in the middle of a rule",
     "unterminated-string": "a string literal is not closed on its line",
     "too-deep": "an expression nested too deeply to analyse (split it with let)",
-    "too-many-errors": "the error limit was reached; later diagnostics of the file are suppressed",
+    "too-many-errors": "the checker's error limit per run was reached; the diagnostics after it (in file and line order) are not shown",
     # names and types
     "unknown-name": "a name that is not a root (pod, node, cluster), a let binding or a loop variable",
     "unknown-field": "a field or method the schema does not declare on that record type",
@@ -101,10 +101,10 @@ CODES: dict[str, str] = {
     "missing-value": "a score rule without a `value` clause",
     "missing-check": "a filter without any require/reject clause",
     "duplicate-clause": "a clause that may appear once appears twice (reason, applies, ignore, value)",
-    "clause-order": "`applies when` is not the first clause, or `value` is not the last",
+    "clause-order": "`applies when` is not the first clause, `reject pod` follows a node-level clause, or `value` is not the last",
     "clause-not-allowed": "a clause that the rule kind does not have (e.g. `value` in a filter)",
     "applies-uses-node": "a pod-level clause (`applies when`, `reject pod`) refers to `node` (it is evaluated once per pod, not per node)",
-    "unused-binding": "a let binding or loop variable that is never used (warning)",
+    "unused-binding": "a let binding that is never used (warning; loop variables may go unused)",
     "cost-limit": "a rule's static cost bound exceeds the limit",
     # the implementation itself
     "internal-error": "a bug in policyscheduler while loading; the policy set is not activated",

@@ -132,7 +132,7 @@ def _pipeline(ordered: list[SourceFile], by_name: dict[str, SourceFile], schema:
     costs = {f"{c.rule.kind} {c.rule.name}": c.cost for c in checked}
     if any(d.severity == ERROR for d in diags):
         return LoadResult(None, diags, by_name, costs)
-    compiled = [compile_rule(c, schema) for c in checked]
+    compiled = [compile_rule(c) for c in checked]
     policy_set = PolicySet(
         filters=tuple(r for r in compiled if isinstance(r, FilterRule)),
         scores=tuple(r for r in compiled if isinstance(r, ScoreRule)),

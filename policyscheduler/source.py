@@ -7,7 +7,7 @@ position back into the source line and a caret line, so every stage renders exce
 from __future__ import annotations
 
 import dataclasses
-import hashlib
+import functools
 
 
 @dataclasses.dataclass(frozen=True)
@@ -17,16 +17,15 @@ class SourceFile:
     name: str
     text: str
 
-    @property
-    def digest(self) -> str:
-        """sha256 of the text, for caches and reload decisions."""
-        return hashlib.sha256(self.text.encode("utf-8", "surrogatepass")).hexdigest()
+    @functools.cached_property
+    def lines(self) -> list[str]:
+        """The text split into lines (computed once: a file with many diagnostics renders many excerpts)."""
+        return self.text.splitlines()
 
     def line(self, line: int) -> str:
         """The text of a 1-based line without its newline ('' when out of range)."""
-        lines = self.text.splitlines()
-        if 1 <= line <= len(lines):
-            return lines[line - 1]
+        if 1 <= line <= len(self.lines):
+            return self.lines[line - 1]
         return ""
 
     def excerpt(self, line: int, col: int, end_line: int | None = None, end_col: int | None = None) -> str:
@@ -35,7 +34,7 @@ class SourceFile:
         Tabs in the source line are kept in the caret line so the caret lines up in a terminal.
         """
         text = self.line(line)
-        if not text and line > len(self.text.splitlines()):
+        if not text and line > len(self.lines):
             return ""
         start = max(col, 1)
         if end_line == line and end_col is not None and end_col > start:

@@ -118,8 +118,8 @@ class ExprChecker:
         self.info = info
         self.diags = diags
         self.cost = 0
-        self.forbidden: dict[str, str] = {}  # root name -> code reported when it is used (pod-level clauses)
-        self.pod_level_clause = "'applies when'"  # named in that diagnostic
+        self.pod_level: str | None = None
+        """The pod-level clause being checked ("'applies when'"): it runs before any node, so 'node' is out of reach."""
 
     # -- helpers
     def err(self, code: str, message: str, span: Span) -> Type:
@@ -181,9 +181,9 @@ class ExprChecker:
     def _Name(self, e: ast.Name, scope: Scope, mult: int) -> Type:
         b = scope.lookup(e.id)
         if b is not None:
-            if b.kind == "root" and e.id in self.forbidden:
-                return self.err(self.forbidden[e.id],
-                                f"{self.pod_level_clause} cannot use '{e.id}': it is evaluated once per pod, "
+            if self.pod_level is not None and b.kind == "root" and e.id == "node":
+                return self.err("applies-uses-node",
+                                f"{self.pod_level} cannot use '{e.id}': it is evaluated once per pod, "
                                 "before any node is looked at", e.span)
             b.used = True
             return b.type

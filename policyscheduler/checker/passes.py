@@ -125,14 +125,14 @@ def check_clauses(rule: ast.Rule, schema: Schema, checked: CheckedRule, diags: l
                 value = checked.info.literals.get(id(c.text))
                 checked.reason = value if isinstance(value, str) else None
         elif isinstance(c, ast.Applies):
-            ec.forbidden = {"node": "applies-uses-node"}
+            ec.pod_level = "'applies when'"
             ec.expect(c.cond, scope, BOOL, "'applies when'", 1)
-            ec.forbidden = {}
+            ec.pod_level = None
         elif isinstance(c, ast.RejectPod):
-            ec.forbidden, ec.pod_level_clause = {"node": "applies-uses-node"}, "'reject pod'"
+            ec.pod_level = "'reject pod'"
             ec.expect(c.reason, scope, STRING, "a 'reject pod' reason", 1)
             ec.expect(c.when, scope, BOOL, "a 'reject pod ... when' condition", 1)
-            ec.forbidden, ec.pod_level_clause = {}, "'applies when'"
+            ec.pod_level = None
         elif isinstance(c, ast.Let):
             t = ec.check(c.value, scope, 1)
             if scope.lookup(c.name) is not None:

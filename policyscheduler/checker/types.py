@@ -8,6 +8,7 @@ of the empty list literal ``[]`` and joins with any element type.
 from __future__ import annotations
 
 import dataclasses
+from fractions import Fraction
 
 
 @dataclasses.dataclass(frozen=True)
@@ -62,10 +63,6 @@ ERROR = Special("error")
 NOTHING = Special("nothing")
 
 NUMERIC = (INT, FLOAT, QUANTITY)
-
-
-def is_error(t: Type) -> bool:
-    return t == ERROR
 
 
 def is_numeric(t: Type) -> bool:
@@ -128,8 +125,6 @@ def arith(a: Type, b: Type) -> Type | None:
 
 def zero_value(t: Type) -> object | None:
     """What reading a missing map key gives (None: the type has no zero value)."""
-    from fractions import Fraction
-
     if t == STRING:
         return ""
     if t == INT:

@@ -10,7 +10,7 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from policyscheduler.diagnostics import ERROR, render_json, render_text, summary
+from policyscheduler.diagnostics import render_json, render_text, summary
 from policyscheduler.loader import LoadResult, load_policy_set
 
 
@@ -42,6 +42,7 @@ def report_text(result: LoadResult, costs: bool = False) -> str:
 
 
 def report_json(result: LoadResult) -> str:
+    """The diagnostics as JSON, with the file count, the rule count and the digest (null when rejected)."""
     ps = result.policy_set
     return render_json(
         result.diagnostics,
@@ -63,7 +64,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(report_json(result))
     else:
         print(report_text(result, args.costs))
-    return 1 if any(d.severity == ERROR for d in result.diagnostics) else 0
+    return 1 if result.errors else 0
 
 
 if __name__ == "__main__":

@@ -84,10 +84,6 @@ def sqrt(x: Any) -> float:
     return math.sqrt(x)
 
 
-def length(x: Any) -> int:
-    return len(x)
-
-
 def first(xs: Sequence[Any]) -> tuple[Any, ...]:
     """A list holding the first item, or an empty list."""
     return tuple(xs[:1])

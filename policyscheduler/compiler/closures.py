@@ -9,11 +9,10 @@ and builtins through the schema's own function objects. Failing operations raise
 from __future__ import annotations
 
 import operator
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from fractions import Fraction
 from typing import Any
 
-from policyscheduler.checker.env import Schema
 from policyscheduler.checker.expressions import Info
 from policyscheduler.checker.types import (
     FLOAT,
@@ -38,6 +37,15 @@ class Located(Exception):
         super().__init__(message)
         self.span = span
         self.message = message
+
+
+_LITERALS = (ast.IntLit, ast.FloatLit, ast.QuantityLit, ast.StringLit, ast.BoolLit)
+
+
+_ONE_ARG_GENERICS: dict[str, Callable[[Any], Any]] = {
+    "len": len, "abs": abs, "trunc": rt.go_trunc, "round": rt.go_round, "float": rt.to_float,
+    "ln": rt.ln, "sqrt": rt.sqrt, "first": rt.first,
+}
 
 
 def _guard(fn: Fn, span: Span) -> Fn:
@@ -70,8 +78,7 @@ def _converter(src: Type, dst: Type) -> Callable[[Any], Any] | None:
 class ExprCompiler:
     """Compiles the expressions of one checked rule."""
 
-    def __init__(self, schema: Schema, info: Info) -> None:
-        self.schema = schema
+    def __init__(self, info: Info) -> None:
         self.info = info
 
     def type_of(self, e: ast.Expr) -> Type:
@@ -113,6 +120,9 @@ class ExprCompiler:
         t = self.type_of(e)
         elem = t.elem if isinstance(t, ListT) else t
         items = [self.as_type(i, elem) for i in e.items]
+        if all(isinstance(i, _LITERALS) for i in e.items):  # e.g. ["NoSchedule", "NoExecute"]: built once
+            value = tuple(i({}) for i in items)
+            return lambda f: value
         return lambda f: tuple(i(f) for i in items)
 
     def _Name(self, e: ast.Name) -> Fn:
@@ -120,8 +130,11 @@ class ExprCompiler:
         return lambda f: f[name]
 
     def _Attr(self, e: ast.Attr) -> Fn:
-        obj = self.compile(e.obj)
         getter = operator.attrgetter(e.name)  # a field name the checker found in the schema
+        if isinstance(e.obj, ast.Name):  # node.labels, t.effect: the most frequent shape, one call less
+            name = e.obj.id
+            return lambda f: getter(f[name])
+        obj = self.compile(e.obj)
         return lambda f: getter(obj(f))
 
     def _Index(self, e: ast.Index) -> Fn:
@@ -137,11 +150,9 @@ class ExprCompiler:
 
             def read_map(f: dict[str, Any]) -> Any:
                 m, k = obj(f), idx(f)
-                if k in m:
-                    return m[k]
-                if zero is None:
+                if k not in m:
                     raise rt.EvalFailure(f"map has no key {k!r} (and {t.value} has no zero value)")
-                return zero
+                return m[k]
 
             return _guard(read_map, e.span)
 
@@ -210,44 +221,51 @@ class ExprCompiler:
         return lambda f: a(f) if c(f) else b(f)
 
     # -- loops
-    def _iterate(self, loop: ast.Loop) -> Callable[[dict[str, Any]], Any]:
-        """A generator function: binds the loop variables in a child frame for each item passing ``where``."""
+    def _iterate(self, loop: ast.Loop) -> Callable[[dict[str, Any]], Iterator[dict[str, Any]]]:
+        """A generator function: binds the loop variables and yields the frame for each item passing ``where``.
+
+        The variables are written into the rule's own frame, not a copy of it: the checker rejects a
+        binder that shadows a name in scope, so no name a later expression can read is overwritten, and a
+        variable left behind after the loop is out of scope for everything that follows. The frame itself
+        is private to one rule evaluation (program.py copies the caller's env once per call).
+        """
         src = self.compile(loop.iterable)
-        t = self.info.types[id(loop)]
-        names = [b.name for b in loop.binders]
         where = self.compile(loop.where) if loop.where is not None else None
-        is_map = isinstance(t, MapT)
+        is_map = isinstance(self.info.types[id(loop)], MapT)  # maps iterate in sorted key order
+        if len(loop.binders) == 1:
+            name = loop.binders[0].name
 
-        def items(f: dict[str, Any]) -> Any:
+            def items(f: dict[str, Any]) -> Iterator[dict[str, Any]]:
+                coll = src(f)
+                for x in sorted(coll) if is_map else coll:
+                    f[name] = x
+                    if where is None or where(f):
+                        yield f
+
+            return items
+        first, second = (b.name for b in loop.binders)
+
+        def pairs(f: dict[str, Any]) -> Iterator[dict[str, Any]]:
             coll = src(f)
-            seq: Any
-            if is_map:
-                keys = sorted(coll)  # deterministic order, whatever the dict's insertion order
-                seq = ((k,) if len(names) == 1 else (k, coll[k]) for k in keys)
-            elif len(names) == 1:
-                seq = ((x,) for x in coll)
-            else:
-                seq = enumerate(coll)
-            inner = dict(f)
-            for values in seq:
-                for n, v in zip(names, values):
-                    inner[n] = v
-                if where is None or where(inner):
-                    yield inner
+            for a, b in ((k, coll[k]) for k in sorted(coll)) if is_map else enumerate(coll):
+                f[first] = a
+                f[second] = b
+                if where is None or where(f):
+                    yield f
 
-        return items
+        return pairs
 
     def _Quantifier(self, e: ast.Quantifier) -> Fn:
         items, body = self._iterate(e.loop), self.compile(e.body)
         if e.kind == "all":
-            return lambda f: all(body(i) for i in items(f))
-        return lambda f: any(body(i) for i in items(f))
+            return lambda f: all(map(body, items(f)))
+        return lambda f: any(map(body, items(f)))
 
     def _Comprehension(self, e: ast.Comprehension) -> Fn:
         items = self._iterate(e.loop)
         t = self.type_of(e)
         value = self.as_type(e.value, t.elem) if isinstance(t, ListT) else self.compile(e.value)
-        return lambda f: tuple(value(i) for i in items(f))
+        return lambda f: tuple(map(value, items(f)))
 
     def _Aggregate(self, e: ast.Aggregate) -> Fn:
         items = self._iterate(e.loop)
@@ -258,20 +276,20 @@ class ExprCompiler:
         value = self.as_type(e.value, t)
         if e.kind == "sum":
             zero: Any = zero_value(t)
-            return lambda f: sum((value(i) for i in items(f)), zero)
+            return lambda f: sum(map(value, items(f)), zero)
         pick = max if e.kind == "max" else min
         if e.default is not None:
             default = self.as_type(e.default, t)
 
             def with_default(f: dict[str, Any]) -> Any:
-                vals = [value(i) for i in items(f)]
+                vals = list(map(value, items(f)))
                 return pick(vals) if vals else default(f)
 
             return with_default
         kind = e.kind
 
         def no_default(f: dict[str, Any]) -> Any:
-            vals = [value(i) for i in items(f)]
+            vals = list(map(value, items(f)))
             if not vals:
                 raise rt.EvalFailure(f"{kind} over an empty collection (add ', default D')")
             return pick(vals)
@@ -302,9 +320,5 @@ class ExprCompiler:
             pick = min if name == "min" else max
             return lambda f: pick(a(f) for a in args)
         x = self.compile(e.args[0])
-        table: dict[str, Callable[[Any], Any]] = {
-            "len": rt.length, "abs": abs, "trunc": rt.go_trunc, "round": rt.go_round, "float": rt.to_float,
-            "ln": rt.ln, "sqrt": rt.sqrt, "first": rt.first,
-        }
-        fn = table[name]
+        fn = _ONE_ARG_GENERICS[name]
         return _guard(lambda f: fn(x(f)), e.span)

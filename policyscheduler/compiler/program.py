@@ -12,7 +12,6 @@ import hashlib
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from policyscheduler.checker.env import Schema
 from policyscheduler.checker.passes import CheckedRule
 from policyscheduler.checker.types import STRING
 from policyscheduler.compiler.closures import ExprCompiler, Fn, Located
@@ -20,12 +19,15 @@ from policyscheduler.diagnostics import PolicyRuntimeError, Span
 from policyscheduler.syntax import ast
 
 Env = Mapping[str, Any]
-_Step = Callable[[dict[str, Any], list[str]], bool]  # returns False to stop the rule
+Frame = dict[str, Any]
+_Step = Callable[[Frame, list[str]], bool]  # returns False to stop the rule
 
 
-def _run(rule: str, span: Span, body: Callable[[], Any]) -> Any:
+def _run(rule: str, span: Span, fn: Callable[[Frame], Any], env: Env) -> Any:
+    """``fn`` over a private copy of ``env`` (lets and loop variables are written into the frame, and must
+    not leak into the caller's env); any failure becomes a PolicyRuntimeError of ``rule``."""
     try:
-        return body()
+        return fn(dict(env))
     except PolicyRuntimeError:
         raise
     except Located as exc:
@@ -34,8 +36,8 @@ def _run(rule: str, span: Span, body: Callable[[], Any]) -> Any:
         raise PolicyRuntimeError(rule, span, f"{type(exc).__name__}: {exc}") from None
 
 
-def _always(value: bool) -> Callable[[Env], bool]:
-    return lambda env: value
+def _always(value: Any) -> Fn:
+    return lambda frame: value
 
 
 @dataclasses.dataclass(frozen=True)
@@ -47,9 +49,9 @@ class FilterRule:
     span: Span
     reason: str | None
     cost: int = 0
-    _applies: Callable[[Env], bool] = dataclasses.field(default=_always(True), repr=False, compare=False)
-    _steps: tuple[_Step, ...] = dataclasses.field(default=(), repr=False, compare=False)
-    _pod_rejects: tuple[tuple[Fn, Fn], ...] = dataclasses.field(default=(), repr=False, compare=False)
+    _applies: Fn = dataclasses.field(default=_always(True), repr=False, compare=False)
+    _check: Callable[[Frame], list[str]] = dataclasses.field(default=lambda frame: [], repr=False, compare=False)
+    _pod_rejection: Fn = dataclasses.field(default=_always(None), repr=False, compare=False)
 
     @property
     def file(self) -> str:
@@ -57,7 +59,7 @@ class FilterRule:
 
     def applies(self, env: Env) -> bool:
         """The ``applies when`` clause (True if absent); env holds pod and cluster."""
-        return bool(_run(self.name, self.span, lambda: self._applies(env)))
+        return bool(_run(self.name, self.span, self._applies, env))
 
     def pod_rejection(self, env: Env) -> str | None:
         """The reason of the first ``reject pod`` clause that holds, else None; env holds pod and cluster.
@@ -65,28 +67,11 @@ class FilterRule:
         A pod-level rejection is kube-scheduler's PreFilter failure: the pod fails on every node with
         this one message, and the FailedScheduling text carries it without per-node counts.
         """
-        frame = dict(env)
-
-        def body() -> str | None:
-            for reason, when in self._pod_rejects:
-                if when(frame):
-                    return str(reason(frame))
-            return None
-
-        return _run(self.name, self.span, body)  # type: ignore[no-any-return]
+        return _run(self.name, self.span, self._pod_rejection, env)  # type: ignore[no-any-return]
 
     def reasons(self, env: Env) -> list[str]:
         """The reasons this node fails the rule; env = {"pod", "node", "cluster"}."""
-        frame = dict(env)
-        out: list[str] = []
-
-        def body() -> None:
-            for step in self._steps:
-                if not step(frame, out):
-                    break
-
-        _run(self.name, self.span, body)
-        return out
+        return _run(self.name, self.span, self._check, env)  # type: ignore[no-any-return]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -99,9 +84,9 @@ class ScoreRule:
     weight: int
     normalize: str
     cost: int = 0
-    _applies: Callable[[Env], bool] = dataclasses.field(default=_always(True), repr=False, compare=False)
-    _ignored: Callable[[dict[str, Any]], bool] | None = dataclasses.field(default=None, repr=False, compare=False)
-    _raw: Callable[[dict[str, Any]], int] = dataclasses.field(default=lambda f: 0, repr=False, compare=False)
+    _applies: Fn = dataclasses.field(default=_always(True), repr=False, compare=False)
+    _ignored: Fn | None = dataclasses.field(default=None, repr=False, compare=False)
+    _raw: Fn = dataclasses.field(default=_always(0), repr=False, compare=False)
 
     @property
     def file(self) -> str:
@@ -109,18 +94,17 @@ class ScoreRule:
 
     def applies(self, env: Env) -> bool:
         """The ``applies when`` clause (True if absent)."""
-        return bool(_run(self.name, self.span, lambda: self._applies(env)))
+        return bool(_run(self.name, self.span, self._applies, env))
 
     def ignored(self, env: Env) -> bool:
         """The ``ignore node when`` clause (False if absent)."""
-        check = self._ignored
-        if check is None:
+        if self._ignored is None:
             return False
-        return bool(_run(self.name, self.span, lambda: check(dict(env))))
+        return bool(_run(self.name, self.span, self._ignored, env))
 
     def raw(self, env: Env) -> int:
         """The ``value`` clause, after the lets."""
-        return int(_run(self.name, self.span, lambda: self._raw(dict(env))))
+        return int(_run(self.name, self.span, self._raw, env))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -146,15 +130,15 @@ def digest_of(files: Sequence[tuple[str, str]]) -> str:
 
 
 def _let_step(name: str, fn: Fn) -> _Step:
-    def step(frame: dict[str, Any], out: list[str]) -> bool:
+    def step(frame: Frame, out: list[str]) -> bool:
         frame[name] = fn(frame)
         return True
 
     return step
 
 
-def _lets_then(lets: list[tuple[str, Fn]], final: Fn) -> Callable[[dict[str, Any]], Any]:
-    def run(frame: dict[str, Any]) -> Any:
+def _lets_then(lets: list[tuple[str, Fn]], final: Fn) -> Fn:
+    def run(frame: Frame) -> Any:
         for name, fn in lets:
             frame[name] = fn(frame)
         return final(frame)
@@ -162,30 +146,21 @@ def _lets_then(lets: list[tuple[str, Fn]], final: Fn) -> Callable[[dict[str, Any
     return run
 
 
-def _applies(cond: Fn) -> Callable[[Env], bool]:
-    return lambda env: bool(cond(dict(env)))
-
-
-def _constant(value: str) -> Fn:
-    return lambda frame: value
-
-
-def compile_rule(checked: CheckedRule, schema: Schema) -> FilterRule | ScoreRule:
+def compile_rule(checked: CheckedRule) -> FilterRule | ScoreRule:
     """Turn one checked rule into its compiled form."""
     r = checked.rule
-    ec = ExprCompiler(schema, checked.info)
-    applies: Callable[[Env], bool] = _always(True)
+    ec = ExprCompiler(checked.info)
+    applies = _always(True)
     for c in r.clauses:
         if isinstance(c, ast.Applies):
-            applies = _applies(ec.compile(c.cond))
+            applies = ec.compile(c.cond)
     if isinstance(r, ast.FilterRule):
-        pod_rejects = tuple((ec.compile(c.reason), ec.compile(c.when))
-                            for c in r.clauses if isinstance(c, ast.RejectPod))
+        pod_rejects = [(ec.compile(c.reason), ec.compile(c.when)) for c in r.clauses if isinstance(c, ast.RejectPod)]
         return FilterRule(r.name, r.doc, r.name_span, checked.reason, checked.cost, applies,
-                          tuple(_filter_steps(r, ec, checked.reason)), pod_rejects)
+                          _filter_check(_filter_steps(r, ec, checked.reason)), _pod_rejection(pod_rejects))
     lets: list[tuple[str, Fn]] = []
     ignored = None
-    raw: Callable[[dict[str, Any]], int] = lambda f: 0
+    raw = _always(0)
     for c in r.clauses:
         if isinstance(c, ast.Let):
             lets.append((c.name, ec.compile(c.value)))
@@ -195,6 +170,33 @@ def compile_rule(checked: CheckedRule, schema: Schema) -> FilterRule | ScoreRule
             raw = _lets_then(list(lets), ec.compile(c.value))
     return ScoreRule(r.name, r.doc, r.name_span, checked.weight, checked.normalize, checked.cost, applies,
                      ignored, raw)
+
+
+def _pod_rejection(clauses: list[tuple[Fn, Fn]]) -> Fn:
+    """The first ``reject pod`` reason whose condition holds, else None."""
+    if not clauses:
+        return _always(None)
+
+    def first_rejection(frame: Frame) -> str | None:
+        for reason, when in clauses:
+            if when(frame):
+                return str(reason(frame))
+        return None
+
+    return first_rejection
+
+
+def _filter_check(steps: list[_Step]) -> Callable[[Frame], list[str]]:
+    """Run the node-level clauses in order until one stops the rule; the reasons they emitted."""
+
+    def check(frame: Frame) -> list[str]:
+        out: list[str] = []
+        for step in steps:
+            if not step(frame, out):
+                break
+        return out
+
+    return check
 
 
 def _filter_steps(r: ast.FilterRule, ec: ExprCompiler, default_reason: str | None) -> list[_Step]:
@@ -207,9 +209,9 @@ def _filter_steps(r: ast.FilterRule, ec: ExprCompiler, default_reason: str | Non
             if c.else_ is not None:
                 why = ec.as_type(c.else_, STRING)
             else:
-                why = _constant(default_reason or "")
+                why = _always(default_reason or "")
 
-            def require(frame: dict[str, Any], out: list[str], cond: Fn = cond, why: Fn = why) -> bool:
+            def require(frame: Frame, out: list[str], cond: Fn = cond, why: Fn = why) -> bool:
                 if cond(frame):
                     return True
                 out.append(why(frame))
@@ -219,7 +221,7 @@ def _filter_steps(r: ast.FilterRule, ec: ExprCompiler, default_reason: str | Non
         elif isinstance(c, ast.Reject):
             reason, when = ec.compile(c.reason), ec.compile(c.when)
 
-            def reject(frame: dict[str, Any], out: list[str], reason: Fn = reason, when: Fn = when) -> bool:
+            def reject(frame: Frame, out: list[str], reason: Fn = reason, when: Fn = when) -> bool:
                 if when(frame):
                     out.append(reason(frame))
                 return True
@@ -228,7 +230,7 @@ def _filter_steps(r: ast.FilterRule, ec: ExprCompiler, default_reason: str | Non
         elif isinstance(c, ast.RejectEach):
             many = ec.compile(c.reasons)
 
-            def reject_each(frame: dict[str, Any], out: list[str], many: Fn = many) -> bool:
+            def reject_each(frame: Frame, out: list[str], many: Fn = many) -> bool:
                 out.extend(many(frame))
                 return True
 

@@ -160,7 +160,7 @@ def parse(src: SourceFile) -> tuple[ast.Module | None, list[Diagnostic]]:
     diags: list[Diagnostic] = []
     _parse_range(src, segs, 0, len(segs.starts), rules, diags)
     rules.sort(key=lambda r: (r.span.line, r.span.col))
-    lines = src.text.splitlines()
+    lines = src.lines
     rules = [dataclasses.replace(r, doc=_doc_above(lines, r.span.line)) for r in rules]
     end_line = max(1, len(lines))
     module = ast.Module(src.name, tuple(rules), Span(src.name, 1, 1, end_line, len(lines[-1]) + 1 if lines else 1))

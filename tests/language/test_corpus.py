@@ -13,10 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from policyscheduler import loader
 from policyscheduler.cli import lint
-from policyscheduler.schema import ROOTS
-from tests.language.schema_fixture import test_schema
 
 BROKEN = Path(__file__).parent / "broken"
 EXPECT = re.compile(r"^# expect(-warning)?: ([a-z-]+) (\d+):(\d+)\s*$")
@@ -35,16 +32,7 @@ def _expectation(case: Path) -> tuple[bool, str, str, int, int]:
     raise AssertionError(f"{case} declares no expectation on its first line")
 
 
-@pytest.fixture(autouse=True)
-def _schema(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The real object model when it is installed, else the test-only schema (same field names)."""
-    try:
-        import policyscheduler.objects  # noqa: F401
-    except ModuleNotFoundError:
-        pass
-    if not ROOTS:
-        schema = test_schema()
-        monkeypatch.setattr(loader, "global_schema", lambda: schema)
+pytestmark = pytest.mark.usefixtures("cli_schema")
 
 
 def test_corpus_is_large_enough() -> None:

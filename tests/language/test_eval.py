@@ -25,7 +25,7 @@ def ev(schema: Schema, expr: str, env: dict[str, Any] | None = None) -> Any:
     assert checked and not [d for d in diags if d.severity == "error"], diags
     let = checked[0].rule.clauses[0]
     assert isinstance(let, ast.Let)
-    fn = ExprCompiler(schema, checked[0].info).compile(let.value)
+    fn = ExprCompiler(checked[0].info).compile(let.value)
     return fn(dict(env or sample_env()))
 
 
@@ -80,6 +80,29 @@ def test_quantifiers_comprehensions_aggregates(schema: Schema) -> None:
     assert ev(schema, "min(c in pod.containers where false: 1, default -1)") == -1
     assert ev(schema, "max(k, v in node.labels: v)") == "ssd"
     assert ev(schema, "scaled(2, 3) + scaled(1)") == 7
+
+
+def test_loop_variables_share_the_rule_frame_safely(schema: Schema) -> None:
+    # loops bind their variables in the rule's frame (no copy per loop): a name reused by a sibling loop,
+    # by a loop inside another loop's iterable, or by a later let must still read the right value
+    assert ev(schema, "count(x in [1, 2] where x > 1) + count(x in [3, 4, 5] where x > 3)") == 3
+    assert ev(schema, "[x * 10 for x in [x + 1 for x in [1, 2]]]") == (20, 30)
+    assert ev(schema, "all x in [1, 2]: any y in [x, 5]: y == x") is True
+    assert ev(schema, "sum(i, x in [5, 6]: i * x) == 6 and max(k, v in node.labels: k, default \"\") == \"zone\"") is True
+    text = ("score s weight 1\n  let a = count(x in [1, 2] where x > 1)\n  let x = 10\n"
+            "  value a + x + len([y for y in [7]])\n")
+    r = load_policy_texts([("t.policy", text)], schema=schema)
+    assert r.policy_set is not None, r.diagnostics
+    env = sample_env()
+    assert r.policy_set.scores[0].raw(env) == 12
+    assert set(env) == {"pod", "node", "cluster"}  # neither lets nor loop variables leak
+
+
+def test_constant_list_literals(schema: Schema) -> None:
+    assert ev(schema, "[1, 2.5]") == (1.0, 2.5) and type(ev(schema, "[1, 2.5]")[0]) is float
+    assert ev(schema, "[1, 500m]") == (1, Fraction(1, 2))
+    assert ev(schema, "[]") == ()
+    assert ev(schema, "[node.name, \"b\"]") == ("n1", "b")
 
 
 def test_short_circuit(schema: Schema) -> None:

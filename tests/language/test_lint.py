@@ -11,8 +11,6 @@ import pytest
 
 from policyscheduler import loader
 from policyscheduler.cli import lint
-from policyscheduler.schema import ROOTS
-from tests.language.schema_fixture import test_schema
 
 REPO = Path(__file__).resolve().parents[2]
 VALID = """\
@@ -27,15 +25,7 @@ score few_taints weight 2 normalize reverse
 """
 
 
-@pytest.fixture(autouse=True)
-def _schema(monkeypatch: pytest.MonkeyPatch) -> None:
-    try:
-        import policyscheduler.objects  # noqa: F401
-    except ModuleNotFoundError:
-        pass
-    if not ROOTS:
-        schema = test_schema()
-        monkeypatch.setattr(loader, "global_schema", lambda: schema)
+pytestmark = pytest.mark.usefixtures("cli_schema")
 
 
 def test_valid_policy_is_clean(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
