@@ -10,7 +10,7 @@ Layout: ``quantities`` (exact quantity parsing), ``selectors`` (label / node sel
 caches) and ``snapshot`` (``ClusterSnapshot``). Heavy primitives live here; the rules that combine
 them (conditions, reasons, score formulas, normalisation) live in ``policies/*.policy``.
 
-Evaluator contract beyond common.md: call ``cluster.set_feasible(names)`` after filtering and before
+Evaluator contract: call ``cluster.set_feasible(names)`` after filtering and before
 scoring -- PodTopologySpread's score sizes its domains from the feasible nodes, like kube's PreScore.
 """
 

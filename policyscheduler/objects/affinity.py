@@ -12,12 +12,15 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 
-from policyscheduler.objects.records import Node, Pod, PodAffinityTerm, WeightedPodAffinityTerm
+from policyscheduler.objects.records import Node, Pod, PodAffinityTerm
 
-__all__ = ["incoming_term_matches", "existing_term_matches", "FilterState", "ScoreState", "lookup"]
+__all__ = [
+    "incoming_term_matches", "existing_term_matches", "FilterState", "ScoreState", "count_in_domain", "lookup",
+]
 
 NsLabels = Callable[[str], Mapping[str, str]]
 TopologyMap = dict[str, dict[str, int]]
+"""topology key -> domain (the node label value) -> count or summed weight."""
 
 
 def incoming_term_matches(term: PodAffinityTerm, pod: Pod, ns_labels: NsLabels) -> bool:
@@ -42,32 +45,46 @@ def existing_term_matches(term: PodAffinityTerm, incoming: Pod, incoming_ns_labe
     return term._selector.matches(incoming.labels)
 
 
-def _bump(counts: dict[tuple[str, str], int], node: Node, key: str, by: int = 1) -> None:
+def _add(m: TopologyMap, node: Node, key: str, by: int) -> None:
+    """Add ``by`` to the node's domain of ``key``; a node without the key has no domain there."""
     value = node.labels.get(key)
     if value is not None:
-        counts[(key, value)] = counts.get((key, value), 0) + by
+        inner = m.setdefault(key, {})
+        inner[value] = inner.get(value, 0) + by
+
+
+def count_in_domain(m: TopologyMap, key: str, node: Node) -> int:
+    """The map's value for the node's domain of one topology key (0 when the node lacks the key)."""
+    value = node.labels.get(key)
+    return 0 if value is None else m.get(key, {}).get(value, 0)
+
+
+def lookup(m: TopologyMap, node: Node) -> int:
+    """Σ over topology keys the node carries of the map's value for the node's domain."""
+    labels = node.labels
+    return sum(inner.get(labels[key], 0) for key, inner in m.items() if key in labels)
 
 
 class FilterState:
-    """existingAntiAffinityCounts, affinityCounts and antiAffinityCounts over all nodes."""
+    """PreFilter state: existingAntiAffinityCounts, affinityCounts and antiAffinityCounts over all nodes."""
 
     def __init__(self, pod: Pod, nodes: Sequence[Node], ns_labels: NsLabels) -> None:
         own_labels = ns_labels(pod.namespace)
-        self.existing_anti: dict[tuple[str, str], int] = {}
-        self.affinity: dict[tuple[str, str], int] = {}
-        self.anti: dict[tuple[str, str], int] = {}
+        self.existing_anti: TopologyMap = {}
+        self.affinity: TopologyMap = {}
+        self.anti: TopologyMap = {}
         aff, anti = pod.required_affinity_terms, pod.required_anti_affinity_terms
         for node in nodes:
             for other in node.pods:
                 for term in other.required_anti_affinity_terms:
                     if existing_term_matches(term, pod, own_labels):
-                        _bump(self.existing_anti, node, term.topology_key)
+                        _add(self.existing_anti, node, term.topology_key, 1)
                 if aff and all(incoming_term_matches(t, other, ns_labels) for t in aff):
                     for t in aff:
-                        _bump(self.affinity, node, t.topology_key)
+                        _add(self.affinity, node, t.topology_key, 1)
                 for t in anti:
                     if incoming_term_matches(t, other, ns_labels):
-                        _bump(self.anti, node, t.topology_key)
+                        _add(self.anti, node, t.topology_key, 1)
 
 
 class ScoreState:
@@ -80,37 +97,25 @@ class ScoreState:
         self.existing_required: TopologyMap = {}
         self.existing_preferred: TopologyMap = {}
         self.existing_preferred_anti: TopologyMap = {}
+        incoming = [(terms, m) for terms, m in ((pod.preferred_affinity_terms, self.preferred_affinity),
+                                                 (pod.preferred_anti_affinity_terms, self.preferred_anti)) if terms]
         for node in nodes:
             if not node.labels:
                 continue
             for other in node.pods:
-                self._weighted(pod.preferred_affinity_terms, self.preferred_affinity, node,
-                               lambda t: incoming_term_matches(t, other, ns_labels))
-                self._weighted(pod.preferred_anti_affinity_terms, self.preferred_anti, node,
-                               lambda t: incoming_term_matches(t, other, ns_labels))
+                for terms, m in incoming:
+                    for w in terms:
+                        if incoming_term_matches(w.term, other, ns_labels):
+                            _add(m, node, w.term.topology_key, w.weight)
+                # Most pods carry no affinity at all (kube walks only HavePodsWithAffinityList here).
+                if not (other.required_affinity_terms or other.preferred_affinity_terms
+                        or other.preferred_anti_affinity_terms):
+                    continue
                 for t in other.required_affinity_terms:
                     if existing_term_matches(t, pod, own_labels):
-                        self._add(self.existing_required, node, t.topology_key, 1)
-                self._weighted(other.preferred_affinity_terms, self.existing_preferred, node,
-                               lambda t: existing_term_matches(t, pod, own_labels))
-                self._weighted(other.preferred_anti_affinity_terms, self.existing_preferred_anti, node,
-                               lambda t: existing_term_matches(t, pod, own_labels))
-
-    @staticmethod
-    def _add(m: TopologyMap, node: Node, key: str, by: int) -> None:
-        value = node.labels.get(key)
-        if value is not None:
-            inner = m.setdefault(key, {})
-            inner[value] = inner.get(value, 0) + by
-
-    def _weighted(self, terms: Sequence[WeightedPodAffinityTerm], m: TopologyMap, node: Node,
-                  match: Callable[[PodAffinityTerm], bool]) -> None:
-        for w in terms:
-            if match(w.term):
-                self._add(m, node, w.term.topology_key, w.weight)
-
-
-def lookup(m: TopologyMap, node: Node) -> int:
-    """Σ over topology keys the node carries of the map's value for the node's domain."""
-    labels = node.labels
-    return sum(inner.get(labels[key], 0) for key, inner in m.items() if key in labels)
+                        _add(self.existing_required, node, t.topology_key, 1)
+                for terms, m in ((other.preferred_affinity_terms, self.existing_preferred),
+                                 (other.preferred_anti_affinity_terms, self.existing_preferred_anti)):
+                    for w in terms:
+                        if existing_term_matches(w.term, pod, own_labels):
+                            _add(m, node, w.term.topology_key, w.weight)

@@ -87,8 +87,8 @@ def _pins(r: Reader, affinity_required: Any) -> tuple[bool, tuple[str, ...]]:
     return True, tuple(sorted(names))
 
 
-def build_pod(obj: Any, warnings: list[str], *, node_name: str | None = None) -> Pod:
-    """A :class:`Pod` record; ``node_name`` overrides ``spec.nodeName`` (assumed pods)."""
+def build_pod(obj: Any, warnings: list[str]) -> Pod:
+    """A :class:`Pod` record (problems appended to ``warnings``, never raised for malformed fields)."""
     r = Reader(object_name(obj, "Pod"), warnings)
     if not isinstance(obj, Mapping):
         r.warn("pod is not a mapping")
@@ -162,7 +162,7 @@ def build_pod(obj: Any, warnings: list[str], *, node_name: str | None = None) ->
         uid=r.str(meta, "uid"),
         labels=labels,
         annotations=r.str_map(meta, "annotations", "metadata.annotations"),
-        node_name=node_name if node_name is not None else r.str(spec, "nodeName"),
+        node_name=r.str(spec, "nodeName"),
         scheduler_name=r.str(spec, "schedulerName") or "default-scheduler",
         priority=r.int(spec, "priority", 0, "spec.priority"),
         terminating=meta.get("deletionTimestamp") is not None,

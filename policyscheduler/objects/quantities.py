@@ -11,9 +11,7 @@ import re
 from fractions import Fraction
 from math import ceil
 
-__all__ = ["parse_quantity", "QuantityError", "to_quantity", "round_resource", "MILLI"]
-
-MILLI = Fraction(1, 1000)
+__all__ = ["parse_quantity", "QuantityError", "to_quantity", "round_resource"]
 
 _BINARY = {"Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40, "Pi": 2**50, "Ei": 2**60}
 _DECIMAL = {
@@ -56,7 +54,7 @@ def _parse(text: str) -> Fraction:
 
 
 def parse_quantity(text: str) -> Fraction | None:
-    """The exact value of a quantity string, or None when it is not one (used by the checker too)."""
+    """The exact value of a quantity string, or None when it is not one."""
     if not isinstance(text, str):
         return None
     try:

@@ -2,7 +2,7 @@
 
 Lists are stored as tuples (immutable) but annotated ``list[T]`` as the schema vocabulary requires;
 maps are plain dicts that nothing mutates after construction. Fields starting with ``_`` hold compiled
-selectors and are invisible to policies. Records compare by identity (``eq=False``) so they hash.
+selectors (and a pod's controller reference) and are invisible to policies. Records compare by identity (``eq=False``) so they hash.
 """
 
 from __future__ import annotations
@@ -208,6 +208,7 @@ class Pod:
 
     @property
     def key(self) -> str:
+        """``namespace/name``, for notes and warnings (a property, so policies cannot see it)."""
         return f"{self.namespace}/{self.name}"
 
 

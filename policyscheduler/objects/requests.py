@@ -17,7 +17,7 @@ from fractions import Fraction
 
 from policyscheduler.objects.quantities import round_resource
 
-__all__ = ["ContainerResources", "pod_requests", "nonzero_defaults", "is_scalar_resource", "DEFAULT_MILLI_CPU", "DEFAULT_MEMORY"]
+__all__ = ["ContainerResources", "pod_requests", "is_scalar_resource", "DEFAULT_MILLI_CPU", "DEFAULT_MEMORY"]
 
 DEFAULT_MILLI_CPU = 100
 DEFAULT_MEMORY = 200 * 1024 * 1024
@@ -79,11 +79,6 @@ def pod_requests(
                 total[name] = pod_level[name]
     _add(total, overhead)
     return {name: round_resource(name, value) for name, value in total.items()}
-
-
-def nonzero_defaults() -> dict[str, Fraction]:
-    """The per-container defaults of the non-zero variant (100m cpu, 200Mi memory)."""
-    return dict(_NONZERO)
 
 
 def is_scalar_resource(name: str) -> bool:

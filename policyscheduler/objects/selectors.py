@@ -19,7 +19,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["Requirement", "Selector", "compile_label_selector", "compile_requirement", "EVERYTHING"]
+__all__ = ["Requirement", "Selector", "compile_label_selector", "compile_requirement", "set_selector"]
 
 _INT_RE = re.compile(r"^[+-]?\d+$")
 _LABEL_OPS = ("In", "NotIn", "Exists", "DoesNotExist")
@@ -72,14 +72,15 @@ class Selector:
         return not self.requirements
 
     def matches(self, labels: Mapping[str, str]) -> bool:
-        return all(r.matches(labels) for r in self.requirements)
+        """Every requirement matches (a plain loop: this runs per pod and node on the hot path)."""
+        for r in self.requirements:
+            if not r.matches(labels):
+                return False
+        return True
 
     def add(self, *reqs: Requirement) -> Selector:
         """A new selector with more ANDed requirements (``selector.Add``)."""
         return Selector(self.requirements + tuple(reqs))
-
-
-EVERYTHING = Selector()
 
 
 def _str_list(raw: Any) -> list[str] | None:

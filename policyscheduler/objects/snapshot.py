@@ -56,6 +56,7 @@ class ClusterSnapshot:
         self.replication_controllers: dict[tuple[str, str], dict[str, str] | None] = {}
         self.image_states: dict[str, tuple[int, int]] = {}
         self._seen_warnings: set[str] = set()
+        self._records: dict[int, tuple[Any, Pod]] = {}
 
     # -- construction -----------------------------------------------------------------------------------
 
@@ -166,13 +167,16 @@ class ClusterSnapshot:
         labels = self._namespaces.get(namespace)
         return labels if labels is not None else {"kubernetes.io/metadata.name": namespace}
 
-    def node(self, name: str) -> Node | None:
-        """The current record of a node by name."""
-        i = self._index.get(name)
-        return None if i is None else self.nodes[i]
-
     def pod_record(self, pod: dict) -> Pod:
-        """The :class:`Pod` record of a pod object (problems go to ``warnings``)."""
+        """The :class:`Pod` record of a pod object (problems go to ``warnings``).
+
+        Converted once per object: the simulator asks for the same pending pod when it queues it,
+        on every attempt and when it assumes it, so records are remembered by object identity. A pod
+        object handed to the snapshot must therefore not be edited in place afterwards.
+        """
+        known = self._records.get(id(pod))
+        if known is not None and known[0] is pod:
+            return known[1]
         warnings: list[str] = []
         try:
             record = build_pod(pod, warnings)
@@ -180,22 +184,16 @@ class ClusterSnapshot:
             warnings.append(f"{object_name(pod, 'Pod')}: unreadable ({type(err).__name__}: {err})")
             record = build_pod({}, [])
         self._warn(warnings)
+        self._records[id(pod)] = (pod, record)  # holding ``pod`` keeps its id from being reused
         return record
 
     def assume(self, pod: dict, node_name: str) -> None:
         """Place a pending pod on a node; later contexts see it (kube's assume)."""
         if node_name not in self._index:
-            self._warn([f"Pod {object_name(pod, 'Pod')}: cannot assume on unknown node {node_name!r}"])
+            self._warn([f"{object_name(pod, 'Pod')}: cannot assume on unknown node {node_name!r}"])
             return
-        warnings: list[str] = []
-        try:
-            record = build_pod(pod, warnings, node_name=node_name)
-        except Exception as err:  # noqa: BLE001
-            warnings.append(f"{object_name(pod, 'Pod')}: unreadable ({type(err).__name__}: {err})")
-            record = build_pod({}, [], node_name=node_name)
-        self._warn(warnings)
-        self._place(record)
+        self._place(dataclasses.replace(self.pod_record(pod), node_name=node_name))
 
     def context(self, pod: Pod) -> Cluster:
         """The per-pod ``cluster`` value over the current nodes."""
-        return make_cluster(pod, list(self.nodes), self, self.image_states)
+        return make_cluster(pod, self)

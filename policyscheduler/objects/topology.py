@@ -9,10 +9,13 @@ all topologies are required) counts into the "" domain of that key for the domai
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING
 
 from policyscheduler.objects.records import Node, Pod, SpreadConstraint, pod_matches_required_node_affinity
 from policyscheduler.objects.selectors import Selector, compile_label_selector, set_selector
+
+if TYPE_CHECKING:
+    from policyscheduler.objects.snapshot import ClusterSnapshot
 
 __all__ = [
     "HOSTNAME",
@@ -48,7 +51,7 @@ def node_included(c: SpreadConstraint, pod: Pod, node: Node) -> bool:
     return True
 
 
-def default_selector(pod: Pod, objects: Any) -> Selector:
+def default_selector(pod: Pod, objects: ClusterSnapshot) -> Selector:
     """``helper.DefaultSelector``: Services selecting the pod, plus its controller RC / RS / StatefulSet."""
     merged: dict[str, str] = {}
     for ns, sel in objects.services:
@@ -73,7 +76,7 @@ def default_selector(pod: Pod, objects: Any) -> Selector:
     return selector
 
 
-def effective_constraints(pod: Pod, objects: Any) -> tuple[tuple[SpreadConstraint, ...], tuple[SpreadConstraint, ...], bool]:
+def effective_constraints(pod: Pod, objects: ClusterSnapshot) -> tuple[tuple[SpreadConstraint, ...], tuple[SpreadConstraint, ...], bool]:
     """(DoNotSchedule constraints, ScheduleAnyway constraints, requireAllTopologies).
 
     With no constraints on the pod the system defaults apply (hostname maxSkew 3, zone maxSkew 5,

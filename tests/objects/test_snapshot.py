@@ -78,3 +78,16 @@ def test_malformed_objects_become_warnings():
     assert any("no 'pods'" in note for note in snap.notes)  # valid, so a note rather than a warning
     rec = snap.pod_record({"kind": "Pod", "metadata": "junk"})
     assert rec.name == "" and rec.namespace == "default"
+
+
+def test_pod_record_converted_once_and_reused_by_assume():
+    snap = ClusterSnapshot.from_objects([make_node("n1")])
+    pod = make_pod("p", requests={"cpu": "250m"})
+    rec = snap.pod_record(pod)
+    assert snap.pod_record(pod) is rec  # the simulator asks again on every attempt
+    assert snap.pod_record(make_pod("p", requests={"cpu": "250m"})) is not rec  # identity, not equality
+    snap.assume(pod, "n1")
+    placed = snap.nodes[0].pods[0]
+    assert placed.node_name == "n1" and rec.node_name == "" and placed.requests == rec.requests
+    snap.assume(pod, "gone")
+    assert "Pod default/p: cannot assume on unknown node 'gone'" in snap.warnings
