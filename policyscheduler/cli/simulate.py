@@ -13,9 +13,9 @@ from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, TextIO
+from typing import TextIO
 
 __all__ = ["add_arguments", "main", "run"]
 
@@ -41,22 +41,25 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--seed", type=int, default=0, help="seed for breaking score ties (default: 0)")
 
 
-def _render_diagnostics(loaded: Any) -> str:
-    """Diagnostics exactly as ``lint`` prints them (location, severity, code, source line, caret)."""
-    from policyscheduler.diagnostics import render_text, sort_key
+def _refuse(err: TextIO, problems: Sequence[str], why: str) -> int:
+    """Print every problem as an ``error:`` line, then why nothing was simulated; the exit status."""
+    for problem in problems:
+        err.write(f"error: {problem}\n")
+    err.write(f"policyscheduler simulate: {why}; nothing was simulated\n")
+    return EXIT_BAD_INPUT
 
-    return str(render_text(sorted(loaded.diagnostics, key=sort_key), getattr(loaded, "sources", None)))
 
-
-def _progress(stream: TextIO) -> Any:
-    """A progress callback drawing ``scheduling: placed 57 of 200`` on a TTY, else None."""
+def _progress(stream: TextIO) -> Callable[[int, int], None] | None:
+    """A callback drawing ``simulating: 57/200 pods placed`` over itself on a TTY (every 10th
+    attempt, so the drawing costs nothing next to the evaluation); None when ``stream`` is not a TTY."""
     if not stream.isatty():
         return None
-    state = {"calls": 0}
+    attempts = 0
 
     def report(placed: int, total: int) -> None:
-        state["calls"] += 1
-        if state["calls"] % 10 == 0:
+        nonlocal attempts
+        attempts += 1
+        if attempts % 10 == 0:
             stream.write(f"\rsimulating: {placed}/{total} pods placed ")
             stream.flush()
 
@@ -65,6 +68,7 @@ def _progress(stream: TextIO) -> Any:
 
 def run(args: argparse.Namespace, *, stdout: TextIO | None = None, stderr: TextIO | None = None) -> int:
     """Execute ``simulate`` with parsed ``args``; returns the exit status."""
+    from policyscheduler.diagnostics import render_text
     from policyscheduler.inputs import read_objects
     from policyscheduler.loader import load_policy_set
     from policyscheduler.simulate import simulate
@@ -77,33 +81,27 @@ def run(args: argparse.Namespace, *, stdout: TextIO | None = None, stderr: TextI
 
     policy_paths: list[str | Path] = list(args.policies or [default_policies_dir()])
     loaded = load_policy_set(policy_paths)
-    if loaded.diagnostics:
-        err.write(_render_diagnostics(loaded).rstrip("\n") + "\n")
+    if loaded.diagnostics:  # already sorted; rendered exactly as lint renders them
+        err.write(render_text(loaded.diagnostics, loaded.sources).rstrip("\n") + "\n")
     if loaded.policy_set is None:
-        err.write("policyscheduler simulate: the policies have errors; nothing was simulated\n")
-        return EXIT_BAD_INPUT
+        return _refuse(err, [], "the policies have errors")
 
     paths: list[str | Path] = list(args.paths) or [demo_cluster_dir()]
     read = read_objects(paths)
     for warning in read.warnings:
         err.write(f"warning: {warning}\n")
     if read.errors:
-        for problem in read.errors:
-            err.write(f"error: {problem}\n")
-        err.write("policyscheduler simulate: bad input; nothing was simulated\n")
-        return EXIT_BAD_INPUT
+        return _refuse(err, read.errors, "bad input")
+    if not read.objects:  # e.g. `kubectl get pods -o yaml` against the wrong context: say so, not just 0/0
+        err.write("warning: the input holds no Nodes, Pods or other objects simulate looks at\n")
 
     prepared = prepare(read.objects)
-    snapshot = prepared[0]
-    for note in snapshot.notes:
+    for note in prepared.snapshot.notes:
         err.write(f"note: {note}\n")
     # The object model never raises on malformed objects: it degrades bad fields to empty values and
     # says so. The scheduler must keep going on them; a simulation would give silently wrong answers.
-    if snapshot.warnings:
-        for problem in snapshot.warnings:
-            err.write(f"error: {problem}\n")
-        err.write("policyscheduler simulate: malformed objects (fix them or leave them out); nothing was simulated\n")
-        return EXIT_BAD_INPUT
+    if prepared.snapshot.warnings:
+        return _refuse(err, prepared.snapshot.warnings, "malformed objects (fix them or leave them out)")
     progress = _progress(err)
     try:
         sim = simulate(loaded.policy_set, read.objects, seed=args.seed, progress=progress, prepared=prepared)

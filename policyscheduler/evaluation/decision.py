@@ -11,7 +11,11 @@ from __future__ import annotations
 
 import dataclasses
 import random
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
+
+if TYPE_CHECKING:  # annotations only: a Decision is plain data and must not pull in the compiler or object model
+    from policyscheduler.compiler import PolicySet
+    from policyscheduler.objects import ClusterSnapshot
 
 __all__ = ["NodeVerdict", "RuleScore", "Decision", "Evaluator", "FEASIBLE"]
 
@@ -91,6 +95,8 @@ class Evaluator(Protocol):
     not empty, nothing otherwise).
     """
 
-    def evaluate(self, policy_set: Any, snapshot: Any, pod: dict[str, Any], *, rng: random.Random) -> Decision:
+    def evaluate(
+        self, policy_set: PolicySet, snapshot: ClusterSnapshot, pod: dict[str, Any], *, rng: random.Random
+    ) -> Decision:
         """Filter and score every node of ``snapshot`` for ``pod``."""
         ...

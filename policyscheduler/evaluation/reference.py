@@ -27,12 +27,17 @@ stay feasible and every normalised score lies in 0..100.
 from __future__ import annotations
 
 import random
-from typing import Any
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
 
 from policyscheduler.diagnostics import PolicyRuntimeError
 from policyscheduler.evaluation.decision import FEASIBLE, Decision, NodeVerdict, RuleScore
 from policyscheduler.evaluation.message import failed_scheduling_message, pod_rejected_message
 from policyscheduler.evaluation.normalize import normalize, raw_error
+
+if TYPE_CHECKING:
+    from policyscheduler.compiler import FilterRule, PolicySet, ScoreRule
+    from policyscheduler.objects import ClusterSnapshot
 
 __all__ = ["ReferenceEvaluator", "evaluate", "pod_key", "error_verdict"]
 
@@ -64,10 +69,22 @@ def _runtime_verdict(rule: str, err: PolicyRuntimeError) -> NodeVerdict:
     return error_verdict(rule, str(getattr(err, "message", err)), _location(err))
 
 
+_NOT_APPLIED = RuleScore(0, 0, 0, False)
+"""A score rule's result on every node when its ``applies when`` is false (shared: immutable)."""
+_IGNORED = RuleScore(0, 0, 0, True)
+"""A score rule's result on a node its ``ignore node when`` clause excludes."""
+
+_Filters = list[tuple["FilterRule", NodeVerdict | None]]
+"""The filters that apply to the pod, each with the verdict of every node reaching it when its
+per-pod part (``applies when`` / ``reject pod``) failed at run time, else None."""
+
+
 class ReferenceEvaluator:
     """Per-node evaluation; see the module docstring for the exact semantics."""
 
-    def evaluate(self, policy_set: Any, snapshot: Any, pod: dict[str, Any], *, rng: random.Random) -> Decision:
+    def evaluate(
+        self, policy_set: PolicySet, snapshot: ClusterSnapshot, pod: dict[str, Any], *, rng: random.Random
+    ) -> Decision:
         """Filter and score every node of ``snapshot`` for ``pod``."""
         key = pod_key(pod)
         digest = policy_set.digest
@@ -80,121 +97,143 @@ class ReferenceEvaluator:
         names = [n.name for n in nodes]
 
         # 1. filters: applies (and pod-level checks) once per pod, all before any node, like PreFilter.
-        filters: list[tuple[Any, NodeVerdict | None]] = []
-        for rule in policy_set.filters:
-            try:
-                if not rule.applies(pod_env):
-                    continue
-                rejection = rule.pod_rejection(pod_env)
-                rejected = [rejection] if rejection is not None else []
-            except PolicyRuntimeError as err:
-                filters.append((rule, _runtime_verdict(rule.name, err)))
-                continue
-            if rejected:
-                verdict = NodeVerdict(rule=rule.name, reasons=tuple(rejected))
-                message = pod_rejected_message(len(names), rejected)
-                return Decision(key, None, {name: verdict for name in names}, [], {}, {}, [], None, message, digest)
-            filters.append((rule, None))
-
-        verdicts: dict[str, NodeVerdict] = {}
-        for name, node in zip(names, nodes):
-            env = {"pod": pod_rec, "node": node, "cluster": cluster}
-            verdict = FEASIBLE
-            for rule, failed in filters:
-                if failed is not None:
-                    verdict = failed
-                    break
-                try:
-                    reasons = rule.reasons(env)
-                except PolicyRuntimeError as err:
-                    verdict = _runtime_verdict(rule.name, err)
-                    break
-                if reasons:
-                    verdict = NodeVerdict(rule=rule.name, reasons=tuple(reasons))
-                    break
-            verdicts[name] = verdict
-
-        feasible_idx = [i for i, name in enumerate(names) if verdicts[name].rule is None]
+        filters, rejection = _pre_filter(policy_set.filters, pod_env)
+        if rejection is not None:
+            message = pod_rejected_message(len(names), rejection.reasons)
+            return Decision(key, None, dict.fromkeys(names, rejection), [], {}, {}, [], None, message, digest)
+        # One env per node, shared by its filters and score rules (each rule copies it into a private frame).
+        envs = [{"pod": pod_rec, "node": node, "cluster": cluster} for node in nodes]
+        verdicts = {name: _filter_node(filters, env) for name, env in zip(names, envs)}
+        feasible_idx = [i for i, name in enumerate(names) if verdicts[name].feasible]
         if not feasible_idx:
-            return self._unschedulable(key, names, verdicts, digest)
+            return _unschedulable(key, names, verdicts, digest)
         cluster.set_feasible([names[i] for i in feasible_idx])  # kube's PreScore sees the filtered nodes
 
-        # 2. raw scores on the feasible nodes; errors make nodes infeasible before normalising.
-        raws: list[tuple[Any, bool, dict[int, int | None]]] = []  # (rule, applies, idx -> raw|None=ignored)
-        for rule in policy_set.scores:
-            try:
-                applies = bool(rule.applies(pod_env))
-            except PolicyRuntimeError as err:
-                for i in feasible_idx:
-                    if verdicts[names[i]].rule is None:
-                        verdicts[names[i]] = _runtime_verdict(rule.name, err)
-                raws.append((rule, False, {}))
-                continue
-            values: dict[int, int | None] = {}
-            if applies:
-                for i in feasible_idx:
-                    if verdicts[names[i]].rule is not None:
-                        continue  # already failed on an earlier score rule
-                    values[i] = self._raw(rule, {"pod": pod_rec, "node": nodes[i], "cluster": cluster}, names[i], verdicts)
-            raws.append((rule, applies, values))
+        # 2. raw scores on the feasible nodes, rule by rule; errors make nodes infeasible before normalising.
+        candidates = [(i, names[i], envs[i]) for i in feasible_idx]
+        raws = [(rule, _raw_scores(rule, pod_env, candidates, verdicts)) for rule in policy_set.scores]
+        kept = [i for i in feasible_idx if verdicts[names[i]].feasible]
+        if not kept:
+            return _unschedulable(key, names, verdicts, digest)
 
-        feasible = [names[i] for i in feasible_idx if verdicts[names[i]].rule is None]
-        if not feasible:
-            return self._unschedulable(key, names, verdicts, digest)
-
-        # 3. normalise over the feasible, non-ignored nodes; weight; sum.
-        kept = [i for i in feasible_idx if verdicts[names[i]].rule is None]
-        scores: dict[str, dict[str, RuleScore]] = {}
-        totals = {names[i]: 0 for i in kept}
-        for rule, applies, values in raws:
-            per_node: dict[str, RuleScore] = {}
-            scored = [i for i in kept if applies and values.get(i) is not None]
-            normalized = dict(zip(scored, normalize(rule.normalize, [values[i] for i in scored])))  # type: ignore[misc]
-            for i in kept:
-                if not applies:
-                    per_node[names[i]] = RuleScore(0, 0, 0, False)
-                elif values.get(i) is None:
-                    per_node[names[i]] = RuleScore(0, 0, 0, True)
-                else:
-                    norm = normalized[i]
-                    per_node[names[i]] = RuleScore(values[i], norm, norm * rule.weight, False)  # type: ignore[arg-type]
-                    totals[names[i]] += norm * rule.weight
-            scores[rule.name] = per_node
+        # 3. normalise over the feasible, non-ignored nodes; weight; sum; pick among the best.
+        feasible = [names[i] for i in kept]
+        scores, totals = _weighted(raws, kept, names)
         best = max(totals.values())
         top = [name for name in feasible if totals[name] == best]
         chosen = rng.choice(top)
         return Decision(key, chosen, verdicts, feasible, scores, totals, top, best, None, digest)
 
-    @staticmethod
-    def _unschedulable(key: str, names: list[str], verdicts: dict[str, NodeVerdict], digest: str) -> Decision:
-        """The decision for a pod no node accepts, with kube-scheduler's FailedScheduling text."""
-        reasons = [r for name in names for r in verdicts[name].reasons]
-        message = failed_scheduling_message(len(names), reasons)
-        return Decision(key, None, verdicts, [], {}, {}, [], None, message, digest)
 
-    @staticmethod
-    def _raw(rule: Any, env: dict[str, Any], name: str, verdicts: dict[str, NodeVerdict]) -> int | None:
-        """The raw value of ``rule`` on one node; None when ignored; records errors in ``verdicts``."""
+def _pre_filter(rules: Sequence[FilterRule], pod_env: dict[str, Any]) -> tuple[_Filters, NodeVerdict | None]:
+    """The filters that apply to the pod, and the verdict of a ``reject pod`` clause that holds (or None)."""
+    filters: _Filters = []
+    for rule in rules:
         try:
-            if rule.ignored(env):
-                return None
-            raw = rule.raw(env)
+            if not rule.applies(pod_env):
+                continue
+            rejection = rule.pod_rejection(pod_env)
         except PolicyRuntimeError as err:
-            verdicts[name] = _runtime_verdict(rule.name, err)
+            filters.append((rule, _runtime_verdict(rule.name, err)))
+            continue
+        if rejection is not None:
+            return filters, NodeVerdict(rule=rule.name, reasons=(rejection,))
+        filters.append((rule, None))
+    return filters, None
+
+
+def _filter_node(filters: _Filters, env: dict[str, Any]) -> NodeVerdict:
+    """The verdict of the first filter that rejects the node (or fails on it), else FEASIBLE."""
+    for rule, failed in filters:
+        if failed is not None:
+            return failed
+        try:
+            reasons = rule.reasons(env)
+        except PolicyRuntimeError as err:
+            return _runtime_verdict(rule.name, err)
+        if reasons:
+            return NodeVerdict(rule=rule.name, reasons=tuple(reasons))
+    return FEASIBLE
+
+
+def _raw_scores(
+    rule: ScoreRule,
+    pod_env: dict[str, Any],
+    candidates: list[tuple[int, str, dict[str, Any]]],
+    verdicts: dict[str, NodeVerdict],
+) -> dict[int, int | None] | None:
+    """Node index -> raw value (None: ignored) of ``rule`` on the candidates (index, name, env) still
+    feasible; None when the rule does not apply to the pod. Errors go to ``verdicts``; a failing
+    ``applies when`` fails every candidate still feasible."""
+    try:
+        applies = rule.applies(pod_env)
+    except PolicyRuntimeError as err:
+        failed = _runtime_verdict(rule.name, err)
+        for _, name, _ in candidates:
+            if verdicts[name].feasible:
+                verdicts[name] = failed
+        return None
+    if not applies:
+        return None
+    values: dict[int, int | None] = {}
+    for i, name, env in candidates:
+        if verdicts[name].feasible:  # else it already failed on an earlier score rule
+            values[i] = _raw(rule, env, name, verdicts)
+    return values
+
+
+def _raw(rule: ScoreRule, env: dict[str, Any], name: str, verdicts: dict[str, NodeVerdict]) -> int | None:
+    """The raw value of ``rule`` on one node; None when ignored; records errors in ``verdicts``."""
+    try:
+        if rule.ignored(env):
             return None
-        if isinstance(raw, bool) or not isinstance(raw, int):
-            verdicts[name] = error_verdict(rule.name, f"score {raw!r} is not an integer")
-            return None
-        problem = raw_error(rule.normalize, raw)
-        if problem is not None:
-            verdicts[name] = error_verdict(rule.name, problem)
-            return None
-        return raw
+        raw = rule.raw(env)
+    except PolicyRuntimeError as err:
+        verdicts[name] = _runtime_verdict(rule.name, err)
+        return None
+    if isinstance(raw, bool) or not isinstance(raw, int):
+        verdicts[name] = error_verdict(rule.name, f"score {raw!r} is not an integer")
+        return None
+    problem = raw_error(rule.normalize, raw)
+    if problem is not None:
+        verdicts[name] = error_verdict(rule.name, problem)
+        return None
+    return raw
+
+
+def _weighted(
+    raws: list[tuple[ScoreRule, dict[int, int | None] | None]], kept: list[int], names: list[str]
+) -> tuple[dict[str, dict[str, RuleScore]], dict[str, int]]:
+    """Per rule and kept node the :class:`RuleScore`, and per kept node the total.
+
+    Every kept node was feasible while each applying rule ran, so it has an entry in that rule's values.
+    """
+    scores: dict[str, dict[str, RuleScore]] = {}
+    totals = {names[i]: 0 for i in kept}
+    for rule, values in raws:
+        if values is None:
+            scores[rule.name] = {names[i]: _NOT_APPLIED for i in kept}
+            continue
+        scored = [(i, raw) for i in kept if (raw := values[i]) is not None]
+        normalized = normalize(rule.normalize, [raw for _, raw in scored])
+        per_node = {names[i]: _IGNORED for i in kept}  # overwritten below for the scored nodes
+        for (i, raw), norm in zip(scored, normalized):
+            per_node[names[i]] = RuleScore(raw, norm, norm * rule.weight, False)
+            totals[names[i]] += norm * rule.weight
+        scores[rule.name] = per_node
+    return scores, totals
+
+
+def _unschedulable(key: str, names: list[str], verdicts: dict[str, NodeVerdict], digest: str) -> Decision:
+    """The decision for a pod no node accepts, with kube-scheduler's FailedScheduling text."""
+    reasons = [r for name in names for r in verdicts[name].reasons]
+    message = failed_scheduling_message(len(names), reasons)
+    return Decision(key, None, verdicts, [], {}, {}, [], None, message, digest)
 
 
 _REFERENCE = ReferenceEvaluator()
 
 
-def evaluate(policy_set: Any, snapshot: Any, pod: dict[str, Any], *, rng: random.Random) -> Decision:
+def evaluate(policy_set: PolicySet, snapshot: ClusterSnapshot, pod: dict[str, Any], *, rng: random.Random) -> Decision:
     """Decide where ``pod`` goes with the reference evaluator (see :class:`ReferenceEvaluator`)."""
     return _REFERENCE.evaluate(policy_set, snapshot, pod, rng=rng)

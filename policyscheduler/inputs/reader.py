@@ -32,7 +32,6 @@ KEPT_KINDS = frozenset(
 SUFFIXES = (".yaml", ".yml", ".json")
 
 
-
 class _Loader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):  # type: ignore[misc]
     """Safe YAML loading that keeps timestamps as strings, as the Kubernetes API serves them."""
 
@@ -159,21 +158,31 @@ def read_texts(files: Sequence[tuple[str, str]], result: ReadResult | None = Non
     return result
 
 
+def _read_text(path: Path | str) -> str:
+    """The text of a file, or of standard input for ``-``; raises OSError or UnicodeDecodeError.
+
+    Standard input is decoded here, not by ``sys.stdin``: its locale decoding would turn bytes that are
+    not UTF-8 into lone surrogates that only fail later, with a message that names no input.
+    """
+    if path == "-":
+        raw = getattr(sys.stdin, "buffer", None)  # None when stdin was replaced by a text stream
+        return raw.read().decode("utf-8") if raw is not None else sys.stdin.read()
+    assert isinstance(path, Path)
+    return path.read_text(encoding="utf-8")
+
+
 def read_objects(paths: Sequence[str | Path]) -> ReadResult:
     """Read every object of ``paths`` (files, folders, or ``-`` for standard input)."""
     result = ReadResult()
     for path in _expand(paths, result):
-        if path == "-":
-            read_texts([("<stdin>", sys.stdin.read())], result)
-            continue
-        assert isinstance(path, Path)
+        name = "<stdin>" if path == "-" else str(path)
         try:
-            text = path.read_text(encoding="utf-8")
+            text = _read_text(path)
         except UnicodeDecodeError:
-            result.errors.append(f"{path}: not a UTF-8 text file")
+            result.errors.append(f"{name}: not a UTF-8 text file")
             continue
         except OSError as err:
-            result.errors.append(f"{path}: cannot read: {err.strerror or err}")
+            result.errors.append(f"{name}: cannot read: {err.strerror or err}")
             continue
-        read_texts([(str(path), text)], result)
+        read_texts([(name, text)], result)
     return result

@@ -22,44 +22,20 @@ from __future__ import annotations
 
 import dataclasses
 import random
+from collections import Counter
 from collections.abc import Callable, Iterable
-from typing import Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from policyscheduler.evaluation import Decision, Evaluator, ReferenceEvaluator
 from policyscheduler.simulate.queue import is_pending, queue_order
 
-__all__ = ["NodeUsage", "Simulation", "prepare", "simulate"]
+if TYPE_CHECKING:
+    from policyscheduler.compiler import PolicySet
+    from policyscheduler.objects import ClusterSnapshot
+
+__all__ = ["NodeUsage", "Prepared", "Simulation", "prepare", "simulate"]
 
 _ZONE_LABEL = "topology.kubernetes.io/zone"
-
-
-def _percent(requested: Any, allocatable: Any) -> int:
-    if not allocatable:
-        return 0
-    return int(100 * requested / allocatable)
-
-
-def _usage(snapshot: Any, placed: list[Decision]) -> tuple[NodeUsage, ...]:
-    """Per-node utilisation after the run (requests over allocatable, as the Fit filter sees it)."""
-    counts: dict[str, int] = {}
-    for decision in placed:
-        counts[decision.node or ""] = counts.get(decision.node or "", 0) + 1
-    out = []
-    for node in snapshot.nodes:
-        alloc = getattr(node, "allocatable", {}) or {}
-        req = getattr(node, "requested", {}) or {}
-        out.append(
-            NodeUsage(
-                name=node.name,
-                zone=(getattr(node, "labels", {}) or {}).get(_ZONE_LABEL, ""),
-                placed=counts.get(node.name, 0),
-                pods=int(getattr(node, "pod_count", 0)),
-                max_pods=int(alloc.get("pods", 0)),
-                cpu_percent=_percent(req.get("cpu", 0), alloc.get("cpu", 0)),
-                memory_percent=_percent(req.get("memory", 0), alloc.get("memory", 0)),
-            )
-        )
-    return tuple(out)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -73,6 +49,29 @@ class NodeUsage:
     max_pods: int
     cpu_percent: int
     memory_percent: int
+
+
+def _percent(requested: Any, allocatable: Any) -> int:
+    if not allocatable:
+        return 0
+    return int(100 * requested / allocatable)
+
+
+def _usage(snapshot: ClusterSnapshot, placed: list[Decision]) -> tuple[NodeUsage, ...]:
+    """Per-node utilisation after the run (requests over allocatable, as the Fit filter sees it)."""
+    counts = Counter(decision.node for decision in placed)
+    return tuple(
+        NodeUsage(
+            name=node.name,
+            zone=node.labels.get(_ZONE_LABEL, ""),
+            placed=counts[node.name],
+            pods=node.pod_count,
+            max_pods=int(node.allocatable.get("pods", 0)),
+            cpu_percent=_percent(node.requested.get("cpu", 0), node.allocatable.get("cpu", 0)),
+            memory_percent=_percent(node.requested.get("memory", 0), node.allocatable.get("memory", 0)),
+        )
+        for node in snapshot.nodes
+    )
 
 
 @dataclasses.dataclass(frozen=True)
@@ -103,11 +102,19 @@ class Simulation:
         }
 
 
-def prepare(objects: Iterable[dict[str, Any]]) -> tuple[Any, list[dict[str, Any]]]:
+class Prepared(NamedTuple):
+    """What a run starts from: the snapshot (running pods placed) and the pending pods in queue order."""
+
+    snapshot: ClusterSnapshot
+    queue: list[dict[str, Any]]
+
+
+def prepare(objects: Iterable[dict[str, Any]]) -> Prepared:
     """Build the snapshot and the queue (pending pods in queue order).
 
     Every pending pod is converted once here, so the object model's notes about malformed fields (bad
-    quantities, wrong field types; it never raises) are all in ``snapshot.warnings`` before the run.
+    quantities, wrong field types; it never raises) are all in ``snapshot.warnings`` before the run:
+    the CLI refuses to simulate on them rather than give silently different placements.
     """
     from policyscheduler.objects import ClusterSnapshot
 
@@ -116,21 +123,23 @@ def prepare(objects: Iterable[dict[str, Any]]) -> tuple[Any, list[dict[str, Any]
     queue = queue_order([obj for obj in objects if is_pending(obj)])
     for pod in queue:
         snapshot.pod_record(pod)
-    return snapshot, queue
+    return Prepared(snapshot, queue)
 
 
 def simulate(
-    policy_set: Any,
+    policy_set: PolicySet,
     objects: Iterable[dict[str, Any]],
     *,
     seed: int = 0,
     evaluator: Evaluator | None = None,
     progress: Callable[[int, int], None] | None = None,
-    prepared: tuple[Any, list[dict[str, Any]]] | None = None,
+    prepared: Prepared | None = None,
 ) -> Simulation:
     """Schedule every pending pod of ``objects`` under ``policy_set``; see the module docstring.
 
-    ``prepared`` is the result of :func:`prepare` for the same objects, when the caller already has it.
+    ``prepared`` is the result of :func:`prepare` for the same objects, when the caller already has it
+    (the CLI checks its warnings first); it is used up, since placements are assumed into its snapshot.
+    ``progress(placed, pending)`` is called after every attempt.
     """
     snapshot, queue = prepared if prepared is not None else prepare(objects)
     evaluator = evaluator if evaluator is not None else ReferenceEvaluator()
@@ -141,7 +150,6 @@ def simulate(
     attempted_at: dict[int, int] = {}  # queue index -> len(placed) at its last attempt
     todo = list(range(len(queue)))
     passes = 0
-    attempts = 0
     while todo:
         passes += 1
         placed_before = len(placed)
@@ -152,7 +160,6 @@ def simulate(
                 continue
             decision = evaluator.evaluate(policy_set, snapshot, queue[index], rng=rng)
             attempted_at[index] = len(placed)
-            attempts += 1
             if decision.node is not None:
                 snapshot.assume(queue[index], decision.node)
                 placed.append(decision)

@@ -91,3 +91,14 @@ def test_empty_folder_warns(tmp_path):
     result = read_objects([tmp_path])
     assert result.errors == [] and result.objects == []
     assert len(result.warnings) == 1
+
+
+def test_stdin_is_read_as_utf8_and_named_in_errors(monkeypatch):
+    import io
+    import sys
+
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(b"\xff\xfe kind: Pod")))
+    result = read_objects(["-"])
+    assert result.errors == ["<stdin>: not a UTF-8 text file"]
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO("kind: Pod\nmetadata: {name: caf\u00e9}\n".encode())))
+    assert kinds(read_objects(["-"])) == [("Pod", "caf\u00e9")]

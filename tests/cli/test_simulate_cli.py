@@ -197,3 +197,10 @@ def test_seed_is_reproducible(demo_json: dict) -> None:
     proc = run("simulate", "--output", "json", "--seed", "7")
     assert proc.returncode == 0
     assert json.loads(proc.stdout) == demo_json
+
+
+def test_empty_input_is_a_warning_not_an_error() -> None:
+    proc = run("simulate", "-", "--output", "json", stdin="apiVersion: v1\nkind: List\nitems: []\n")
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout)["placements"] == []
+    assert "warning: the input holds no Nodes, Pods" in proc.stderr

@@ -54,8 +54,8 @@ def _up(args: argparse.Namespace) -> int:
             print(f"control plane ready after {time.monotonic() - t0:.1f}s; press Ctrl-C to stop",
                   file=sys.stderr, flush=True)
             while True:
-                for child in [cp.etcd, cp.apiserver] + [s.child for s in cp.schedulers]:
-                    if child is not None and not child.alive():
+                for child in cp.children():
+                    if not child.alive():
                         print(f"error: {child.name} exited:\n{child.log_tail()}", file=sys.stderr)
                         return 1
                 time.sleep(0.5)

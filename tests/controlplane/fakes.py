@@ -33,6 +33,7 @@ _RESOURCES: dict[str, tuple[str, str, bool]] = {
     "ReplicaSet": ("/apis/apps/v1", "replicasets", True),
     "StatefulSet": ("/apis/apps/v1", "statefulsets", True),
     "PriorityClass": ("/apis/scheduling.k8s.io/v1", "priorityclasses", False),
+    "RuntimeClass": ("/apis/node.k8s.io/v1", "runtimeclasses", False),
 }
 
 
@@ -42,6 +43,18 @@ def collection_path(kind: str, namespace: str | None = None) -> str:
     if namespaced:
         return f"{prefix}/namespaces/{namespace or 'default'}/{plural}"
     return f"{prefix}/{plural}"
+
+
+def list_path(kind: str) -> str:
+    """The REST URL listing every ``kind`` object in the cluster (all namespaces)."""
+    prefix, plural, _ = _RESOURCES[kind]
+    return f"{prefix}/{plural}"
+
+
+def object_path(obj: Mapping[str, Any]) -> str:
+    """The REST URL of one object, from its ``kind``, ``metadata.namespace`` and ``metadata.name``."""
+    meta = obj["metadata"]
+    return f"{collection_path(str(obj['kind']), meta.get('namespace'))}/{meta['name']}"
 
 
 def make_node(

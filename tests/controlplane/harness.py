@@ -183,14 +183,25 @@ class ControlPlane:
         if not self.keep:
             shutil.rmtree(self.workdir, ignore_errors=True)
 
+    def children(self) -> list[procs.Child]:
+        """etcd, kube-apiserver and the kube-schedulers not stopped yet, in start order."""
+        started = [self.etcd, self.apiserver] + [s.child for s in self.schedulers]
+        return [c for c in started if c is not None]
+
     def pids(self) -> list[int]:
         """Pids of every process this control plane started (for leak checks)."""
-        children = [self.etcd, self.apiserver] + [s.child for s in self.schedulers]
-        return [c.pid for c in children if c is not None]
+        return [c.pid for c in self.children()]
 
     # -- start-up ------------------------------------------------------------------
 
     def _start_etcd(self, timeout: float) -> None:
+        http = urllib3.PoolManager(retries=False, timeout=2.0)
+
+        def healthy() -> bool:
+            self._check_alive(self.etcd)
+            resp = http.request("GET", self.etcd_url + "/health")
+            return resp.status == 200 and json.loads(resp.data).get("health") == "true"
+
         for attempt in range(3):
             client, peer = free_port(), free_port()
             self.etcd_url = f"http://127.0.0.1:{client}"
@@ -206,13 +217,6 @@ class ControlPlane:
                 "--unsafe-no-fsync",
                 "--log-level=warn",
             ], self.workdir / "etcd.log")
-            http = urllib3.PoolManager(retries=False, timeout=2.0)
-
-            def healthy() -> bool:
-                self._check_alive(self.etcd)
-                resp = http.request("GET", self.etcd_url + "/health")
-                return resp.status == 200 and json.loads(resp.data).get("health") == "true"
-
             try:
                 wait_for(healthy, timeout=timeout, what="etcd /health")
                 return

@@ -72,3 +72,13 @@ def test_make_pod_fields() -> None:
     assert "nodeName" not in spec
     assert fakes.collection_path("Pod", "ns") == "/api/v1/namespaces/ns/pods"
     assert fakes.collection_path("ReplicaSet", "ns") == "/apis/apps/v1/namespaces/ns/replicasets"
+
+
+def test_list_and_object_paths() -> None:
+    assert fakes.list_path("Pod") == "/api/v1/pods"
+    assert fakes.list_path("StatefulSet") == "/apis/apps/v1/statefulsets"
+    assert fakes.list_path("Node") == fakes.collection_path("Node") == "/api/v1/nodes"
+    pod = {"kind": "Pod", "metadata": {"name": "p", "namespace": "ns"}}
+    assert fakes.object_path(pod) == "/api/v1/namespaces/ns/pods/p"
+    assert fakes.object_path({"kind": "Pod", "metadata": {"name": "p"}}) == "/api/v1/namespaces/default/pods/p"
+    assert fakes.object_path({"kind": "RuntimeClass", "metadata": {"name": "rc"}}) == "/apis/node.k8s.io/v1/runtimeclasses/rc"

@@ -37,16 +37,8 @@ _BUILTIN_NAMESPACES = frozenset({"default", "kube-system", "kube-public", "kube-
 _SERVER_META = ("uid", "creationTimestamp", "resourceVersion", "generation", "managedFields",
                 "deletionTimestamp", "deletionGracePeriodSeconds", "selfLink")
 
-# What kube-scheduler's informers list (plus Namespaces, for namespaceSelector), as (kind, path).
-SNAPSHOT_LISTS: tuple[tuple[str, str], ...] = (
-    ("Namespace", "/api/v1/namespaces"),
-    ("Node", "/api/v1/nodes"),
-    ("Pod", "/api/v1/pods"),
-    ("Service", "/api/v1/services"),
-    ("ReplicationController", "/api/v1/replicationcontrollers"),
-    ("ReplicaSet", "/apis/apps/v1/replicasets"),
-    ("StatefulSet", "/apis/apps/v1/statefulsets"),
-)
+# What kube-scheduler's informers list (plus Namespaces, for namespaceSelector).
+SNAPSHOT_KINDS = ("Namespace", "Node", "Pod", "Service", "ReplicationController", "ReplicaSet", "StatefulSet")
 
 
 def demo_objects() -> list[dict[str, Any]]:
@@ -123,20 +115,6 @@ def _limit_extended(container: dict[str, Any]) -> None:
         resources.pop("limits")
 
 
-_EXTRA_COLLECTIONS = {"RuntimeClass": "/apis/node.k8s.io/v1/runtimeclasses"}  # kinds fakes does not know
-
-
-def collection_path(obj: dict[str, Any]) -> str:
-    """The REST collection URL an object is created in."""
-    extra = _EXTRA_COLLECTIONS.get(obj["kind"])
-    return extra or fakes.collection_path(obj["kind"], obj["metadata"].get("namespace"))
-
-
-def object_path(obj: dict[str, Any]) -> str:
-    """The REST URL of one (created) object."""
-    return f"{collection_path(obj)}/{obj['metadata']['name']}"
-
-
 class DemoCluster:
     """The demo's nodes, namespaces, workloads and running pods, created in the API server."""
 
@@ -148,17 +126,15 @@ class DemoCluster:
 
     def create_tracked(self, obj: dict[str, Any]) -> dict[str, Any]:
         """Create one object (with ``kind``) and remember it for :meth:`delete`."""
-        stored: dict[str, Any] = self.api.post(collection_path(obj), obj)
+        stored = fakes.create(self.api, obj)
         stored.setdefault("kind", obj["kind"])
         self.created.append(stored)
         return stored
 
-    _create = create_tracked
-
     def _create_many(self, objs: list[dict[str, Any]]) -> list[dict[str, Any]]:
         # Each success is recorded at once, so a failure half-way still leaves nothing behind.
         with ThreadPoolExecutor(max_workers=8) as pool:
-            return list(pool.map(self._create, objs))
+            return list(pool.map(self.create_tracked, objs))
 
     def preflight(self) -> None:
         """Refuse to run on a cluster where the demo's names are already taken."""
@@ -194,7 +170,7 @@ class DemoCluster:
             except ApiError as exc:
                 if exc.status != 404:
                     raise
-                self._create(_strip_meta(ns))
+                self.create_tracked(_strip_meta(ns))
             else:  # default / kube-system: make the labels what the demo says
                 self.api.patch(f"/api/v1/namespaces/{name}", {"metadata": {"labels": labels}})
         self._create_many([_strip_meta(n) for n in by_kind.get("Node", [])])
@@ -223,7 +199,7 @@ class DemoCluster:
             query: dict[str, Any] = {"gracePeriodSeconds": 0} if obj["kind"] == "Pod" \
                 else {"propagationPolicy": "Background"}
             try:
-                self.api.delete(object_path(obj), **query)
+                self.api.delete(fakes.object_path(obj), **query)
             except ApiError:
                 pass  # best effort: keep deleting the rest
 
@@ -231,15 +207,14 @@ class DemoCluster:
 def list_cluster(api: Api) -> list[dict[str, Any]]:
     """Everything kube-scheduler's informers see, as kind-tagged dicts (the API server's view)."""
 
-    def fetch(entry: tuple[str, str]) -> list[dict[str, Any]]:
-        kind, path = entry
-        items = api.list_items(path)
+    def fetch(kind: str) -> list[dict[str, Any]]:
+        items = api.list_items(fakes.list_path(kind))
         for item in items:
             item["kind"] = kind
         return items
 
-    with ThreadPoolExecutor(max_workers=len(SNAPSHOT_LISTS)) as pool:
-        lists = list(pool.map(fetch, SNAPSHOT_LISTS))
+    with ThreadPoolExecutor(max_workers=len(SNAPSHOT_KINDS)) as pool:
+        lists = list(pool.map(fetch, SNAPSHOT_KINDS))
     return [item for items in lists for item in items]
 
 

@@ -111,8 +111,8 @@ def test_probe_pods_are_placed_as_kube_scheduler_places_them(parity: Parity) -> 
         if action == parity_probes.BIND_SUCCEEDED:
             fakes.set_pod_phase(run.api, meta["namespace"], meta["name"], "Succeeded")
         elif action == parity_probes.BIND_TERMINATING:
-            run.api.delete(pc.object_path(stored), gracePeriodSeconds=3600)
-            assert run.api.get(pc.object_path(stored))["metadata"].get("deletionTimestamp")
+            run.api.delete(fakes.object_path(stored), gracePeriodSeconds=3600)
+            assert run.api.get(fakes.object_path(stored))["metadata"].get("deletionTimestamp")
         # No signal tells when kube-scheduler's informers have seen a pod it did not bind itself.
         time.sleep(SETTLE_SECONDS)
     parity.verify("probes", started)

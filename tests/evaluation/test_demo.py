@@ -37,7 +37,7 @@ def demo_run():
     loaded = load_policy_set([default_policies_dir()])
     assert loaded.policy_set is not None
     prepared = prepare(read.objects)
-    assert prepared[0].warnings == [], "the demo objects should be clean"
+    assert prepared.snapshot.warnings == [], "the demo objects should be clean"
     return loaded.policy_set, simulate(loaded.policy_set, read.objects, seed=0, prepared=prepared)
 
 

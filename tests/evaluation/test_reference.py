@@ -7,15 +7,7 @@ import random
 import pytest
 
 from policyscheduler.evaluation import Decision, NodeVerdict, RuleScore, evaluate
-
-
-def load(*texts: str):
-    from policyscheduler.loader import load_policy_texts
-
-    result = load_policy_texts([(f"{i:02d}-test.policy", text) for i, text in enumerate(texts)])
-    errors = [d for d in result.diagnostics if d.severity == "error"]
-    assert not errors, "\n".join(map(str, errors))
-    return result.policy_set
+from tests.evaluation.policies import load
 
 
 def snapshot(*nodes: tuple[str, dict[str, str]], pods: tuple[dict, ...] = ()):
@@ -227,3 +219,49 @@ def test_pod_level_rejection_beats_earlier_node_verdicts():
     # without the pod-level failure, node verdicts are as usual
     assert run(ps, snap, pod()).verdicts["red"].rule == "no_red"
 
+
+
+def test_runtime_error_in_a_filters_applies_fails_every_node_that_reaches_it():
+    ps = load(FILTERS, '''
+filter broken_applies
+  reason "never"
+  applies when 10 / (len(pod.labels["x"]) - 1) > 0
+  require true
+''')
+    snap = snapshot(("red", {"color": "red"}), ("g1", {"color": "green"}), ("g2", {"color": "green"}))
+    d = run(ps, snap, pod(labels={"x": "a"}))
+    assert d.verdicts["red"].rule == "no_red"  # rejected by an earlier filter: never reaches it
+    for name in ("g1", "g2"):
+        v = d.verdicts[name]
+        assert v.rule == "broken_applies" and v.error and v.reasons[0].startswith("policy error in rule broken_applies: ")
+    assert d.node is None
+    assert d.message.startswith("0/3 nodes are available: 1 node(s) are red, 2 policy error in rule broken_applies: ")
+
+
+def test_runtime_error_in_a_scores_applies_fails_every_feasible_node():
+    ps = load(FILTERS, GREEN_BEST, '''
+score broken_applies weight 1
+  applies when 10 / (len(pod.labels["x"]) - 1) > 0
+  value 1
+''')
+    snap = snapshot(("red", {"color": "red"}), ("g", {"color": "green"}), ("y", {"color": "yellow"}))
+    d = run(ps, snap, pod(labels={"x": "a"}))
+    assert d.verdicts["red"].rule == "no_red"
+    assert {d.verdicts[n].rule for n in ("g", "y")} == {"broken_applies"}
+    assert d.node is None and d.feasible == [] and d.scores == {}
+    assert "2 policy error in rule broken_applies: " in d.message
+
+
+def test_node_failing_one_score_rule_is_left_out_of_every_rule():
+    ps = load('''
+score too_big weight 1
+  value if node.labels["color"] == "red" then 150 else 40
+''', GREEN_BEST)
+    snap = snapshot(("r", {"color": "red"}), ("g", {"color": "green"}), ("y", {"color": "yellow"}))
+    d = run(ps, snap, pod())
+    assert d.verdicts["r"].rule == "too_big" and "out of range" in d.verdicts["r"].error
+    assert d.feasible == ["g", "y"]
+    assert set(d.scores["too_big"]) == set(d.scores["green_best"]) == {"g", "y"}
+    # green_best normalises over g and y only: 10 -> 100, 5 -> 50 (scale), weight 2
+    assert d.scores["green_best"]["y"] == RuleScore(5, 50, 100, False)
+    assert d.totals == {"g": 40 + 200, "y": 40 + 100} and d.node == "g"

@@ -3,24 +3,7 @@
 from __future__ import annotations
 
 from policyscheduler.simulate import simulate
-
-
-def load(text: str):
-    from policyscheduler.loader import load_policy_texts
-
-    result = load_policy_texts([("10-test.policy", text)])
-    errors = [d for d in result.diagnostics if d.severity == "error"]
-    assert not errors, "\n".join(map(str, errors))
-    return result.policy_set
-
-
-def default_policies():
-    from policyscheduler.loader import load_policy_set
-    from policyscheduler.simulate.defaults import default_policies_dir
-
-    result = load_policy_set([default_policies_dir()])
-    assert result.policy_set is not None, "\n".join(map(str, result.diagnostics))
-    return result.policy_set
+from tests.evaluation.policies import default_policies, load
 
 
 def node(name: str, zone: str = "z1", cpu: str = "2", pods: str = "110") -> dict:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import functools
 from collections import defaultdict
 from fractions import Fraction
 
@@ -10,18 +9,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from policyscheduler.simulate import simulate
+from tests.evaluation.policies import default_policies
 
 CPU = {"0": Fraction(0), "100m": Fraction(1, 10), "500m": Fraction(1, 2), "1": Fraction(1), "3": Fraction(3)}
-
-
-@functools.lru_cache(maxsize=1)
-def default_policies():
-    from policyscheduler.loader import load_policy_set
-    from policyscheduler.simulate.defaults import default_policies_dir
-
-    result = load_policy_set([default_policies_dir()])
-    assert result.policy_set is not None
-    return result.policy_set
 
 
 nodes_st = st.lists(
