@@ -10,7 +10,6 @@ from __future__ import annotations
 import dataclasses
 import difflib
 import re
-from fractions import Fraction
 
 from policyscheduler.checker.env import GENERIC_BUILTINS, FuncSig, Schema
 from policyscheduler.checker.types import (
@@ -31,6 +30,7 @@ from policyscheduler.checker.types import (
     join,
 )
 from policyscheduler.diagnostics import Diagnostic, Span, error
+from policyscheduler.quantity import parse_quantity
 from policyscheduler.syntax import ast
 
 DEFAULT_LIST_BOUND = 256
@@ -38,29 +38,7 @@ DEFAULT_LIST_BOUND = 256
 DEFAULT_MAP_BOUND = 64
 """Entries assumed in a map (labels, annotations, resources)."""
 
-_SUFFIX = {
-    "": Fraction(1), "n": Fraction(1, 10**9), "u": Fraction(1, 10**6), "m": Fraction(1, 1000),
-    "k": Fraction(10**3), "M": Fraction(10**6), "G": Fraction(10**9), "T": Fraction(10**12),
-    "P": Fraction(10**15), "E": Fraction(10**18),
-    "Ki": Fraction(2**10), "Mi": Fraction(2**20), "Gi": Fraction(2**30), "Ti": Fraction(2**40),
-    "Pi": Fraction(2**50), "Ei": Fraction(2**60),
-}
-_QTY = re.compile(r"^(\d+(?:\.\d+)?)(.*)$")
 _ESCAPES = {'"': '"', "\\": "\\", "n": "\n", "t": "\t"}
-
-
-def parse_quantity(text: str) -> Fraction | None:
-    """Exact value of a quantity literal, None for an unknown suffix."""
-    m = _QTY.match(text)
-    if not m:
-        return None
-    number, suffix = Fraction(m.group(1)), m.group(2)
-    if suffix in _SUFFIX:
-        return number * _SUFFIX[suffix]
-    exp = re.fullmatch(r"[eE]([+-]?\d+)", suffix)
-    if exp and abs(int(exp.group(1))) <= 30:
-        return number * Fraction(10) ** int(exp.group(1))
-    return None
 
 
 @dataclasses.dataclass
@@ -152,8 +130,7 @@ class ExprChecker:
     def _QuantityLit(self, e: ast.QuantityLit, scope: Scope, mult: int) -> Type:
         value = parse_quantity(e.text)
         if value is None:
-            suffix = _QTY.match(e.text)
-            unit = suffix.group(2) if suffix else e.text
+            unit = re.sub(r"^\d+(\.\d+)?", "", e.text)
             return self.err("bad-quantity", f"unknown unit '{unit}' in quantity {e.text}; units are "
                             "n u m k M G T P E Ki Mi Gi Ti Pi Ei (or an exponent like 1e3)", e.span)
         self.info.literals[id(e)] = value

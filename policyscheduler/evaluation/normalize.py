@@ -11,9 +11,8 @@ toward zero), so the default policies give kube-scheduler's numbers bit for bit:
 
 with min and max over the scored nodes (feasible, not ignored).
 
-(grammar/LANGUAGE.md writes minmax as ``int(100.0 * (raw - min) / (max - min))``; kube-scheduler's
-InterPodAffinity divides before multiplying, which differs in the last bit, e.g. raw 29 of 0..100 gives 28.
-We follow kube-scheduler.)
+(minmax divides before multiplying, as kube-scheduler's InterPodAffinity does; the other order differs
+in the last bit, e.g. raw 29 of 0..100 gives 28 here and in kube-scheduler, 29 the other way.)
 
 ``scale``, ``reverse`` and ``spread`` assume non-negative raw values (kube-scheduler's helpers do too);
 :func:`raw_error` reports a raw value a mode cannot take, so the evaluator can turn it into a runtime
@@ -24,16 +23,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from policyscheduler.checker.passes import NORMALIZE_MODES as MODES
+from policyscheduler.compiler.builtins import go_div
+
 __all__ = ["MODES", "MAX_SCORE", "normalize", "raw_error", "go_div"]
 
 MAX_SCORE = 100
-MODES = ("none", "scale", "reverse", "minmax", "spread")
-
-
-def go_div(a: int, b: int) -> int:
-    """Integer division truncating toward zero, like Go's ``/`` on int64 (Python's ``//`` floors)."""
-    q = abs(a) // abs(b)
-    return q if (a >= 0) == (b >= 0) else -q
 
 
 def raw_error(mode: str, raw: int) -> str | None:

@@ -3,12 +3,12 @@
 ``ROOTS`` (``pod``, ``node``, ``cluster``) and the records/builtins are registered in
 :mod:`policyscheduler.schema` when this package is imported.
 
-Layout: ``quantities`` (exact quantity parsing), ``selectors`` (label / node selector matching),
-``requests`` (PodRequests and its non-zero variant), ``records`` (the frozen records), ``parse`` and
+Layout: ``selectors`` (label / node selector matching), ``requests`` (PodRequests and its non-zero variant), ``records`` (the frozen records), ``parse`` and
 ``builders`` (object dicts -> records, warnings instead of exceptions), ``topology`` and ``affinity``
 (PodTopologySpread / InterPodAffinity bookkeeping), ``cluster`` (the per-pod ``Cluster`` with lazy
 caches) and ``snapshot`` (``ClusterSnapshot``). Heavy primitives live here; the rules that combine
-them (conditions, reasons, score formulas, normalisation) live in ``policies/*.policy``.
+them (conditions, reasons, score formulas, normalisation) live in ``policies/*.policy``. Quantity
+parsing is shared with the checker in :mod:`policyscheduler.quantity`.
 
 Evaluator contract: call ``cluster.set_feasible(names)`` after filtering and before
 scoring -- PodTopologySpread's score sizes its domains from the feasible nodes, like kube's PreScore.
@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from policyscheduler.objects.builtins import taint
 from policyscheduler.objects.cluster import Cluster
-from policyscheduler.objects.quantities import parse_quantity
+from policyscheduler.quantity import parse_quantity
 from policyscheduler.objects.records import (
     HostPort,
     Node,

@@ -7,7 +7,7 @@ from fractions import Fraction
 from typing import Any
 
 from policyscheduler.objects.parse import Reader
-from policyscheduler.objects.quantities import round_resource
+from policyscheduler.quantity import round_resource
 from policyscheduler.objects.records import HostPort, Node, NodeSelectorTerm, Pod
 from policyscheduler.objects.requests import is_scalar_resource, pod_requests
 

@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from fractions import Fraction
 from typing import Any
 
-from policyscheduler.objects.quantities import QuantityError, to_quantity
+from policyscheduler.quantity import QuantityError, to_quantity
 from policyscheduler.objects.records import (
     HostPort,
     NodeSelectorRequirement,

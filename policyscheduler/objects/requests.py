@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from fractions import Fraction
 
-from policyscheduler.objects.quantities import round_resource
+from policyscheduler.quantity import round_resource
 
 __all__ = ["ContainerResources", "pod_requests", "is_scalar_resource", "DEFAULT_MILLI_CPU", "DEFAULT_MEMORY"]
 

@@ -2,7 +2,7 @@ from fractions import Fraction
 
 import pytest
 
-from policyscheduler.objects.quantities import QuantityError, parse_quantity, round_resource, to_quantity
+from policyscheduler.quantity import QuantityError, parse_quantity, round_resource, to_quantity
 
 
 @pytest.mark.parametrize(

@@ -3,6 +3,10 @@
 kube-scheduler reads quantities through ``resource.Quantity``: exact decimal arithmetic, then
 ``MilliValue()`` for cpu and ``Value()`` for everything else, both rounding *up*. We parse into
 :class:`fractions.Fraction` (exact) and round the same way, so integer formulas give kube's numbers.
+
+One parser for both sides: the checker reads quantity literals in policies (``2Gi``) with it and the
+object model reads resource values in Kubernetes objects, so a literal and a field mean the same number.
+Like :mod:`policyscheduler.schema`, it sits below both and imports nothing of the package.
 """
 
 from __future__ import annotations
