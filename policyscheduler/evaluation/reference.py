@@ -43,9 +43,11 @@ __all__ = ["ReferenceEvaluator", "evaluate", "pod_key", "error_verdict"]
 
 
 def pod_key(pod: dict[str, Any]) -> str:
-    """``namespace/name`` of a pod object (namespace defaults to ``default``)."""
-    meta = pod.get("metadata") or {}
-    return f"{meta.get('namespace') or 'default'}/{meta.get('name') or ''}"
+    """``namespace/name`` of a pod object (namespace defaults to ``default``), robust to malformed metadata."""
+    meta = pod.get("metadata") if isinstance(pod, dict) else None
+    meta = meta if isinstance(meta, dict) else {}
+    namespace, name = meta.get("namespace"), meta.get("name")
+    return f"{namespace if isinstance(namespace, str) and namespace else 'default'}/{name if isinstance(name, str) else ''}"
 
 
 def _location(err: PolicyRuntimeError) -> str:

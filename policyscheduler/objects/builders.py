@@ -20,7 +20,9 @@ def object_name(obj: Any, kind: str) -> str:
     meta = meta if isinstance(meta, Mapping) else {}
     name = meta.get("name") if isinstance(meta.get("name"), str) else "?"
     ns = meta.get("namespace") if isinstance(meta.get("namespace"), str) else ""
-    return f"{kind} {ns}/{name}" if ns or kind == "Pod" else f"{kind} {name}"
+    if kind == "Pod":
+        return f"Pod {ns or 'default'}/{name}"  # a pod without a namespace lives in "default"
+    return f"{kind} {ns}/{name}" if ns else f"{kind} {name}"
 
 
 def normalized_image_name(name: str) -> str:
