@@ -32,6 +32,7 @@ from policyscheduler.checker.types import (
 from policyscheduler.diagnostics import Diagnostic, Span, error
 from policyscheduler.quantity import parse_quantity
 from policyscheduler.syntax import ast
+from policyscheduler.syntax.visitor import ExprVisitor
 
 DEFAULT_LIST_BOUND = 256
 """Items assumed in a list whose schema annotation carries no ``Bound``."""
@@ -88,8 +89,8 @@ def _suggest(name: str, options: list[str]) -> str:
     return f"; did you mean '{close[0]}'?" if close else ""
 
 
-class ExprChecker:
-    """Checks the expressions of one rule against a schema."""
+class ExprChecker(ExprVisitor[Type]):
+    """Checks the expressions of one rule against a schema (one ``_<Class>`` method per expression class)."""
 
     def __init__(self, schema: Schema, info: Info, diags: list[Diagnostic]) -> None:
         self.schema = schema
@@ -113,8 +114,7 @@ class ExprChecker:
     # -- dispatch
     def check(self, e: ast.Expr, scope: Scope, mult: int) -> Type:
         self.cost += mult
-        method = getattr(self, "_" + type(e).__name__)
-        t: Type = method(e, scope, mult)
+        t = self.visit(e, scope, mult)
         self.info.types[id(e)] = t
         return t
 

@@ -26,6 +26,7 @@ from policyscheduler.checker.types import (
 from policyscheduler.compiler import builtins as rt
 from policyscheduler.diagnostics import PolicyRuntimeError, Span
 from policyscheduler.syntax import ast
+from policyscheduler.syntax.visitor import ExprVisitor
 
 Fn = Callable[[dict[str, Any]], Any]
 
@@ -75,8 +76,8 @@ def _converter(src: Type, dst: Type) -> Callable[[Any], Any] | None:
     return None
 
 
-class ExprCompiler:
-    """Compiles the expressions of one checked rule."""
+class ExprCompiler(ExprVisitor[Fn]):
+    """Compiles the expressions of one checked rule (one ``_<Class>`` method per expression class)."""
 
     def __init__(self, info: Info) -> None:
         self.info = info
@@ -93,7 +94,7 @@ class ExprCompiler:
         return lambda f: conv(fn(f))
 
     def compile(self, e: ast.Expr) -> Fn:
-        return getattr(self, "_" + type(e).__name__)(e)  # type: ignore[no-any-return]
+        return self.visit(e)
 
     # -- literals and names
     def _IntLit(self, e: ast.IntLit) -> Fn:

@@ -8,10 +8,12 @@
 from __future__ import annotations
 
 import dataclasses
+import functools
 import hashlib
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from policyscheduler.checker.analysis import RuleAnalysis, analyse
 from policyscheduler.checker.passes import CheckedRule
 from policyscheduler.checker.types import STRING
 from policyscheduler.compiler.closures import ExprCompiler, Fn, Located
@@ -49,6 +51,8 @@ class FilterRule:
     span: Span
     reason: str | None
     cost: int = 0
+    checked: CheckedRule | None = dataclasses.field(default=None, repr=False, compare=False)
+    """The checked rule (AST + types) this was compiled from: what other backends lower and analyses read."""
     _applies: Fn = dataclasses.field(default=_always(True), repr=False, compare=False)
     _check: Callable[[Frame], list[str]] = dataclasses.field(default=lambda frame: [], repr=False, compare=False)
     _pod_rejection: Fn = dataclasses.field(default=_always(None), repr=False, compare=False)
@@ -84,6 +88,8 @@ class ScoreRule:
     weight: int
     normalize: str
     cost: int = 0
+    checked: CheckedRule | None = dataclasses.field(default=None, repr=False, compare=False)
+    """The checked rule (AST + types) this was compiled from: what other backends lower and analyses read."""
     _applies: Fn = dataclasses.field(default=_always(True), repr=False, compare=False)
     _ignored: Fn | None = dataclasses.field(default=None, repr=False, compare=False)
     _raw: Fn = dataclasses.field(default=_always(0), repr=False, compare=False)
@@ -118,6 +124,18 @@ class PolicySet:
     @property
     def rules(self) -> tuple[FilterRule | ScoreRule, ...]:
         return (*self.filters, *self.scores)
+
+    @functools.cached_property
+    def analyses(self) -> dict[str, RuleAnalysis]:
+        """Per rule (``"filter NAME"`` / ``"score NAME"``): node dependence and the schema members it reads."""
+        return {f"{'filter' if isinstance(r, FilterRule) else 'score'} {r.name}": analyse(r.checked)
+                for r in self.rules if r.checked is not None}
+
+    @functools.cached_property
+    def reads(self) -> frozenset[str]:
+        """Every schema member some rule reads (``"Node.labels"``, ``"Pod.tolerates()"`` ...): what an
+        event must be able to change for a pod's verdict to change."""
+        return frozenset().union(*(a.reads for a in self.analyses.values()))
 
 
 def digest_of(files: Sequence[tuple[str, str]]) -> str:
@@ -156,7 +174,7 @@ def compile_rule(checked: CheckedRule) -> FilterRule | ScoreRule:
             applies = ec.compile(c.cond)
     if isinstance(r, ast.FilterRule):
         pod_rejects = [(ec.compile(c.reason), ec.compile(c.when)) for c in r.clauses if isinstance(c, ast.RejectPod)]
-        return FilterRule(r.name, r.doc, r.name_span, checked.reason, checked.cost, applies,
+        return FilterRule(r.name, r.doc, r.name_span, checked.reason, checked.cost, checked, applies,
                           _filter_check(_filter_steps(r, ec, checked.reason)), _pod_rejection(pod_rejects))
     lets: list[tuple[str, Fn]] = []
     ignored = None
@@ -168,7 +186,7 @@ def compile_rule(checked: CheckedRule) -> FilterRule | ScoreRule:
             ignored = _lets_then(list(lets), ec.compile(c.cond))
         elif isinstance(c, ast.Value):
             raw = _lets_then(list(lets), ec.compile(c.value))
-    return ScoreRule(r.name, r.doc, r.name_span, checked.weight, checked.normalize, checked.cost, applies,
+    return ScoreRule(r.name, r.doc, r.name_span, checked.weight, checked.normalize, checked.cost, checked, applies,
                      ignored, raw)
 
 

@@ -1,7 +1,9 @@
 """Evaluate a PolicySet for one pod over a cluster snapshot -> :class:`Decision`.
 
-``evaluate`` is the reference (per-node) implementation; :class:`Evaluator` is the protocol a faster
-implementation plugs into, and :class:`Decision` is plain data so the two can be compared with ``==``.
+One phase driver (:mod:`.driver`) runs every decision; backends differ only in how one rule is
+evaluated on a set of nodes: ``reference`` (per node, compiled closures: the oracle) and ``vector``
+(whole-cluster numpy operations, per-rule fallback to the reference). :func:`make_evaluator` picks one
+by name; :class:`Decision` is plain data so the two can be compared with ``==``.
 """
 
 from __future__ import annotations
@@ -10,10 +12,29 @@ from policyscheduler.evaluation.decision import FEASIBLE, Decision, Evaluator, N
 from policyscheduler.evaluation.message import failed_scheduling_message
 from policyscheduler.evaluation.compare import diff_decisions
 from policyscheduler.evaluation.normalize import normalize
+from policyscheduler.evaluation.driver import Backend, Driver
 from policyscheduler.evaluation.reference import ReferenceEvaluator, evaluate, pod_key
 
+ENGINES = ("vector", "reference")
+"""Backend names, the default first (``--engine`` in the CLI)."""
+
+
+def make_evaluator(name: str = ENGINES[0]) -> Driver:
+    """A fresh evaluator (phase driver) with the named backend; ValueError for an unknown name."""
+    if name == "reference":
+        return ReferenceEvaluator()
+    if name == "vector":
+        from policyscheduler.evaluation.vector import VectorBackend
+
+        return Driver(VectorBackend())
+    raise ValueError(f"unknown engine {name!r}; choose one of {', '.join(ENGINES)}")
+
+
 __all__ = [
+    "Backend",
     "Decision",
+    "Driver",
+    "ENGINES",
     "Evaluator",
     "FEASIBLE",
     "NodeVerdict",
@@ -21,6 +42,7 @@ __all__ = [
     "RuleScore",
     "diff_decisions",
     "evaluate",
+    "make_evaluator",
     "failed_scheduling_message",
     "normalize",
     "pod_key",

@@ -11,13 +11,99 @@ from __future__ import annotations
 
 import dataclasses
 import random
-from typing import TYPE_CHECKING, Any, Protocol
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar, overload
 
 if TYPE_CHECKING:  # annotations only: a Decision is plain data and must not pull in the compiler or object model
     from policyscheduler.compiler import PolicySet
     from policyscheduler.objects import ClusterSnapshot
 
-__all__ = ["NodeVerdict", "RuleScore", "Decision", "Evaluator", "FEASIBLE"]
+__all__ = ["NodeVerdict", "RuleScore", "Decision", "Evaluator", "FEASIBLE", "LazyMap", "LazyList"]
+
+_K = TypeVar("_K")
+_V = TypeVar("_V")
+
+
+class LazyMap(Mapping[_K, _V], Generic[_K, _V]):
+    """A read-only mapping built on first use.
+
+    A decision over 5,000 nodes would spend more time building its per-node dicts than the vectorised
+    backend spends deciding; most callers (the scheduling cycle, simulate's JSON) never read them. The
+    thunk holds the compact arrays the driver computed; ``==`` compares contents like a dict.
+    """
+
+    __slots__ = ("_thunk", "_value")
+
+    def __init__(self, thunk: Callable[[], dict[_K, _V]]) -> None:
+        self._thunk: Callable[[], dict[_K, _V]] | None = thunk
+        self._value: dict[_K, _V] | None = None
+
+    def _get(self) -> dict[_K, _V]:
+        if self._value is None:
+            assert self._thunk is not None
+            self._value = self._thunk()
+            self._thunk = None
+        return self._value
+
+    def __getitem__(self, key: _K) -> _V:
+        return self._get()[key]
+
+    def __iter__(self) -> Iterator[_K]:
+        return iter(self._get())
+
+    def __len__(self) -> int:
+        return len(self._get())
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, Mapping):
+            return self._get() == dict(other.items())
+        return NotImplemented
+
+    def __hash__(self) -> int:  # mutable-looking container: unhashable like dict
+        raise TypeError("unhashable type: 'LazyMap'")
+
+    def __repr__(self) -> str:
+        return repr(self._get())
+
+
+class LazyList(Sequence[_V], Generic[_V]):
+    """A read-only list built on first use (see :class:`LazyMap`); ``==`` compares with lists."""
+
+    __slots__ = ("_thunk", "_value")
+
+    def __init__(self, thunk: Callable[[], list[_V]]) -> None:
+        self._thunk: Callable[[], list[_V]] | None = thunk
+        self._value: list[_V] | None = None
+
+    def _get(self) -> list[_V]:
+        if self._value is None:
+            assert self._thunk is not None
+            self._value = self._thunk()
+            self._thunk = None
+        return self._value
+
+    @overload
+    def __getitem__(self, index: int) -> _V: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> list[_V]: ...
+
+    def __getitem__(self, index: int | slice) -> _V | list[_V]:
+        return self._get()[index]
+
+    def __len__(self) -> int:
+        return len(self._get())
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, (list, tuple, LazyList)):
+            return self._get() == list(other)
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        raise TypeError("unhashable type: 'LazyList'")
+
+    def __repr__(self) -> str:
+        return repr(self._get())
 
 
 @dataclasses.dataclass(frozen=True)
@@ -66,10 +152,10 @@ class Decision:
 
     pod: str
     node: str | None
-    verdicts: dict[str, NodeVerdict]
-    feasible: list[str]
-    scores: dict[str, dict[str, RuleScore]]
-    totals: dict[str, int]
+    verdicts: Mapping[str, NodeVerdict]
+    feasible: Sequence[str]
+    scores: Mapping[str, Mapping[str, RuleScore]]
+    totals: Mapping[str, int]
     top: list[str]
     score: int | None
     message: str | None

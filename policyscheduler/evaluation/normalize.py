@@ -22,11 +22,15 @@ error of that rule on that node instead of producing a score outside 0..100.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
 
 from policyscheduler.checker.passes import NORMALIZE_MODES as MODES
 from policyscheduler.compiler.builtins import go_div
 
-__all__ = ["MODES", "MAX_SCORE", "normalize", "raw_error", "go_div"]
+__all__ = ["MODES", "MAX_SCORE", "normalize", "normalize_array", "raw_error", "go_div"]
 
 MAX_SCORE = 100
 
@@ -77,4 +81,36 @@ def normalize(mode: str, raws: Sequence[int]) -> list[int]:
         if hi == 0:
             return [MAX_SCORE] * len(raws)
         return [go_div(MAX_SCORE * (hi + lo - r), hi) for r in raws]
+    raise ValueError(f"unknown normalisation mode {mode!r}")
+
+
+_EXACT = 2**53
+"""Below this magnitude int64 products by 100 cannot overflow and float64 holds every integer exactly."""
+
+
+def normalize_array(mode: str, raws: npt.NDArray[Any]) -> npt.NDArray[np.int64]:
+    """:func:`normalize` over a numpy array, with identical results.
+
+    int64 arithmetic is used when every value is small enough for it to be exact (the common case);
+    otherwise (object arrays of big Python ints, or values near the int64 limits) the list version runs.
+    """
+    if raws.size == 0:
+        return np.zeros(0, dtype=np.int64)
+    if raws.dtype == object or int(np.abs(raws).max()) >= _EXACT:
+        return np.array(normalize(mode, [int(r) for r in raws.tolist()]), dtype=np.int64)
+    r = raws.astype(np.int64, copy=False)
+    if mode == "none":
+        return r.copy()
+    hi, lo = int(r.max()), int(r.min())
+    if mode == "scale":  # raw >= 0 (raw_error), so floor division is Go's truncation
+        return r.copy() if hi == 0 else (r * MAX_SCORE) // hi
+    if mode == "reverse":
+        return np.full(r.size, MAX_SCORE, dtype=np.int64) if hi == 0 else MAX_SCORE - (r * MAX_SCORE) // hi
+    if mode == "minmax":
+        if hi == lo:
+            return np.zeros(r.size, dtype=np.int64)
+        span = float(hi - lo)
+        return (float(MAX_SCORE) * ((r - lo).astype(np.float64) / span)).astype(np.int64)
+    if mode == "spread":  # lo <= raw <= hi and lo >= 0, so the numerator is >= 0
+        return np.full(r.size, MAX_SCORE, dtype=np.int64) if hi == 0 else (MAX_SCORE * (hi + lo - r)) // hi
     raise ValueError(f"unknown normalisation mode {mode!r}")

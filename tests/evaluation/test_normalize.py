@@ -99,3 +99,20 @@ def test_results_always_in_range_for_accepted_raws(mode, raws):
     accepted = [r for r in raws if raw_error(mode, r) is None]
     for value in normalize(mode, accepted):
         assert 0 <= value <= 100
+
+
+_BIG = st.one_of(st.integers(-1000, 1000), st.integers(-(2**70), 2**70), st.integers(2**52, 2**54))
+
+
+@given(st.sampled_from(["none", "scale", "reverse", "minmax", "spread"]), st.lists(_BIG, min_size=1, max_size=20))
+def test_array_normalisation_equals_the_list_version(mode, raws):
+    import numpy as np
+
+    from policyscheduler.evaluation.normalize import normalize_array
+
+    accepted = [r for r in raws if raw_error(mode, r) is None]
+    if mode == "none" or not accepted:
+        accepted = [r % 101 for r in raws]
+    fits = all(-(2**63) <= r < 2**63 for r in accepted)
+    array = np.array(accepted, dtype=np.int64 if fits else object)
+    assert normalize_array(mode, array).tolist() == normalize(mode, accepted)

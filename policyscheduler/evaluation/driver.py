@@ -1,0 +1,361 @@
+"""The phase driver: one scheduling decision, whichever backend evaluates the rules.
+
+Everything that is *policy semantics above a single rule* lives here, once: ``applies when`` and
+``reject pod`` decided once per pod (kube-scheduler's PreFilter / PreScore *Skip* and PreFilter
+rejection), filters in PolicySet order with the first failing filter as a node's verdict, the feasible
+set handed to the ``cluster`` context before scoring, ignored nodes, the raw-value checks of each
+normalisation mode, normalisation, weights, totals and the tie-break. A :class:`Backend` only answers
+"what does this one rule say on these nodes?" (:meth:`PodRun.filter`, :meth:`PodRun.score`), so the
+per-node reference backend and the vectorised backend cannot drift apart in anything but that answer.
+
+Node sets travel as numpy arrays of *slot indexes* into ``snapshot.nodes``; verdicts travel as small
+code arrays into a table of distinct :class:`NodeVerdict` values (a rule rejecting 4,000 nodes for the
+same reason yields one verdict and 4,000 int32 codes). The :class:`Decision` keeps these compact arrays
+and expands its per-node dicts only when someone reads them.
+
+Runtime errors never crash a decision: the node gets an error verdict naming the rule and becomes
+infeasible (for a score rule too: see grammar/LANGUAGE.md); a failing ``applies when`` fails every node
+that reaches the rule.
+"""
+
+from __future__ import annotations
+
+import itertools
+import random
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
+
+import numpy as np
+import numpy.typing as npt
+
+from policyscheduler.diagnostics import PolicyRuntimeError
+from policyscheduler.evaluation.decision import FEASIBLE, Decision, LazyList, LazyMap, NodeVerdict, RuleScore
+from policyscheduler.evaluation.message import failed_scheduling_message, pod_rejected_message
+from policyscheduler.evaluation.normalize import normalize_array, raw_error
+
+if TYPE_CHECKING:
+    from policyscheduler.compiler import FilterRule, PolicySet, ScoreRule
+    from policyscheduler.objects import Cluster, ClusterSnapshot, Node, Pod
+
+__all__ = [
+    "Backend",
+    "Driver",
+    "FilterOutcome",
+    "PodRun",
+    "ScoreOutcome",
+    "error_verdict",
+    "pod_key",
+    "runtime_verdict",
+]
+
+Indexes = npt.NDArray[np.int64]
+"""Slot indexes into ``snapshot.nodes``, ascending."""
+Codes = npt.NDArray[np.int32]
+"""Per node of an :data:`Indexes` array: -1 for "no verdict", k for ``verdicts[k]``."""
+
+
+class FilterOutcome(NamedTuple):
+    """One filter on a set of nodes: ``codes[j]`` is -1 when node ``idx[j]`` passes, else the index
+    of its verdict (rejection reasons, or a runtime error) in ``verdicts``."""
+
+    codes: Codes
+    verdicts: Sequence[NodeVerdict]
+
+
+class ScoreOutcome(NamedTuple):
+    """One score rule's ``value`` on a set of nodes (its ``applies when`` already held).
+
+    ``raw`` holds Python-int-exact values (int64, or object dtype for integers beyond int64);
+    entries where ``ignored`` is true or ``errors >= 0`` are meaningless. ``errors[j] = k`` names
+    ``verdicts[k]``, the runtime error of node ``idx[j]``.
+    """
+
+    raw: npt.NDArray[Any]
+    ignored: npt.NDArray[np.bool_]
+    errors: Codes
+    verdicts: Sequence[NodeVerdict]
+
+
+class PodRun(Protocol):
+    """A backend's state for one pod (pod-level values computed once, reused for every rule)."""
+
+    def filter(self, rule: FilterRule, idx: Indexes) -> FilterOutcome:
+        """The node-level clauses of ``rule`` on the nodes ``idx``."""
+        ...
+
+    def score(self, rule: ScoreRule, idx: Indexes) -> ScoreOutcome:
+        """``ignore node when`` and ``value`` of ``rule`` on the nodes ``idx``."""
+        ...
+
+
+class Backend(Protocol):
+    """How rules are evaluated on nodes: per node (reference) or per cluster (vectorised)."""
+
+    name: str
+
+    def start(self, policy_set: PolicySet, snapshot: ClusterSnapshot, pod: Pod, cluster: Cluster) -> PodRun:
+        """Prepare the evaluation of one pod over ``snapshot.nodes``."""
+        ...
+
+
+def pod_key(pod: dict[str, Any]) -> str:
+    """``namespace/name`` of a pod object (namespace defaults to ``default``), robust to malformed metadata."""
+    meta = pod.get("metadata") if isinstance(pod, dict) else None
+    meta = meta if isinstance(meta, dict) else {}
+    namespace, name = meta.get("namespace"), meta.get("name")
+    return f"{namespace if isinstance(namespace, str) and namespace else 'default'}/{name if isinstance(name, str) else ''}"
+
+
+def error_verdict(rule: str, message: str, detail: str | None = None) -> NodeVerdict:
+    """The verdict of a node on which ``rule`` failed at run time."""
+    return NodeVerdict(
+        rule=rule,
+        reasons=(f"policy error in rule {rule}: {message}",),
+        error=detail if detail is not None else message,
+    )
+
+
+def runtime_verdict(rule: str, err: PolicyRuntimeError) -> NodeVerdict:
+    """:func:`error_verdict` for a located runtime error (``file:line:col: message`` as the detail)."""
+    span = getattr(err, "span", None)
+    message = str(getattr(err, "message", err))
+    detail = message if span is None else f"{span.file}:{span.line}:{span.col}: {message}"
+    return error_verdict(rule, message, detail)
+
+
+_NOT_APPLIED = RuleScore(0, 0, 0, False)
+"""A score rule's result on every node when its ``applies when`` is false (shared: immutable)."""
+_IGNORED = RuleScore(0, 0, 0, True)
+"""A score rule's result on a node its ``ignore node when`` clause excludes."""
+
+_Filters = list[tuple["FilterRule", NodeVerdict | None]]
+"""The filters that apply to the pod, each with the verdict of every node reaching it when its
+per-pod part (``applies when`` / ``reject pod``) failed at run time, else None."""
+
+
+class _Scored(NamedTuple):
+    """An applying score rule's results over the nodes it ran on (``cand``)."""
+
+    rule: ScoreRule
+    cand: Indexes
+    raw: npt.NDArray[Any]
+    ignored: npt.NDArray[np.bool_]
+
+
+class _NodeNames:
+    """``[n.name for n in snapshot.nodes]``, rebuilt only when the node set changes.
+
+    At 5,000 nodes the list costs more to build than the vectorised backend spends on a pod, and it
+    changes only when nodes are added or removed (never on assume), which the state's change journal
+    reports as ``changed_nodes_since(...) is None``.
+    """
+
+    def __init__(self) -> None:
+        self._owner: object = None
+        self._generation: int = -1
+        self._names: list[str] = []
+
+    def get(self, snapshot: ClusterSnapshot) -> list[str]:
+        changed = getattr(snapshot, "changed_nodes_since", None)
+        generation = getattr(snapshot, "generation", None)
+        if (self._owner is snapshot and changed is not None and isinstance(generation, int)
+                and changed(self._generation) is not None and len(self._names) == len(snapshot.nodes)):
+            self._generation = generation
+            return self._names
+        self._owner = snapshot
+        self._generation = generation if isinstance(generation, int) else -1
+        self._names = [n.name for n in snapshot.nodes]
+        return self._names
+
+
+class Driver:
+    """Decides where one pod goes with a :class:`Backend`; an :class:`~policyscheduler.evaluation.Evaluator`."""
+
+    def __init__(self, backend: Backend) -> None:
+        self.backend = backend
+        self._names = _NodeNames()
+
+    @property
+    def name(self) -> str:
+        """The backend's name (``reference`` or ``vector``)."""
+        return self.backend.name
+
+    def evaluate(
+        self, policy_set: PolicySet, snapshot: ClusterSnapshot, pod: dict[str, Any], *, rng: random.Random
+    ) -> Decision:
+        """Filter and score every node of ``snapshot`` for ``pod``; consumes ``rng`` only to break a tie."""
+        key = pod_key(pod)
+        digest = policy_set.digest
+        nodes: Sequence[Node] = snapshot.nodes
+        n = len(nodes)
+        if n == 0:
+            return Decision(key, None, {}, [], {}, {}, [], None, failed_scheduling_message(0, ()), digest)
+        names = self._names.get(snapshot)
+        pod_rec = snapshot.pod_record(pod)
+        cluster = snapshot.context(pod_rec)
+        pod_env = {"pod": pod_rec, "cluster": cluster}
+
+        # 1. PreFilter: applies and pod-level rejections once per pod, before any node.
+        filters, rejection = _pre_filter(policy_set.filters, pod_env)
+        if rejection is not None:
+            message = pod_rejected_message(n, rejection.reasons)
+            return Decision(key, None, LazyMap(lambda: dict.fromkeys(names, rejection)), [], {}, {}, [], None,
+                            message, digest)
+
+        # 2. Filter: the first failing rule is a node's verdict; nodes leave ``active`` as they fail.
+        run = self.backend.start(policy_set, snapshot, pod_rec, cluster)
+        codes: Codes = np.full(n, -1, dtype=np.int32)
+        table: list[NodeVerdict] = []
+        active: Indexes = np.arange(n, dtype=np.int64)
+        for rule, failed in filters:
+            if active.size == 0:
+                break
+            if failed is not None:
+                codes[active] = _intern(table, failed)
+                active = active[:0]
+                break
+            outcome = run.filter(rule, active)
+            active = _record(codes, table, active, outcome.codes, outcome.verdicts)
+        if active.size == 0:
+            return _unschedulable(key, names, codes, table, digest)
+        cluster.set_feasible([names[i] for i in active.tolist()])  # kube's PreScore sees the filtered nodes
+
+        # 3. Score: raw values rule by rule; errors (and values the mode cannot take) make nodes infeasible.
+        scored: list[_Scored | ScoreRule] = []
+        for rule in policy_set.scores:
+            if active.size == 0:
+                break
+            try:
+                applies = rule.applies(pod_env)
+            except PolicyRuntimeError as err:
+                codes[active] = _intern(table, runtime_verdict(rule.name, err))
+                active = active[:0]
+                break
+            if not applies:
+                scored.append(rule)
+                continue
+            out = run.score(rule, active)
+            errors, verdicts = out.errors.copy(), list(out.verdicts)
+            usable = (errors < 0) & ~out.ignored
+            if usable.any():
+                _mode_errors(rule, out.raw, usable, errors, verdicts)
+            scored.append(_Scored(rule, active, out.raw, out.ignored))
+            active = _record(codes, table, active, errors, verdicts)
+        if active.size == 0:
+            return _unschedulable(key, names, codes, table, digest)
+
+        # 4. Normalise over the kept (feasible, not ignored) nodes; weight; sum; pick among the best.
+        kept = active
+        keep_mask = np.zeros(n, dtype=np.bool_)
+        keep_mask[kept] = True
+        totals = np.zeros(kept.size, dtype=np.int64)
+        per_rule: list[tuple[str, tuple[npt.NDArray[Any], npt.NDArray[np.int64], npt.NDArray[np.bool_], int] | None]] = []
+        for item in scored:
+            if not isinstance(item, _Scored):
+                per_rule.append((item.name, None))
+                continue
+            at = keep_mask[item.cand]
+            raw, ignored = item.raw[at], item.ignored[at]
+            norm = np.zeros(kept.size, dtype=np.int64)
+            take = ~ignored
+            if take.any():
+                norm[take] = normalize_array(item.rule.normalize, raw[take])
+            totals += norm * item.rule.weight
+            per_rule.append((item.rule.name, (raw, norm, ignored, item.rule.weight)))
+        for rule in policy_set.scores[len(scored):]:
+            per_rule.append((rule.name, None))
+        best = int(totals.max())
+        top_idx = kept[totals == best]
+        top = [names[i] for i in top_idx.tolist()]
+        chosen = rng.choice(top)
+        kept_names = LazyList(lambda: [names[i] for i in kept.tolist()])
+        return Decision(
+            key, chosen,
+            LazyMap(lambda: _verdict_map(names, codes, table)),
+            kept_names,
+            LazyMap(lambda: _score_maps(per_rule, kept_names)),
+            LazyMap(lambda: dict(zip(kept_names, totals.tolist()))),
+            top, best, None, digest,
+        )
+
+
+def _pre_filter(rules: Sequence[FilterRule], pod_env: dict[str, Any]) -> tuple[_Filters, NodeVerdict | None]:
+    """The filters that apply to the pod, and the verdict of a ``reject pod`` clause that holds (or None)."""
+    filters: _Filters = []
+    for rule in rules:
+        try:
+            if not rule.applies(pod_env):
+                continue
+            rejection = rule.pod_rejection(pod_env)
+        except PolicyRuntimeError as err:
+            filters.append((rule, runtime_verdict(rule.name, err)))
+            continue
+        if rejection is not None:
+            return filters, NodeVerdict(rule=rule.name, reasons=(rejection,))
+        filters.append((rule, None))
+    return filters, None
+
+
+def _intern(table: list[NodeVerdict], verdict: NodeVerdict) -> int:
+    table.append(verdict)
+    return len(table) - 1
+
+
+def _record(codes: Codes, table: list[NodeVerdict], active: Indexes, out_codes: Codes,
+            verdicts: Sequence[NodeVerdict]) -> Indexes:
+    """Write the verdicts of the nodes of ``active`` that failed into ``codes``; the nodes that passed."""
+    bad = out_codes >= 0
+    if not bad.any():
+        return active
+    codes[active[bad]] = out_codes[bad] + len(table)
+    table.extend(verdicts)
+    return active[~bad]
+
+
+def _mode_errors(rule: ScoreRule, raw: npt.NDArray[Any], usable: npt.NDArray[np.bool_], errors: Codes,
+                 verdicts: list[NodeVerdict]) -> None:
+    """Turn raw values the rule's normalisation cannot take into error codes (appended to ``verdicts``)."""
+    mode = rule.normalize
+    if mode == "none":
+        bad = usable & ((raw < 0) | (raw > 100)).astype(np.bool_)
+    elif mode in ("scale", "reverse", "spread"):
+        bad = usable & (raw < 0).astype(np.bool_)
+    else:
+        return
+    if not bad.any():
+        return
+    for j in np.flatnonzero(bad).tolist():
+        problem = raw_error(mode, int(raw[j]))
+        assert problem is not None
+        errors[j] = len(verdicts)
+        verdicts.append(error_verdict(rule.name, problem))
+
+
+def _verdict_map(names: list[str], codes: Codes, table: list[NodeVerdict]) -> dict[str, NodeVerdict]:
+    return {name: (table[c] if c >= 0 else FEASIBLE) for name, c in zip(names, codes.tolist())}
+
+
+def _score_maps(per_rule: list[tuple[str, tuple[npt.NDArray[Any], npt.NDArray[np.int64], npt.NDArray[np.bool_], int] | None]],
+                kept: Sequence[str]) -> dict[str, dict[str, RuleScore]]:
+    out: dict[str, dict[str, RuleScore]] = {}
+    for name, detail in per_rule:
+        if detail is None:
+            out[name] = dict.fromkeys(kept, _NOT_APPLIED)
+            continue
+        raw, norm, ignored, weight = detail
+        out[name] = {
+            node: (_IGNORED if ign else RuleScore(int(r), nv, nv * weight, False))
+            for node, r, nv, ign in zip(kept, raw.tolist(), norm.tolist(), ignored.tolist())
+        }
+    return out
+
+
+def _unschedulable(key: str, names: list[str], codes: Codes, table: list[NodeVerdict], digest: str) -> Decision:
+    """The decision for a pod no node accepts, with kube-scheduler's FailedScheduling text."""
+    counts = np.bincount(codes[codes >= 0], minlength=len(table))
+    reasons = itertools.chain.from_iterable(
+        table[k].reasons * int(c) for k, c in enumerate(counts.tolist()) if c
+    )
+    message = failed_scheduling_message(len(names), reasons)
+    return Decision(key, None, LazyMap(lambda: _verdict_map(names, codes, table)), [], {}, {}, [], None,
+                    message, digest)
