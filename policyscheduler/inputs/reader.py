@@ -77,6 +77,113 @@ def _expand(paths: Sequence[str | Path], result: ReadResult) -> list[Path | str]
     return files
 
 
+class _Unusual(Exception):
+    """The fast YAML path met something only the full loader handles (tags, anchors, merge keys)."""
+
+
+_EMPTY_TAGS = (None, "!")
+_STR = "tag:yaml.org,2002:str"
+
+
+class _FastYaml:
+    """Documents straight from libyaml's events: PyYAML's constructor costs ~15 µs per scalar in Python.
+
+    Plain scalars are resolved exactly as :class:`_Loader` resolves them (same resolvers, same
+    constructors), memoised by their text -- a snapshot repeats the same few thousand values.
+    Anything unusual (explicit tags, anchors and aliases, ``<<`` merge keys, non-scalar keys) raises
+    :class:`_Unusual` and the caller uses the full loader instead, so results never differ.
+    """
+
+    def __init__(self) -> None:
+        self._plain: dict[str, Any] = {}
+        self._resolver = _Loader("")
+
+    def scalar(self, value: str) -> Any:
+        known = self._plain.get(value, self)
+        if known is not self:
+            return known
+        tag = self._resolver.resolve(yaml.ScalarNode, value, (True, False))
+        if tag == _STR:
+            result: Any = value
+        else:
+            if tag == "tag:yaml.org,2002:merge":
+                raise _Unusual(tag)
+            try:
+                result = self._resolver.construct_object(yaml.ScalarNode(tag, value), deep=True)
+            except yaml.YAMLError:
+                raise _Unusual(tag) from None
+            if isinstance(result, (list, dict, set, bytes)):
+                raise _Unusual(tag)
+        if len(self._plain) > 100_000:
+            self._plain.clear()
+        self._plain[value] = result
+        return result
+
+    def documents(self, text: str) -> Iterable[Any]:
+        """Each document of the stream; raises yaml.YAMLError as the parser does, _Unusual as above."""
+        events = iter(yaml.parse(text, Loader=_Loader))
+        scalar_event, map_start, seq_start = yaml.ScalarEvent, yaml.MappingStartEvent, yaml.SequenceStartEvent
+        collection_end = (yaml.MappingEndEvent, yaml.SequenceEndEvent)
+        stack: list[Any] = []  # open containers; a mapping's pending key follows it on the stack
+        for event in events:
+            if isinstance(event, yaml.DocumentStartEvent):
+                stack = [[]]  # the root "container": a one-item list
+                continue
+            if isinstance(event, yaml.DocumentEndEvent):
+                root = stack[0]
+                yield root[0] if root else None
+                continue
+            if isinstance(event, (yaml.StreamStartEvent, yaml.StreamEndEvent)):
+                continue
+            if isinstance(event, collection_end):
+                value = stack.pop()
+            elif isinstance(event, scalar_event):
+                if event.anchor is not None or event.tag not in _EMPTY_TAGS:
+                    raise _Unusual("tag or anchor")
+                value = self.scalar(event.value) if event.implicit[0] else event.value
+            elif isinstance(event, (map_start, seq_start)):
+                if event.anchor is not None or event.tag not in _EMPTY_TAGS:
+                    raise _Unusual("tag or anchor")
+                stack.append({} if isinstance(event, map_start) else [])
+                continue
+            else:  # an alias
+                raise _Unusual("alias")
+            top = stack[-1]
+            if type(top) is list:
+                top.append(value)
+            elif type(top) is dict:
+                if isinstance(value, (dict, list)):
+                    raise _Unusual("non-scalar key")
+                stack.append(_Key(value))
+            else:  # a pending key: the value completes it
+                stack.pop()
+                stack[-1][top.key] = value
+
+
+class _Key:
+    """A mapping key waiting for its value on the fast path's stack."""
+
+    __slots__ = ("key",)
+
+    def __init__(self, key: Any) -> None:
+        self.key = key
+
+
+def _yaml_documents(text: str) -> Iterable[Any]:
+    """The documents of a YAML stream: the fast path when it applies, else the full safe loader."""
+    done: list[Any] = []
+    try:
+        for doc in _FastYaml().documents(text):
+            done.append(doc)
+    except _Unusual:
+        yield from yaml.load_all(text, Loader=_Loader)
+        return
+    except yaml.YAMLError:
+        yield from done  # the documents before the broken one, then the located error
+        raise
+    yield from done
+
+
 def _documents(name: str, text: str, is_json: bool) -> Iterable[tuple[int, Any]]:
     """(document number, parsed value) pairs; raises ValueError with a located message."""
     if is_json:
@@ -86,8 +193,7 @@ def _documents(name: str, text: str, is_json: bool) -> Iterable[tuple[int, Any]]
             raise ValueError(f"{name}:{err.lineno}:{err.colno}: invalid JSON: {err.msg}") from None
         return
     try:
-        for number, doc in enumerate(yaml.load_all(text, Loader=_Loader), start=1):
-            yield number, doc
+        yield from enumerate(_yaml_documents(text), start=1)
     except yaml.YAMLError as err:
         mark = getattr(err, "problem_mark", None)
         where = f"{name}:{mark.line + 1}:{mark.column + 1}" if mark is not None else name

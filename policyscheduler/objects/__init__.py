@@ -6,7 +6,9 @@
 Layout: ``selectors`` (label / node selector matching), ``requests`` (PodRequests and its non-zero variant), ``records`` (the frozen records), ``parse`` and
 ``builders`` (object dicts -> records, warnings instead of exceptions), ``topology`` and ``affinity``
 (PodTopologySpread / InterPodAffinity bookkeeping), ``cluster`` (the per-pod ``Cluster`` with lazy
-caches) and ``snapshot`` (``ClusterSnapshot``). Heavy primitives live here; the rules that combine
+caches, over the ``ClusterIndex`` that the cluster state implements). ``ClusterSnapshot`` moved to
+:mod:`policyscheduler.state`; the name is still forwarded from here, lazily (state imports objects, not
+the other way round). Heavy primitives live here; the rules that combine
 them (conditions, reasons, score formulas, normalisation) live in ``policies/*.policy``. Quantity
 parsing is shared with the checker in :mod:`policyscheduler.quantity`.
 
@@ -15,6 +17,8 @@ scoring -- PodTopologySpread's score sizes its domains from the feasible nodes, 
 """
 
 from __future__ import annotations
+
+from typing import Any
 
 from policyscheduler.objects.builtins import taint
 from policyscheduler.objects.cluster import Cluster
@@ -32,10 +36,19 @@ from policyscheduler.objects.records import (
     Toleration,
     WeightedPodAffinityTerm,
 )
-from policyscheduler.objects.snapshot import ClusterSnapshot
 from policyscheduler.schema import ROOTS
 
 ROOTS.update({"pod": Pod, "node": Node, "cluster": Cluster})
+
+
+def __getattr__(name: str) -> Any:
+    """``ClusterSnapshot``, forwarded from :mod:`policyscheduler.state` at first use (see the docstring)."""
+    if name == "ClusterSnapshot":
+        from policyscheduler.objects import snapshot
+
+        return snapshot.ClusterSnapshot
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 __all__ = [
     "ClusterSnapshot",

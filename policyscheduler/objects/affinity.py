@@ -12,10 +12,14 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 
+import numpy as np
+
 from policyscheduler.objects.records import Node, Pod, PodAffinityTerm
+from policyscheduler.objects.topology import ClusterIndex, IntArray, LabelCodes, MatchClause, domain_sums
 
 __all__ = [
     "incoming_term_matches", "existing_term_matches", "FilterState", "ScoreState", "count_in_domain", "lookup",
+    "term_clause", "IndexedFilterState", "IndexedScoreState", "lookup_column", "domain_column",
 ]
 
 NsLabels = Callable[[str], Mapping[str, str]]
@@ -119,3 +123,97 @@ class ScoreState:
                     for w in terms:
                         if existing_term_matches(w.term, pod, own_labels):
                             _add(m, node, w.term.topology_key, w.weight)
+
+
+# -- indexed counterparts: the incoming pod's terms from per-node counts, existing terms from the --------
+# -- state's lists of pods with (anti-)affinity (kube walks HavePodsWithAffinityList the same way) -------
+
+def term_clause(term: PodAffinityTerm) -> MatchClause | None:
+    """The count key clause of an incoming term (None: its nil selector matches no pod)."""
+    if term._selector is None:
+        return None
+    return (term._names, term._ns_selector, term._selector)
+
+
+def _add_counts(m: TopologyMap, key: str, counts: IntArray, by: int, codes: LabelCodes) -> None:
+    """``_add(m, node, key, by)`` once per counted pod, for every node at once."""
+    sums, present = domain_sums(codes.codes, len(codes.values), counts, counts > 0)
+    found = np.flatnonzero(present).tolist()
+    if found:
+        inner = m.setdefault(key, {})
+        for j in found:
+            value = codes.values[j]
+            inner[value] = inner.get(value, 0) + int(sums[j]) * by
+
+
+def domain_column(m: TopologyMap, key: str, index: ClusterIndex) -> IntArray:
+    """:func:`count_in_domain` for every node of the index."""
+    return index.label_codes(key).column(m.get(key, {}))
+
+
+def lookup_column(m: TopologyMap, index: ClusterIndex) -> IntArray:
+    """:func:`lookup` for every node of the index."""
+    out = np.zeros(len(index.nodes), dtype=np.int64)
+    for key, inner in m.items():
+        out += index.label_codes(key).column(inner)
+    return out
+
+
+def _walk_existing_anti(state: FilterState, pod: Pod, nodes: Sequence[Node], index: ClusterIndex,
+                        own_labels: Mapping[str, str]) -> None:
+    for slot, other in index.anti_affinity_pods():
+        node = nodes[slot]
+        for term in other.required_anti_affinity_terms:
+            if existing_term_matches(term, pod, own_labels):
+                _add(state.existing_anti, node, term.topology_key, 1)
+
+
+class IndexedFilterState(FilterState):
+    """:class:`FilterState` from the cluster state's indexes (same maps, no walk over every pod)."""
+
+    def __init__(self, pod: Pod, nodes: Sequence[Node], ns_labels: NsLabels, index: ClusterIndex) -> None:
+        self.existing_anti = {}
+        self.affinity = {}
+        self.anti = {}
+        _walk_existing_anti(self, pod, nodes, index, ns_labels(pod.namespace))
+        aff = pod.required_affinity_terms
+        if aff:
+            clauses = [term_clause(t) for t in aff]
+            if all(c is not None for c in clauses):
+                counts = index.match_counts((False, tuple(c for c in clauses if c is not None)))
+                for t in aff:
+                    _add_counts(self.affinity, t.topology_key, counts, 1, index.label_codes(t.topology_key))
+        for t in pod.required_anti_affinity_terms:
+            clause = term_clause(t)
+            if clause is not None:
+                counts = index.match_counts((False, (clause,)))
+                _add_counts(self.anti, t.topology_key, counts, 1, index.label_codes(t.topology_key))
+
+
+class IndexedScoreState(ScoreState):
+    """:class:`ScoreState` from the cluster state's indexes."""
+
+    def __init__(self, pod: Pod, nodes: Sequence[Node], ns_labels: NsLabels, index: ClusterIndex) -> None:
+        own_labels = ns_labels(pod.namespace)
+        self.preferred_affinity = {}
+        self.preferred_anti = {}
+        self.existing_required = {}
+        self.existing_preferred = {}
+        self.existing_preferred_anti = {}
+        for terms, m in ((pod.preferred_affinity_terms, self.preferred_affinity),
+                         (pod.preferred_anti_affinity_terms, self.preferred_anti)):
+            for w in terms:
+                clause = term_clause(w.term)
+                if clause is not None:
+                    counts = index.match_counts((False, (clause,)))
+                    _add_counts(m, w.term.topology_key, counts, w.weight, index.label_codes(w.term.topology_key))
+        for slot, other in index.affinity_pods():
+            node = nodes[slot]
+            for t in other.required_affinity_terms:
+                if existing_term_matches(t, pod, own_labels):
+                    _add(self.existing_required, node, t.topology_key, 1)
+            for wterms, m in ((other.preferred_affinity_terms, self.existing_preferred),
+                              (other.preferred_anti_affinity_terms, self.existing_preferred_anti)):
+                for w in wterms:
+                    if existing_term_matches(w.term, pod, own_labels):
+                        _add(m, node, w.term.topology_key, w.weight)

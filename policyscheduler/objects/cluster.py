@@ -1,29 +1,40 @@
 """The per-pod ``cluster`` value: everything a rule needs that depends on more than one node.
 
 One :class:`Cluster` is made per pod evaluation (``snapshot.context(pod)``). Cheap pod-level facts are
-fields; the expensive per-pod precomputations (topology spread counts, inter-pod affinity counts and
-scores) are built lazily on first use and cached, so evaluating N nodes costs O(N + pods) overall.
+fields; the per-pod precomputations (topology spread counts, inter-pod affinity counts and scores) are
+built lazily on first use and cached. They come from the cluster state's indexes (a
+:class:`~policyscheduler.objects.topology.ClusterIndex`): per-node counts of matching pods kept up to date
+on every pod change, the lists of pods with (anti-)affinity terms and label codes per topology key, so a
+pod costs O(nodes + pods with affinity terms), like kube's PreFilter, instead of a walk over every pod.
+A context is a view of the state at the moment it was made: if the state changes before a
+precomputation is built, that precomputation falls back to walking the node records the context saw
+(the original from-scratch code, kept as the reference the indexed code is tested against).
 
 The score of PodTopologySpread depends on the *feasible* nodes (kube's PreScore gets the filtered
 list): the evaluator calls :meth:`Cluster.set_feasible` between filtering and scoring. Without that
 call every node is taken as feasible.
+
+Vector kernels: :meth:`Cluster.column` gives, for a builtin that takes a ``node``, its value on every
+node at once (int64, in the order of the context's nodes) for the vectorised backend.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import TYPE_CHECKING
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
 
 from policyscheduler.objects import affinity, topology
 from policyscheduler.objects.records import Node, Pod, PodAffinityTerm, SpreadConstraint
 from policyscheduler.schema import exposed, record
 
-if TYPE_CHECKING:
-    from policyscheduler.objects.snapshot import ClusterSnapshot
+__all__ = ["Cluster", "make_cluster", "COLUMNS"]
 
-__all__ = ["Cluster", "make_cluster"]
+IntArray = npt.NDArray[np.int64]
 
 
 class _State:
@@ -33,34 +44,61 @@ class _State:
     spread counts); ``set_feasible`` drops the one that depends on the feasible nodes.
     """
 
-    def __init__(self, pod: Pod, nodes: list[Node], ns_labels: affinity.NsLabels,
-                 image_states: Mapping[str, tuple[int, int]], hard: tuple[SpreadConstraint, ...],
-                 soft: tuple[SpreadConstraint, ...], require_all: bool) -> None:
+    def __init__(self, pod: Pod, nodes: tuple[Node, ...], index: topology.ClusterIndex | None,
+                 ns_labels: affinity.NsLabels, image_states: Mapping[str, tuple[int, int]],
+                 hard: tuple[SpreadConstraint, ...], soft: tuple[SpreadConstraint, ...], require_all: bool) -> None:
         self.pod = pod
         self.nodes = nodes
+        self.index = index
+        self.generation = index.generation if index is not None else -1
         self.ns_labels = ns_labels
         self.image_states = image_states
         self.hard = hard
         self.soft = soft
         self.require_all = require_all
         self.feasible: list[Node] | None = None
+        self.feasible_mask: npt.NDArray[np.bool_] | None = None
+
+    @property
+    def indexed(self) -> topology.ClusterIndex | None:
+        """The index, if it still describes the nodes this context saw."""
+        index = self.index
+        return index if index is not None and index.generation == self.generation else None
+
+    @cached_property
+    def included(self) -> topology._Included:
+        return topology._Included(self.pod, self.nodes)
 
     @cached_property
     def spread_filter(self) -> topology.FilterCounts:
-        return topology.FilterCounts(self.pod, self.hard, self.nodes)
+        index = self.indexed
+        if index is None:
+            return topology.FilterCounts(self.pod, self.hard, self.nodes)
+        return topology.IndexedFilterCounts(self.pod, self.hard, self.nodes, index, self.included)
 
     @cached_property
     def spread_score(self) -> topology.ScoreCounts:
-        feasible = self.feasible if self.feasible is not None else self.nodes
-        return topology.ScoreCounts(self.pod, self.soft, feasible, self.nodes, self.require_all)
+        index = self.indexed
+        if index is None:
+            feasible = self.feasible if self.feasible is not None else self.nodes
+            return topology.ScoreCounts(self.pod, self.soft, feasible, self.nodes, self.require_all)
+        mask = self.feasible_mask if self.feasible_mask is not None else np.ones(len(self.nodes), dtype=bool)
+        return topology.IndexedScoreCounts(self.pod, self.soft, mask, self.nodes, self.require_all, index,
+                                           self.included)
 
     @cached_property
     def affinity_filter(self) -> affinity.FilterState:
-        return affinity.FilterState(self.pod, self.nodes, self.ns_labels)
+        index = self.indexed
+        if index is None:
+            return affinity.FilterState(self.pod, self.nodes, self.ns_labels)
+        return affinity.IndexedFilterState(self.pod, self.nodes, self.ns_labels, index)
 
     @cached_property
     def affinity_score(self) -> affinity.ScoreState:
-        return affinity.ScoreState(self.pod, self.nodes, self.ns_labels)
+        index = self.indexed
+        if index is None:
+            return affinity.ScoreState(self.pod, self.nodes, self.ns_labels)
+        return affinity.IndexedScoreState(self.pod, self.nodes, self.ns_labels, index)
 
 
 @record
@@ -78,8 +116,39 @@ class Cluster:
     def set_feasible(self, names: Iterable[str]) -> None:
         """Tell the context which nodes passed the filters (kube's PreScore ``filteredNodes``)."""
         wanted = set(names)
-        self._state.feasible = [n for n in self._state.nodes if n.name in wanted]
-        self._state.__dict__.pop("spread_score", None)
+        nodes = self._state.nodes
+        self.set_feasible_mask(np.fromiter((n.name in wanted for n in nodes), dtype=bool, count=len(nodes)))
+
+    def set_feasible_mask(self, mask: npt.NDArray[np.bool_]) -> None:
+        """:meth:`set_feasible` with one boolean per node (in the context's node order)."""
+        state = self._state
+        state.feasible_mask = np.asarray(mask, dtype=bool)
+        state.feasible = [n for n, ok in zip(state.nodes, state.feasible_mask.tolist()) if ok]
+        state.__dict__.pop("spread_score", None)
+
+    @property
+    def nodes(self) -> tuple[Node, ...]:
+        """The nodes this context describes, in the order of :meth:`column` (not visible to policies)."""
+        return self._state.nodes
+
+    def column(self, name: str, *args: Any) -> IntArray:
+        """The builtin ``name`` on every node: ``[getattr(self, name)(..., node, ...) for node in nodes]``.
+
+        ``name`` is one of :data:`COLUMNS` (the exposed methods taking a ``node``); ``args`` are its other
+        arguments in order (``node`` left out). The result is int64, one entry per node of :attr:`nodes`.
+        """
+        if name not in COLUMNS:
+            raise ValueError(f"no column for {name!r}; columns exist for {', '.join(sorted(COLUMNS))}")
+        state = self._state
+        index = state.indexed
+        if index is not None:
+            return COLUMNS[name](self, index, *args)
+        method = getattr(self, name)
+        if name == "scaled_image_size":
+            values = [method(node, *args) for node in state.nodes]
+        else:
+            values = [method(*args, node) for node in state.nodes]
+        return np.array(values, dtype=np.int64).reshape(len(state.nodes))
 
     # -- PodTopologySpread ------------------------------------------------------------------------------
 
@@ -174,13 +243,63 @@ class Cluster:
         return int(float(size) * (float(holders) / float(self.node_count)))
 
 
-def make_cluster(pod: Pod, snapshot: ClusterSnapshot) -> Cluster:
-    """Build the context for ``pod`` over the snapshot's current nodes.
+def _image_column(cl: Cluster, index: topology.ClusterIndex, image: str) -> IntArray:
+    nodes = cl._state.nodes
+    has = np.fromiter((image in n.images for n in nodes), dtype=bool, count=len(nodes))
+    state = cl._state.image_states.get(image)
+    if state is None or cl.node_count == 0:
+        return np.zeros(len(nodes), dtype=np.int64)
+    size, holders = state
+    return np.where(has, int(float(size) * (float(holders) / float(cl.node_count))), 0).astype(np.int64)
 
-    The snapshot also supplies the Services and controllers behind the default spread selector and the
-    namespace labels that affinity terms' namespace selectors match.
+
+def _lookup(attr: str, part: str) -> Callable[[Cluster, topology.ClusterIndex], IntArray]:
+    def column(cl: Cluster, index: topology.ClusterIndex) -> IntArray:
+        return affinity.lookup_column(getattr(getattr(cl._state, part), attr), index)
+    return column
+
+
+def _domain(attr: str) -> Callable[[Cluster, topology.ClusterIndex, PodAffinityTerm], IntArray]:
+    def column(cl: Cluster, index: topology.ClusterIndex, t: PodAffinityTerm) -> IntArray:
+        return affinity.domain_column(getattr(cl._state.affinity_filter, attr), t.topology_key, index)
+    return column
+
+
+def _spread_filter_column(cl: Cluster, index: topology.ClusterIndex, c: SpreadConstraint) -> IntArray:
+    counts = cl._state.spread_filter
+    assert isinstance(counts, topology.IndexedFilterCounts)
+    return counts.column(c)
+
+
+def _spread_score_column(cl: Cluster, index: topology.ClusterIndex, c: SpreadConstraint) -> IntArray:
+    counts = cl._state.spread_score
+    assert isinstance(counts, topology.IndexedScoreCounts)
+    return counts.column(c)
+
+
+COLUMNS: dict[str, Callable[..., IntArray]] = {
+    "spread_count": _spread_filter_column,
+    "spread_score_count": _spread_score_column,
+    "affinity_count": _domain("affinity"),
+    "anti_affinity_count": _domain("anti"),
+    "existing_anti_affinity_count": _lookup("existing_anti", "affinity_filter"),
+    "preferred_affinity_weight": _lookup("preferred_affinity", "affinity_score"),
+    "preferred_anti_affinity_weight": _lookup("preferred_anti", "affinity_score"),
+    "existing_required_affinity_count": _lookup("existing_required", "affinity_score"),
+    "existing_preferred_affinity_weight": _lookup("existing_preferred", "affinity_score"),
+    "existing_preferred_anti_affinity_weight": _lookup("existing_preferred_anti", "affinity_score"),
+    "scaled_image_size": _image_column,
+}
+"""Builtins with a vector kernel for :meth:`Cluster.column`: every exposed method that takes a ``node``."""
+
+
+def make_cluster(pod: Pod, snapshot: topology.ClusterIndex) -> Cluster:
+    """Build the context for ``pod`` over the state's current nodes.
+
+    The state also supplies the Services and controllers behind the default spread selector, the
+    namespace labels that affinity terms' namespace selectors match, and the indexes.
     """
-    nodes = list(snapshot.nodes)
+    nodes = tuple(snapshot.nodes)
     hard, soft, require_all = topology.effective_constraints(pod, snapshot)
     ns_labels = snapshot.namespace_labels
     own = pod.required_affinity_terms
@@ -191,5 +310,5 @@ def make_cluster(pod: Pod, snapshot: ClusterSnapshot) -> Cluster:
         soft_spread_constraints=soft,
         spread_require_all_topologies=require_all,
         pod_matches_own_affinity=matches_own,
-        _state=_State(pod, nodes, ns_labels, snapshot.image_states, hard, soft, require_all),
+        _state=_State(pod, nodes, snapshot, ns_labels, snapshot.image_states, hard, soft, require_all),
     )

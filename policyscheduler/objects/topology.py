@@ -8,14 +8,15 @@ all topologies are required) counts into the "" domain of that key for the domai
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
-from typing import TYPE_CHECKING
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+import numpy as np
+import numpy.typing as npt
 
 from policyscheduler.objects.records import Node, Pod, SpreadConstraint, pod_matches_required_node_affinity
 from policyscheduler.objects.selectors import Selector, compile_label_selector, set_selector
-
-if TYPE_CHECKING:
-    from policyscheduler.objects.snapshot import ClusterSnapshot
 
 __all__ = [
     "HOSTNAME",
@@ -26,7 +27,21 @@ __all__ = [
     "effective_constraints",
     "FilterCounts",
     "ScoreCounts",
+    "MatchClause",
+    "MatchKey",
+    "match_key_matches",
+    "spread_key",
+    "LabelCodes",
+    "build_label_codes",
+    "ClusterIndex",
+    "ControllerObjects",
+    "domain_sums",
+    "IndexedFilterCounts",
+    "IndexedScoreCounts",
 ]
+
+IntArray = npt.NDArray[np.int64]
+BoolArray = npt.NDArray[np.bool_]
 
 HOSTNAME = "kubernetes.io/hostname"
 ZONE = "topology.kubernetes.io/zone"
@@ -51,11 +66,26 @@ def node_included(c: SpreadConstraint, pod: Pod, node: Node) -> bool:
     return True
 
 
-def default_selector(pod: Pod, objects: ClusterSnapshot) -> Selector:
+class ControllerObjects(Protocol):
+    """What DefaultSelector reads: Services (by namespace) and the controllers, by (namespace, name)."""
+
+    @property
+    def replica_sets(self) -> Mapping[tuple[str, str], Any]: ...
+
+    @property
+    def stateful_sets(self) -> Mapping[tuple[str, str], Any]: ...
+
+    @property
+    def replication_controllers(self) -> Mapping[tuple[str, str], dict[str, str] | None]: ...
+
+    def service_selectors(self, namespace: str) -> Sequence[Mapping[str, str]]: ...
+
+
+def default_selector(pod: Pod, objects: ControllerObjects) -> Selector:
     """``helper.DefaultSelector``: Services selecting the pod, plus its controller RC / RS / StatefulSet."""
     merged: dict[str, str] = {}
-    for ns, sel in objects.services:
-        if ns == pod.namespace and sel is not None and all(pod.labels.get(k) == v for k, v in sel.items()):
+    for sel in objects.service_selectors(pod.namespace):
+        if all(pod.labels.get(k) == v for k, v in sel.items()):
             merged.update(sel)
     selector = set_selector(merged)
     if pod._owner is None:
@@ -76,7 +106,7 @@ def default_selector(pod: Pod, objects: ClusterSnapshot) -> Selector:
     return selector
 
 
-def effective_constraints(pod: Pod, objects: ClusterSnapshot) -> tuple[tuple[SpreadConstraint, ...], tuple[SpreadConstraint, ...], bool]:
+def effective_constraints(pod: Pod, objects: ControllerObjects) -> tuple[tuple[SpreadConstraint, ...], tuple[SpreadConstraint, ...], bool]:
     """(DoNotSchedule constraints, ScheduleAnyway constraints, requireAllTopologies).
 
     With no constraints on the pod the system defaults apply (hostname maxSkew 3, zone maxSkew 5,
@@ -170,3 +200,237 @@ class ScoreCounts:
         return 0 if value is None else self.pairs.get((c.topology_key, value), 0)
 
 
+# -- indexed counterparts (the cluster state keeps the counts; these group them by domain) --------------
+
+MatchClause = tuple[frozenset[str], Selector | None, Selector]
+"""(namespace names, namespace selector or None, label selector): one affinity-term-like pod test.
+
+A pod passes when its namespace is in the names -- or the namespace selector is empty or matches the
+namespace's labels -- and the label selector matches its labels (``affinity.incoming_term_matches``)."""
+
+MatchKey = tuple[bool, tuple[MatchClause, ...]]
+"""(skip terminating pods, ANDed clauses): the key of a per-node matching-pod count array."""
+
+
+def match_key_matches(key: MatchKey, pod: Pod, ns_labels: Callable[[str], Mapping[str, str]]) -> bool:
+    """Does ``pod`` count towards ``key``?"""
+    live_only, clauses = key
+    if live_only and pod.terminating:
+        return False
+    ns = pod.namespace
+    for names, ns_sel, sel in clauses:
+        if ns not in names and (ns_sel is None or not (ns_sel.empty or ns_sel.matches(ns_labels(ns)))):
+            return False
+        if not sel.matches(pod.labels):
+            return False
+    return True
+
+
+def spread_key(selector: Selector | None, namespace: str) -> MatchKey | None:
+    """The key whose counts are ``count_matching(pods, selector, namespace)`` (None: always 0)."""
+    if selector is None or selector.empty:
+        return None
+    return (True, ((frozenset((namespace,)), None, selector),))
+
+
+@dataclass(frozen=True, slots=True)
+class LabelCodes:
+    """One label key over all nodes: ``values[codes[i]]`` is node i's value; code -1: no such label."""
+
+    codes: IntArray
+    values: tuple[str, ...]
+    index: Mapping[str, int]
+
+    def column(self, per_value: Mapping[str, int]) -> IntArray:
+        """``per_value.get(node's value, 0)`` for every node (0 where the node lacks the key)."""
+        table = np.zeros(len(self.values) + 1, dtype=np.int64)  # the extra last entry serves code -1
+        for value, n in per_value.items():
+            code = self.index.get(value)
+            if code is not None:
+                table[code] = n
+        return table[self.codes]
+
+
+def build_label_codes(key: str, labels: Iterable[Mapping[str, str]]) -> LabelCodes:
+    """Categorical codes of one label key, in first-seen order."""
+    index: dict[str, int] = {}
+    codes = []
+    for node_labels in labels:
+        value = node_labels.get(key)
+        if value is None:
+            codes.append(-1)
+        else:
+            code = index.get(value)
+            if code is None:
+                code = index[value] = len(index)
+            codes.append(code)
+    return LabelCodes(np.array(codes, dtype=np.int64), tuple(index), index)
+
+
+class ClusterIndex(ControllerObjects, Protocol):
+    """What the incremental cluster state offers a per-pod context (implemented by ``state``).
+
+    Arrays are per node in the order of ``nodes``; they are valid while ``generation`` is unchanged.
+    """
+
+    @property
+    def generation(self) -> int: ...
+
+    @property
+    def nodes(self) -> Sequence[Node]: ...
+
+    @property
+    def image_states(self) -> Mapping[str, tuple[int, int]]: ...
+
+    def namespace_labels(self, namespace: str) -> Mapping[str, str]: ...
+
+    def match_counts(self, key: MatchKey) -> IntArray: ...
+
+    def label_codes(self, key: str) -> LabelCodes: ...
+
+    def affinity_pods(self) -> Iterable[tuple[int, Pod]]: ...
+
+    def anti_affinity_pods(self) -> Iterable[tuple[int, Pod]]: ...
+
+
+def domain_sums(codes: IntArray, ncodes: int, per_node: IntArray, mask: BoolArray) -> tuple[IntArray, BoolArray]:
+    """Σ ``per_node`` over the masked nodes of each domain, and which domains have a masked node."""
+    sel = mask & (codes >= 0)
+    picked = codes[sel]
+    sums = np.bincount(picked, weights=per_node[sel], minlength=ncodes)  # float64: exact below 2**53
+    present = np.bincount(picked, minlength=ncodes) > 0
+    return np.rint(sums).astype(np.int64), present
+
+
+class _Included:
+    """``node_included`` of every node, per (nodeAffinityPolicy, nodeTaintsPolicy) pair, computed once."""
+
+    def __init__(self, pod: Pod, nodes: Sequence[Node]) -> None:
+        self.pod = pod
+        self.nodes = nodes
+        self._masks: dict[tuple[str, str], BoolArray] = {}
+
+    def __call__(self, c: SpreadConstraint) -> BoolArray:
+        policies = (c.node_affinity_policy, c.node_taints_policy)
+        mask = self._masks.get(policies)
+        if mask is None:
+            pod, nodes = self.pod, self.nodes
+            affinity_free = c.node_affinity_policy != "Honor" or not (pod.node_selector or pod.has_required_node_affinity)
+            if affinity_free and c.node_taints_policy != "Honor":
+                mask = np.ones(len(nodes), dtype=bool)
+            else:
+                mask = np.fromiter((node_included(c, pod, n) for n in nodes), dtype=bool, count=len(nodes))
+            self._masks[policies] = mask
+        return mask
+
+
+def _counts(index: ClusterIndex, c: SpreadConstraint, namespace: str, n: int) -> IntArray:
+    key = spread_key(c._selector, namespace)
+    return index.match_counts(key) if key is not None else np.zeros(n, dtype=np.int64)
+
+
+class IndexedFilterCounts(FilterCounts):
+    """:class:`FilterCounts` from the state's per-node counts: O(nodes) per constraint, no pod walk."""
+
+    def __init__(self, pod: Pod, constraints: Sequence[SpreadConstraint], nodes: Sequence[Node],
+                 index: ClusterIndex, included: _Included | None = None) -> None:
+        self.pairs = {}
+        self.index = index
+        n = len(nodes)
+        if constraints:
+            included = included if included is not None else _Included(pod, nodes)
+            eligible = np.ones(n, dtype=bool)
+            for c in constraints:
+                eligible &= index.label_codes(c.topology_key).codes >= 0
+            # Per node, the last included constraint of a key sets that key's count (kube's per-node map).
+            per_key: dict[str, tuple[IntArray, BoolArray]] = {}
+            for c in constraints:
+                inc = included(c) & eligible
+                value, present = per_key.get(c.topology_key, (np.zeros(n, dtype=np.int64), np.zeros(n, dtype=bool)))
+                per_key[c.topology_key] = (np.where(inc, _counts(index, c, pod.namespace, n), value), present | inc)
+            for key, (value, present) in per_key.items():
+                lc = index.label_codes(key)
+                sums, domains = domain_sums(lc.codes, len(lc.values), value, present)
+                for j in np.flatnonzero(domains).tolist():
+                    self.pairs[(key, lc.values[j])] = int(sums[j])
+        self.domains = {}
+        self.minimum = {}
+        for (key, _), count in self.pairs.items():
+            self.domains[key] = self.domains.get(key, 0) + 1
+            self.minimum[key] = min(self.minimum.get(key, count), count)
+
+    def column(self, c: SpreadConstraint) -> IntArray:
+        """:meth:`count` for every node."""
+        key = c.topology_key
+        return self.index.label_codes(key).column({v: n for (k, v), n in self.pairs.items() if k == key})
+
+
+class IndexedScoreCounts(ScoreCounts):
+    """:class:`ScoreCounts` from the state's per-node counts; ``feasible`` is a mask over ``nodes``."""
+
+    def __init__(self, pod: Pod, constraints: Sequence[SpreadConstraint], feasible: BoolArray,
+                 nodes: Sequence[Node], require_all: bool, index: ClusterIndex,
+                 included: _Included | None = None) -> None:
+        self.index = index
+        self.pod = pod
+        self.nodes = nodes
+        self._position: dict[str, int] | None = None
+        n = len(nodes)
+        included = included if included is not None else _Included(pod, nodes)
+        eligible = np.ones(n, dtype=bool)
+        if require_all:
+            for c in constraints:
+                eligible &= index.label_codes(c.topology_key).codes >= 0
+        self.ignored = {nodes[i].name for i in np.flatnonzero(feasible & ~eligible).tolist()}
+        counted = feasible & eligible
+        # Scoring puts a node lacking the key into the "" domain: one more code unless "" is a value.
+        score_codes: dict[str, tuple[IntArray, tuple[str, ...], BoolArray, IntArray]] = {}
+        sizes = [0] * len(constraints)
+        for i, c in enumerate(constraints):
+            key = c.topology_key
+            if key == HOSTNAME or key in score_codes:
+                continue  # a later constraint on a key finds its domains already created (topoSize 0)
+            lc = index.label_codes(key)
+            values = lc.values
+            empty = lc.index.get("")
+            if empty is None:
+                empty, values = len(values), values + ("",)
+            codes = np.where(lc.codes < 0, empty, lc.codes)
+            created = np.bincount(codes[counted], minlength=len(values)) > 0
+            sizes[i] = int(created.sum())
+            score_codes[key] = (codes, values, created, np.zeros(len(values), dtype=np.int64))
+        self.domains = {
+            id(c): (int(feasible.sum()) - len(self.ignored) if c.topology_key == HOSTNAME else sizes[i])
+            for i, c in enumerate(constraints)
+        }
+        for c in constraints:
+            if c.topology_key == HOSTNAME:
+                continue
+            codes, values, created, sums = score_codes[c.topology_key]
+            part, _ = domain_sums(codes, len(values), _counts(index, c, pod.namespace, n), included(c) & eligible)
+            sums += part
+        self.pairs = {}
+        for key, (codes, values, created, sums) in score_codes.items():
+            for j in np.flatnonzero(created).tolist():
+                self.pairs[(key, values[j])] = int(sums[j])
+
+    def count(self, c: SpreadConstraint, node: Node, pod: Pod) -> int:
+        if c.topology_key == HOSTNAME:
+            i = self._slot(node)
+            if i is not None:
+                return int(_counts(self.index, c, pod.namespace, len(self.nodes))[i])
+        return super().count(c, node, pod)
+
+    def _slot(self, node: Node) -> int | None:
+        """The node's position in the view (None for a record from elsewhere: then count its pods)."""
+        if self._position is None:
+            self._position = {n.name: i for i, n in enumerate(self.nodes)}
+        i = self._position.get(node.name)
+        return i if i is not None and self.nodes[i] is node else None
+
+    def column(self, c: SpreadConstraint) -> IntArray:
+        """:meth:`count` for every node."""
+        key = c.topology_key
+        if key == HOSTNAME:
+            return _counts(self.index, c, self.pod.namespace, len(self.index.nodes)).copy()
+        return self.index.label_codes(key).column({v: n for (k, v), n in self.pairs.items() if k == key})

@@ -1,0 +1,402 @@
+"""ClusterState: the incremental store behind every scheduling cycle (kube-scheduler's cache, in short).
+
+Nodes live in *slots* (insertion order; removing a node closes the gap but keeps the others' order).
+A node's spec (the frozen :class:`Node` record built from the object, with empty aggregates) is kept
+apart from its aggregates (pods, requests, ports), which a pod change updates in O(size of the pod).
+The public :class:`Node` record of a slot -- what policies see, pods included -- is rebuilt lazily, once
+per view, only for the slots that changed since the last view.
+
+Change tracking: ``generation`` grows on every change; ``changed_nodes_since(g)`` lists the slots whose
+record changed after ``g``, or None when the node set itself changed (then a consumer rebuilds).
+
+Pods are keyed by uid (``namespace/name`` when the uid is empty). Only pods on a node are stored (like
+kube's cache); a pod bound to a node the store does not know yet waits for that node.
+"""
+
+from __future__ import annotations
+
+import bisect
+import dataclasses
+from collections.abc import Iterable, Iterator, Mapping
+from fractions import Fraction
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from policyscheduler.objects.records import HostPort, Node, Pod
+from policyscheduler.objects.topology import LabelCodes, MatchKey
+from policyscheduler.state.indexes import LabelCodeCache, MatchCounts
+
+__all__ = ["ClusterState", "pod_key"]
+
+_ZERO = Fraction(0)
+_JOURNAL_SLACK = 4096
+
+
+def pod_key(pod: Pod) -> str:
+    """The store's key of a pod: its uid, or ``namespace/name`` for objects without one."""
+    return pod.uid or f"{pod.namespace}/{pod.name}"
+
+
+def _has_affinity(pod: Pod) -> bool:
+    """kube's HavePodsWithAffinity, minus required anti-affinity (kept in its own list)."""
+    return bool(pod.required_affinity_terms or pod.preferred_affinity_terms or pod.preferred_anti_affinity_terms)
+
+
+class _Slot:
+    """One node: its spec record, its aggregates, and the public record (None when stale)."""
+
+    __slots__ = ("nonzero_cpu", "nonzero_mem", "pods", "ports", "record", "req_refs", "requested", "spec")
+
+    def __init__(self, spec: Node) -> None:
+        self.spec = spec
+        self.pods: dict[str, Pod] = {}
+        self.requested: dict[str, Fraction] = {}
+        self.req_refs: dict[str, int] = {}  # pods contributing each resource: the key goes with the last one
+        self.nonzero_cpu = _ZERO
+        self.nonzero_mem = _ZERO
+        self.ports: list[HostPort] = []
+        self.record: Node | None = spec
+
+    def add(self, key: str, pod: Pod) -> None:
+        self.pods[key] = pod
+        requested, refs = self.requested, self.req_refs
+        for name, value in pod.requests.items():
+            requested[name] = requested.get(name, _ZERO) + value
+            refs[name] = refs.get(name, 0) + 1
+        nz = pod.nonzero_requests
+        self.nonzero_cpu += nz.get("cpu", _ZERO)
+        self.nonzero_mem += nz.get("memory", _ZERO)
+        if pod.host_ports:
+            self.ports.extend(pod.host_ports)
+        self.record = None
+
+    def remove(self, key: str) -> Pod:
+        pod = self.pods.pop(key)
+        requested, refs = self.requested, self.req_refs
+        for name, value in pod.requests.items():
+            left = refs[name] - 1
+            if left:
+                refs[name] = left
+                requested[name] -= value
+            else:
+                del refs[name], requested[name]
+        nz = pod.nonzero_requests
+        self.nonzero_cpu -= nz.get("cpu", _ZERO)
+        self.nonzero_mem -= nz.get("memory", _ZERO)
+        for port in pod.host_ports:
+            self.ports.remove(port)  # records compare by identity: this removes exactly this pod's port
+        self.record = None
+        return pod
+
+    def materialise(self) -> Node:
+        record = self.record
+        if record is None:
+            record = self.record = dataclasses.replace(
+                self.spec,
+                requested=dict(self.requested),
+                nonzero_requested={"cpu": self.nonzero_cpu, "memory": self.nonzero_mem},
+                pod_count=len(self.pods),
+                pods=tuple(self.pods.values()),  # type: ignore[arg-type]  # lists are stored as tuples (records.py)
+                used_ports=tuple(self.ports),  # type: ignore[arg-type]
+            )
+        return record
+
+
+class ClusterState:
+    """Nodes, placed pods, namespaces, Services and controllers, with generations and indexes."""
+
+    def __init__(self) -> None:
+        self._slots: list[_Slot] = []
+        self._slot_of: dict[str, int] = {}
+        self._nodes: list[Node] = []
+        self._stale: set[int] = set()
+        self._pods: dict[str, str] = {}  # pod key -> node name
+        self._waiting: dict[str, dict[str, Pod]] = {}  # node name -> pods bound to it before it exists
+        self._namespaces: dict[str, dict[str, str]] = {}
+        self._services: dict[tuple[str, str], dict[str, str] | None] = {}
+        self._services_by_ns: dict[str, list[dict[str, str]]] | None = None
+        self.replica_sets: dict[tuple[str, str], Any] = {}
+        self.stateful_sets: dict[tuple[str, str], Any] = {}
+        self.replication_controllers: dict[tuple[str, str], dict[str, str] | None] = {}
+        self._images: dict[str, list[int]] = {}  # image -> [size first seen, nodes holding it]
+        self._image_states: dict[str, tuple[int, int]] | None = None
+        self._with_affinity: dict[str, Pod] = {}
+        self._with_anti: dict[str, Pod] = {}
+        self._counts = MatchCounts(self.namespace_labels)
+        self._codes = LabelCodeCache()
+        self.generation = 0
+        self._journal: list[tuple[int, int]] = []  # (generation, slot) per node-record change
+        self._floor = 0  # changed_nodes_since(g) needs g >= floor (node set stable and journal complete)
+
+    # -- change tracking --------------------------------------------------------------------------------
+
+    def _bump(self) -> int:
+        self.generation += 1
+        return self.generation
+
+    def _node_changed(self, slot: int) -> None:
+        gen = self._bump()
+        self._stale.add(slot)
+        self._journal.append((gen, slot))
+        if len(self._journal) > len(self._slots) * 4 + _JOURNAL_SLACK:
+            cut = len(self._journal) // 2
+            self._floor = self._journal[cut - 1][0]
+            del self._journal[:cut]
+
+    def _node_set_changed(self) -> None:
+        gen = self._bump()
+        self._floor = gen
+        self._journal.clear()
+        self._codes.clear()
+
+    def changed_nodes_since(self, generation: int) -> list[int] | None:
+        """Slots whose node record changed after ``generation``; None if the node set changed since."""
+        if generation < self._floor:
+            return None
+        start = bisect.bisect_right(self._journal, (generation, len(self._slots)))
+        return sorted({slot for _, slot in self._journal[start:]})
+
+    # -- nodes ------------------------------------------------------------------------------------------
+
+    @property
+    def nodes(self) -> list[Node]:
+        """The node records in slot order (records of changed slots are rebuilt here, once)."""
+        if self._stale:
+            slots, nodes = self._slots, self._nodes
+            for i in self._stale:
+                nodes[i] = slots[i].materialise()
+            self._stale.clear()
+        return self._nodes
+
+    def slot_of(self, name: str) -> int | None:
+        """The slot of a node by name (None when unknown)."""
+        return self._slot_of.get(name)
+
+    def add_node(self, spec: Node) -> bool:
+        """Add a node (its spec record; aggregates are ignored). False if the name is taken."""
+        if spec.name in self._slot_of:
+            return False
+        slot = _Slot(self._bare(spec))
+        self._slot_of[spec.name] = len(self._slots)
+        self._slots.append(slot)
+        self._nodes.append(slot.spec)
+        self._add_images(spec)
+        self._node_set_changed()
+        self._counts.node_appended()
+        for key, pod in self._waiting.pop(spec.name, {}).items():
+            self._place(key, pod)
+        return True
+
+    def update_node(self, spec: Node) -> bool:
+        """Replace a node's spec (labels, taints, allocatable, images ...); its pods stay. False if unknown."""
+        i = self._slot_of.get(spec.name)
+        if i is None:
+            return False
+        slot = self._slots[i]
+        old = slot.spec
+        self._remove_images(old)
+        self._add_images(spec)
+        slot.spec = self._bare(spec)
+        slot.record = None
+        if old.labels != spec.labels:
+            self._codes.clear()
+        self._node_changed(i)
+        return True
+
+    def remove_node(self, name: str) -> bool:
+        """Remove a node; its pods wait for a node of that name to come back (kube's cache does the same)."""
+        i = self._slot_of.pop(name, None)
+        if i is None:
+            return False
+        slot = self._slots.pop(i)
+        del self._nodes[i]
+        for j in range(i, len(self._slots)):
+            self._slot_of[self._slots[j].spec.name] = j
+        self._stale = {j if j < i else j - 1 for j in self._stale if j != i}
+        self._remove_images(slot.spec)
+        for key, pod in slot.pods.items():
+            self._unindex(key)
+            self._waiting.setdefault(name, {})[key] = pod
+        self._counts.clear()
+        self._node_set_changed()
+        return True
+
+    @staticmethod
+    def _bare(spec: Node) -> Node:
+        if not (spec.pods or spec.pod_count or spec.requested or spec.used_ports):
+            return spec
+        return dataclasses.replace(spec, requested={}, nonzero_requested={"cpu": _ZERO, "memory": _ZERO},
+                                   pod_count=0, pods=(), used_ports=())  # type: ignore[arg-type]  # tuples, as records.py says
+
+    # -- images (ImageLocality's imageStates: size from the first node reporting it, nodes holding it) ---
+
+    def _add_images(self, node: Node) -> None:
+        for image, size in node.images.items():
+            state = self._images.get(image)
+            if state is None:
+                self._images[image] = [size, 1]
+            else:
+                state[1] += 1
+        self._image_states = None
+
+    def _remove_images(self, node: Node) -> None:
+        for image in node.images:
+            state = self._images[image]
+            state[1] -= 1
+            if not state[1]:
+                del self._images[image]
+        self._image_states = None
+
+    @property
+    def image_states(self) -> dict[str, tuple[int, int]]:
+        """Image name -> (size in bytes, number of nodes holding it)."""
+        if self._image_states is None:
+            self._image_states = {image: (size, holders) for image, (size, holders) in self._images.items()}
+        return self._image_states
+
+    # -- pods -------------------------------------------------------------------------------------------
+
+    def add_pod(self, pod: Pod) -> None:
+        """Add or replace a pod on ``pod.node_name`` (a pod without a node is dropped from the store)."""
+        key = pod_key(pod)
+        self.remove_pod(key)
+        if pod.node_name:
+            self._place(key, pod)
+
+    def remove_pod(self, key: str) -> Pod | None:
+        """Remove a pod by key (uid, or ns/name); returns its record, None if it was not stored."""
+        node_name = self._pods.pop(key, None)
+        if node_name is None:
+            return None
+        i = self._slot_of.get(node_name)
+        if i is None:
+            waiting = self._waiting.get(node_name, {})
+            pod = waiting.pop(key)
+            if not waiting:
+                self._waiting.pop(node_name, None)
+            self._bump()
+            return pod
+        pod = self._slots[i].remove(key)
+        self._unindex(key)
+        self._counts.pod_changed(i, pod, -1)
+        self._node_changed(i)
+        return pod
+
+    def pod(self, key: str) -> Pod | None:
+        """The stored record of a pod (None when it is not on a node)."""
+        node_name = self._pods.get(key)
+        if node_name is None:
+            return None
+        i = self._slot_of.get(node_name)
+        return self._slots[i].pods.get(key) if i is not None else self._waiting[node_name][key]
+
+    def waiting_pods(self) -> Iterator[Pod]:
+        """Pods bound to nodes the store does not know (yet)."""
+        for pods in self._waiting.values():
+            yield from pods.values()
+
+    def _place(self, key: str, pod: Pod) -> None:
+        self._pods[key] = pod.node_name
+        i = self._slot_of.get(pod.node_name)
+        if i is None:
+            self._waiting.setdefault(pod.node_name, {})[key] = pod
+            self._bump()
+            return
+        self._slots[i].add(key, pod)
+        if pod.required_anti_affinity_terms:
+            self._with_anti[key] = pod
+        if _has_affinity(pod):
+            self._with_affinity[key] = pod
+        self._counts.pod_changed(i, pod, 1)
+        self._node_changed(i)
+
+    def _unindex(self, key: str) -> None:
+        self._with_anti.pop(key, None)
+        self._with_affinity.pop(key, None)
+
+    # -- namespaces, Services, controllers --------------------------------------------------------------
+
+    def namespace_labels(self, namespace: str) -> dict[str, str]:
+        """Labels of a namespace; undeclared namespaces have just ``kubernetes.io/metadata.name``."""
+        labels = self._namespaces.get(namespace)
+        return labels if labels is not None else {"kubernetes.io/metadata.name": namespace}
+
+    def set_namespace(self, name: str, labels: Mapping[str, str] | None) -> None:
+        """Add or update (labels) or remove (None) a namespace."""
+        if labels is None:
+            self._namespaces.pop(name, None)
+        else:
+            clean = dict(labels)
+            clean.setdefault("kubernetes.io/metadata.name", name)
+            self._namespaces[name] = clean
+        self._counts.namespaces_changed()
+        self._bump()
+
+    def set_service(self, namespace: str, name: str, selector: dict[str, str] | None, *, remove: bool = False) -> None:
+        """Add, update or remove a Service (its selector; None selects nothing)."""
+        if remove:
+            self._services.pop((namespace, name), None)
+        else:
+            self._services[(namespace, name)] = selector
+        self._services_by_ns = None
+        self._bump()
+
+    @property
+    def services(self) -> list[tuple[str, dict[str, str] | None]]:
+        """(namespace, selector) of every Service."""
+        return [(ns, sel) for (ns, _), sel in self._services.items()]
+
+    def service_selectors(self, namespace: str) -> list[dict[str, str]]:
+        """The (non-nil) selectors of the Services in one namespace (DefaultSelector's Service scan)."""
+        if self._services_by_ns is None:
+            by_ns: dict[str, list[dict[str, str]]] = {}
+            for (ns, _), sel in self._services.items():
+                if sel is not None:
+                    by_ns.setdefault(ns, []).append(sel)
+            self._services_by_ns = by_ns
+        return self._services_by_ns.get(namespace, [])
+
+    def set_controller(self, kind: str, namespace: str, name: str, selector: Any, *, remove: bool = False) -> None:
+        """Add, update or remove a ReplicaSet, StatefulSet or ReplicationController (by its selector)."""
+        table: dict[tuple[str, str], Any] = {
+            "ReplicaSet": self.replica_sets, "StatefulSet": self.stateful_sets,
+            "ReplicationController": self.replication_controllers,
+        }[kind]
+        if remove:
+            table.pop((namespace, name), None)
+        else:
+            table[(namespace, name)] = selector
+        self._bump()
+
+    # -- index queries (the ClusterIndex protocol of objects.cluster) -----------------------------------
+
+    def match_counts(self, key: MatchKey) -> npt.NDArray[np.int64]:
+        """Per slot, how many placed pods match ``key`` (kept up to date; see MatchCounts)."""
+        return self._counts.get(key, len(self._slots), self._pods_by_slot)
+
+    def _pods_by_slot(self) -> Iterator[tuple[int, Iterable[Pod]]]:
+        for i, slot in enumerate(self._slots):
+            if slot.pods:
+                yield i, slot.pods.values()
+
+    def label_codes(self, key: str) -> LabelCodes:
+        """A topology key's values on every node, as categorical codes per slot."""
+        return self._codes.get(key, lambda: (slot.spec.labels for slot in self._slots))
+
+    def affinity_pods(self) -> Iterator[tuple[int, Pod]]:
+        """(slot, pod) of placed pods with required affinity or preferred (anti-)affinity terms."""
+        slot_of = self._slot_of
+        for pod in self._with_affinity.values():
+            yield slot_of[pod.node_name], pod
+
+    def anti_affinity_pods(self) -> Iterator[tuple[int, Pod]]:
+        """(slot, pod) of placed pods with required anti-affinity terms."""
+        slot_of = self._slot_of
+        for pod in self._with_anti.values():
+            yield slot_of[pod.node_name], pod
+
+    def has_anti_affinity_pods(self) -> bool:
+        """True if some placed pod has a required anti-affinity term."""
+        return bool(self._with_anti)

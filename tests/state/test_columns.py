@@ -1,0 +1,129 @@
+"""``Cluster.column`` equals the scalar builtin on every node, and the indexed precomputations equal the
+from-scratch ones (the pre-index code, kept as the reference) on random clusters after random changes."""
+
+from __future__ import annotations
+
+import random
+from typing import Any
+
+import numpy as np
+import pytest
+
+from policyscheduler.objects import affinity, topology
+from policyscheduler.objects.cluster import COLUMNS, Cluster
+from policyscheduler.state import ClusterSnapshot
+from tests.state import gen
+
+
+def _mutated_snapshot(seed: int) -> ClusterSnapshot:
+    """A random cluster after assumes, forgets, deletions, a node added and removed, a namespace relabelled."""
+    rng = random.Random(seed)
+    snap = ClusterSnapshot.from_objects(gen.cluster(rng, rng.randint(3, 14), rng.randint(0, 5)))
+    for step in range(rng.randint(5, 25)):
+        r = rng.random()
+        names = [n.name for n in snap.nodes]
+        if r < 0.45 and names:
+            snap.assume(gen.pod(rng, f"new{step}", None, 0.4), rng.choice(names))
+        elif r < 0.6 and names:
+            victim = rng.choice(snap.nodes)
+            if victim.pods:
+                snap.state.remove_pod(rng.choice(victim.pods).uid)
+        elif r < 0.7:
+            snap.add_node(gen.node(rng, f"extra{step}"))
+        elif r < 0.8 and len(names) > 1:
+            snap.remove_node({"kind": "Node", "metadata": {"name": rng.choice(names)}})
+        elif r < 0.9:
+            snap.add({"kind": "Namespace", "metadata": {"name": rng.choice(gen.NAMESPACES),
+                                                       "labels": {"team": rng.choice(("x", "y"))}}})
+        elif names:
+            node = gen.node(rng, rng.choice(names))  # an update: labels may move the node between domains
+            snap.update_node(node)
+    return snap
+
+
+def _calls(cl: Cluster, pod: Any) -> list[tuple[str, tuple[Any, ...]]]:
+    """Every column builtin with every argument the pod's rules could pass it."""
+    calls: list[tuple[str, tuple[Any, ...]]] = []
+    calls += [("spread_count", (c,)) for c in cl.hard_spread_constraints]
+    calls += [("spread_score_count", (c,)) for c in cl.soft_spread_constraints]
+    calls += [("affinity_count", (t,)) for t in pod.required_affinity_terms]
+    calls += [("anti_affinity_count", (t,)) for t in pod.required_anti_affinity_terms]
+    calls += [(name, ()) for name in ("existing_anti_affinity_count", "preferred_affinity_weight",
+                                      "preferred_anti_affinity_weight", "existing_required_affinity_count",
+                                      "existing_preferred_affinity_weight", "existing_preferred_anti_affinity_weight")]
+    calls += [("scaled_image_size", (image,)) for image in (*pod.images, "img0:latest", "absent:latest")]
+    return calls
+
+
+def _scalar(cl: Cluster, name: str, args: tuple[Any, ...]) -> list[int]:
+    method = getattr(cl, name)
+    if name == "scaled_image_size":
+        return [method(node, *args) for node in cl.nodes]
+    return [method(*args, node) for node in cl.nodes]
+
+
+def _maps(state: Any) -> dict[str, Any]:
+    return {k: v for k, v in vars(state).items() if k != "index"}
+
+
+@pytest.mark.parametrize("seed", range(60))
+def test_columns_and_indexes_match_the_reference(seed: int) -> None:
+    snap = _mutated_snapshot(seed)
+    rng = random.Random(10_000 + seed)
+    nodes = snap.nodes
+    for i in range(4):
+        pod = snap.pod_record(gen.pod(rng, f"incoming{i}", None, 0.6))
+        cl = snap.context(pod)
+        feasible = [n.name for n in nodes if rng.random() < 0.7]
+        cl.set_feasible(feasible)
+        for name, args in _calls(cl, pod):
+            column = cl.column(name, *args)
+            assert column.dtype == np.int64 and column.tolist() == _scalar(cl, name, args), (seed, name)
+
+        # The indexed precomputations against the from-scratch reference, map for map.
+        st = cl._state
+        ns = snap.namespace_labels
+        assert _maps(st.affinity_filter) == vars(affinity.FilterState(pod, nodes, ns)), seed
+        assert _maps(st.affinity_score) == vars(affinity.ScoreState(pod, nodes, ns)), seed
+        assert isinstance(st.spread_filter, topology.IndexedFilterCounts)
+        ref_filter = topology.FilterCounts(pod, st.hard, nodes)
+        assert (st.spread_filter.pairs, st.spread_filter.domains, st.spread_filter.minimum) == (
+            ref_filter.pairs, ref_filter.domains, ref_filter.minimum), seed
+        wanted = set(feasible)
+        ref_score = topology.ScoreCounts(pod, st.soft, [n for n in nodes if n.name in wanted], nodes, st.require_all)
+        assert (st.spread_score.pairs, st.spread_score.domains, st.spread_score.ignored) == (
+            ref_score.pairs, ref_score.domains, ref_score.ignored), seed
+
+
+def test_the_random_pods_exercise_every_column() -> None:
+    seen: set[str] = set()
+    for seed in range(60):
+        snap = _mutated_snapshot(seed)
+        rng = random.Random(10_000 + seed)
+        for i in range(4):
+            pod = snap.pod_record(gen.pod(rng, f"incoming{i}", None, 0.6))
+            cl = snap.context(pod)
+            seen.update(name for name, args in _calls(cl, pod))
+    assert seen == set(COLUMNS)
+
+
+def test_a_context_outlives_a_change_by_falling_back_to_its_own_nodes() -> None:
+    snap = _mutated_snapshot(7)
+    rng = random.Random(1)
+    pod = snap.pod_record(gen.pod(rng, "incoming", None, 1.0))
+    before = snap.context(pod)
+    old_nodes = list(snap.nodes)
+    for k in range(20):  # the state moves on before the context builds anything
+        snap.assume(gen.pod(rng, f"later{k}", None, 0.8), rng.choice(old_nodes).name)
+    assert before._state.indexed is None
+    ns = snap.namespace_labels
+    assert vars(before._state.affinity_filter) == vars(affinity.FilterState(pod, old_nodes, ns))
+    for name, args in _calls(before, pod):
+        assert before.column(name, *args).tolist() == _scalar(before, name, args)
+
+
+def test_column_rejects_builtins_without_a_node() -> None:
+    snap = ClusterSnapshot.from_objects(gen.cluster(random.Random(3), 3, 2))
+    cl = snap.context(snap.pod_record(gen.pod(random.Random(4), "x", None)))
+    with pytest.raises(ValueError, match="spread_min_count"):
+        cl.column("spread_min_count")

@@ -1,0 +1,98 @@
+"""The incremental state: change by change it must hold what a snapshot built from scratch holds."""
+
+from __future__ import annotations
+
+import random
+from typing import Any
+
+import pytest
+
+from policyscheduler.state import ClusterSnapshot
+from tests.objects.conftest import make_node, make_pod
+from tests.state import gen
+
+
+def _aggregates(snap: ClusterSnapshot) -> list[tuple[Any, ...]]:
+    return [(n.name, n.requested, n.nonzero_requested, n.pod_count, sorted(p.name for p in n.pods),
+             sorted((h.host_ip, h.protocol, h.port) for h in n.used_ports)) for n in snap.nodes]
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_changes_equal_a_snapshot_built_from_scratch(seed: int) -> None:
+    rng = random.Random(seed)
+    objects = gen.cluster(rng, 6, 3)
+    snap = ClusterSnapshot.from_objects(objects)
+    live = {o["metadata"]["name"]: o for o in objects if o["kind"] == "Pod"}
+    for step in range(30):
+        if rng.random() < 0.6 or not live:
+            obj = gen.pod(rng, f"q{step}", rng.choice(snap.nodes).name)
+            obj["spec"]["containers"][0]["ports"] = [{"containerPort": 80, "hostPort": 8000 + step % 3}]
+            snap.add_pod(obj)
+            live[obj["metadata"]["name"]] = obj
+        else:
+            snap.remove_pod(live.pop(rng.choice(sorted(live))))
+    nodes = [o for o in objects if o["kind"] == "Node"]
+    fresh = ClusterSnapshot.from_objects([*nodes, *live.values()])
+    assert _aggregates(snap) == _aggregates(fresh)
+    assert snap.image_states == fresh.image_states
+
+
+def test_generations_and_changed_nodes() -> None:
+    snap = ClusterSnapshot.from_objects([make_node("n1"), make_node("n2"), make_node("n3")])
+    g0 = snap.generation
+    assert snap.changed_nodes_since(g0) == []
+    assert snap.changed_nodes_since(g0 - 1) is None  # the node set changed at g0
+    snap.assume(make_pod("p", requests={"cpu": "1"}), "n3")
+    snap.assume(make_pod("q"), "n1")
+    g1 = snap.generation
+    assert g1 > g0 and snap.changed_nodes_since(g0) == [0, 2]
+    snap.forget(make_pod("p"))
+    assert snap.changed_nodes_since(g1) == [2] and snap.nodes[2].pod_count == 0
+    assert snap.nodes[2].requested == {}
+    snap.remove_node(make_node("n2"))
+    assert snap.changed_nodes_since(g1) is None
+    assert [n.name for n in snap.nodes] == ["n1", "n3"] and snap.nodes[0].pod_count == 1
+
+
+def test_a_removed_node_takes_its_pods_and_gives_them_back() -> None:
+    snap = ClusterSnapshot.from_objects([make_node("n1"), make_pod("p", node="n1", requests={"cpu": "1"})])
+    snap.remove_node(make_node("n1"))
+    assert snap.nodes == []
+    snap.add_node(make_node("n1", {"topology.kubernetes.io/zone": "z"}))
+    (n1,) = snap.nodes
+    assert n1.pod_count == 1 and n1.requested["cpu"] == 1 and n1.labels["topology.kubernetes.io/zone"] == "z"
+
+
+def test_finished_and_unbound_pods_leave_the_node() -> None:
+    pod = make_pod("p", node="n1")
+    snap = ClusterSnapshot.from_objects([make_node("n1"), pod])
+    assert snap.nodes[0].pod_count == 1
+    snap.update_pod({**pod, "status": {"phase": "Succeeded"}})
+    assert snap.nodes[0].pod_count == 0
+
+
+def test_affinity_pod_lists_follow_the_pods() -> None:
+    anti = make_pod("a", node="n1", labels={"app": "x"}, affinity={"podAntiAffinity": {
+        "requiredDuringSchedulingIgnoredDuringExecution": [
+            {"topologyKey": "kubernetes.io/hostname", "labelSelector": {"matchLabels": {"app": "x"}}}]}})
+    snap = ClusterSnapshot.from_objects([make_node("n1"), make_node("n2"), anti])
+    incoming = snap.pod_record(make_pod("b", labels={"app": "x"}))
+    cl = snap.context(incoming)
+    assert cl.has_existing_anti_affinity() and cl.column("existing_anti_affinity_count").tolist() == [1, 0]
+    snap.remove_pod(anti)
+    assert not snap.state.has_anti_affinity_pods()
+    assert not snap.context(incoming).has_existing_anti_affinity()
+
+
+def test_pod_records_are_cached_by_uid_and_version_within_a_bound() -> None:
+    snap = ClusterSnapshot()
+    pod = make_pod("p")
+    pod["metadata"].update(uid="u1", resourceVersion="7")
+    rec = snap.pod_record(pod)
+    copy = {**pod, "metadata": dict(pod["metadata"])}
+    assert snap.pod_record(copy) is rec  # same uid and version: same object, whatever its identity
+    copy["metadata"]["resourceVersion"] = "8"
+    assert snap.pod_record(copy) is not rec
+    for i in range(10_000):
+        snap.pod_record(make_pod(f"x{i}"))
+    assert len(snap._records) <= snap._records.maxsize < 10_000
