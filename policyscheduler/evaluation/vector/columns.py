@@ -1,0 +1,329 @@
+"""Node tables as columns (struct of arrays), kept across pods and updated from the change journal.
+
+:class:`Tables` belongs to one backend and follows one snapshot. Columns are built lazily -- only the
+fields the policy set reads -- and each is refreshed row by row when nodes change: the per-pod Python
+work is O(changed nodes), never O(cluster). Where the snapshot has no change journal
+(``generation`` / ``changed_nodes_since``), changed slots are found by record identity, chunk-wise
+(list comparison runs in C), which still touches no column of an unchanged node.
+
+* Scalar fields and map entries (``node.labels["zone"]``, ``node.allocatable["cpu"]``) are one column
+  per key: strings as int32 codes of a shared :class:`Interner` (so columns compare by code), ints as
+  int64, quantities as exact fixed-point int64 over a per-column denominator (rows that cannot be
+  represented are flagged and evaluated by the reference).
+* List fields (``node.taints``, ``node.pods``, ``node.used_ports``) are :class:`ElementTable` arenas:
+  every slot's items sit contiguously at ``start[slot]`` (``count[slot]`` of them); a changed slot's
+  items are appended and the arena is compacted when half of it is garbage. Small record types (taints,
+  host ports) are interned by value so that a loop body is computed once per distinct taint.
+"""
+
+from __future__ import annotations
+
+import weakref
+from collections.abc import Callable, Sequence
+from fractions import Fraction
+from typing import Any
+
+import numpy as np
+
+from policyscheduler.evaluation.vector.values import Arr, Col, from_python
+
+_CHUNK = 64
+
+Getter = Callable[[Any], Any]
+
+
+class Interner:
+    """Strings <-> int32 codes, shared by every column of a backend (code 0 is "")."""
+
+    def __init__(self) -> None:
+        self._codes: dict[str, int] = {"": 0}
+        self._strings: list[str] = [""]
+
+    def code(self, s: str) -> int:
+        c = self._codes.get(s)
+        if c is None:
+            c = self._codes[s] = len(self._strings)
+            self._strings.append(s)
+        return c
+
+    def lookup(self, s: str) -> int:
+        """The code of a known string, -1 otherwise (no column holds -1)."""
+        return self._codes.get(s, -1)
+
+    def codes(self, values: Sequence[str]) -> Arr:
+        get, code = self._codes.get, self.code
+        return np.fromiter(((c if (c := get(s)) is not None else code(s)) for s in values),
+                           dtype=np.int32, count=len(values))
+
+    def codes_if_known(self, values: Sequence[str]) -> Arr:
+        return np.array([self._codes.get(s, -1) for s in values], dtype=np.int32)
+
+    def strings(self, codes: Any) -> list[str]:
+        s = self._strings
+        return [s[c] for c in (codes.tolist() if isinstance(codes, np.ndarray) else codes)]
+
+    def string(self, code: int) -> str:
+        return self._strings[code]
+
+
+def _getter(key: tuple[Any, ...]) -> Getter:
+    """The Python read of one column key from a record (the reference's own field semantics)."""
+    op, field = key[0], key[1]
+    if op == "f":
+        return lambda r: getattr(r, field)
+    if op == "get":
+        k, zero = key[2], key[4]
+        return lambda r: getattr(r, field).get(k, zero)
+    if op == "has":
+        k = key[2]
+        return lambda r: k in getattr(r, field)
+    if op == "len":
+        return lambda r: len(getattr(r, field))
+    raise ValueError(key)
+
+
+def key_kind(key: tuple[Any, ...]) -> str:
+    op = key[0]
+    if op == "has":
+        return "bool"
+    if op == "len":
+        return "int"
+    return str(key[3] if op == "get" else key[2])
+
+
+def column_key(op: str, field: str, kind: str = "", map_key: str = "", zero: Any = None) -> tuple[Any, ...]:
+    """The cache key of a column: ``("f", field, kind)``, ``("get", field, key, kind, zero)``,
+    ``("has", field, key)`` or ``("len", field)``."""
+    if op == "f":
+        return ("f", field, kind)
+    if op == "get":
+        return ("get", field, map_key, kind, zero)
+    if op == "has":
+        return ("has", field, map_key)
+    return ("len", field)
+
+
+class _Column:
+    """A built column over table rows, with a rebuild of single rows."""
+
+    def __init__(self, key: tuple[Any, ...], objects: Sequence[Any], interner: Interner) -> None:
+        self.key = key
+        self.kind = key_kind(key)
+        self.get = _getter(key)
+        self.interner = interner
+        col = from_python([self.get(o) for o in objects], self.kind, interner)
+        self.data, self.err, self.den, self.bound = col.data, col.err, col.den, col.bound
+
+    def value(self) -> Col:
+        return Col(self.kind, self.data, self.err, self.den, self.bound)
+
+    def set_rows(self, rows: Sequence[int], objects: Sequence[Any]) -> bool:
+        """Refresh ``rows``; False when the column must be rebuilt (a new quantity denominator)."""
+        vals = [self.get(objects[i]) for i in rows]
+        col = from_python(vals, self.kind, self.interner)
+        if self.kind == "q" and col.den != self.den:
+            if col.err is not None or self.den % col.den:
+                return False
+            factor = self.den // col.den
+            if col.data.size and float(np.abs(col.data).max()) * factor >= 2.0**62:
+                return False
+            col.data = col.data * factor
+        ix = np.fromiter(rows, dtype=np.int64, count=len(rows))
+        self.data[ix] = col.data
+        if self.bound is not None and col.data.size:
+            self.bound = max(self.bound, float(np.abs(col.data).max()))
+        if col.err is not None or self.err is not None:
+            if self.err is None:
+                self.err = np.zeros(self.data.size, dtype=np.bool_)
+            self.err[ix] = col.err if col.err is not None else False
+        return True
+
+    def extend(self, objects: Sequence[Any], start: int) -> None:
+        """Append rows ``start:`` of ``objects`` (element arenas only grow)."""
+        col = from_python([self.get(o) for o in objects[start:]], self.kind, self.interner)
+        if self.kind == "q" and col.den != self.den:
+            both = _Column(self.key, objects, self.interner)
+            self.data, self.err, self.den, self.bound = both.data, both.err, both.den, both.bound
+            return
+        n0 = self.data.size
+        self.data = np.concatenate([self.data, col.data])
+        if self.bound is not None and col.data.size:
+            self.bound = max(self.bound, float(np.abs(col.data).max()))
+        if col.err is not None or self.err is not None:
+            old = self.err if self.err is not None else np.zeros(n0, dtype=np.bool_)
+            new = col.err if col.err is not None else np.zeros(col.data.size, dtype=np.bool_)
+            self.err = np.concatenate([old, new])
+
+
+class NodeTable:
+    """Columns over node slots (``snapshot.nodes``)."""
+
+    def __init__(self, nodes: list[Any], interner: Interner) -> None:
+        self.objects = nodes
+        self.interner = interner
+        self.columns: dict[tuple[Any, ...], _Column] = {}
+
+    def column(self, key: tuple[Any, ...]) -> Col:
+        col = self.columns.get(key)
+        if col is None:
+            col = self.columns[key] = _Column(key, self.objects, self.interner)
+        return col.value()
+
+    def update(self, slots: list[int]) -> None:
+        for key, col in list(self.columns.items()):
+            if not col.set_rows(slots, self.objects):
+                self.columns[key] = _Column(key, self.objects, self.interner)
+
+
+_DISTINCT: dict[str, Callable[[Any], Any]] = {
+    "Taint": lambda t: (t.key, t.value, t.effect),
+    "HostPort": lambda p: (p.host_ip, p.protocol, p.port),
+}
+"""Record types interned by value: every field of these is a plain value, so records with equal
+fields behave identically under every expression."""
+
+
+class ElementTable:
+    """The items of one list field of every node, as an append-only arena (see the module docstring)."""
+
+    def __init__(self, field: str, record: str, nodes: list[Any], interner: Interner) -> None:
+        self.field = field
+        self.record = record
+        self.interner = interner
+        self.distinct_key = _DISTINCT.get(record)
+        self.columns: dict[tuple[Any, ...], _Column] = {}
+        self._build(nodes)
+
+    def _build(self, nodes: list[Any]) -> None:
+        self.objects: list[Any] = []
+        self.lists: list[Any] = []
+        n = len(nodes)
+        self.start = np.zeros(n, dtype=np.int64)
+        self.count = np.zeros(n, dtype=np.int64)
+        self.distinct: list[Any] = []
+        self._distinct_index: dict[Any, int] = {}
+        self.dcode = np.zeros(0, dtype=np.int64)
+        codes: list[int] = []
+        for i, node in enumerate(nodes):
+            items = getattr(node, self.field)
+            self.lists.append(items)
+            self.start[i] = len(self.objects)
+            self.count[i] = len(items)
+            self.objects.extend(items)
+            if self.distinct_key is not None:
+                codes.extend(self._intern(x) for x in items)
+        self.dcode = np.array(codes, dtype=np.int64)
+        self.columns = {}
+
+    def _intern(self, item: Any) -> int:
+        assert self.distinct_key is not None
+        k = self.distinct_key(item)
+        c = self._distinct_index.get(k)
+        if c is None:
+            c = self._distinct_index[k] = len(self.distinct)
+            self.distinct.append(item)
+        return c
+
+    def update(self, slots: list[int], nodes: list[Any]) -> None:
+        n0 = len(self.objects)
+        codes: list[int] = []
+        for i in slots:
+            items = getattr(nodes[i], self.field)
+            if items is self.lists[i]:
+                continue
+            self.lists[i] = items
+            self.start[i] = len(self.objects)
+            self.count[i] = len(items)
+            self.objects.extend(items)
+            if self.distinct_key is not None:
+                codes.extend(self._intern(x) for x in items)
+        if len(self.objects) == n0:
+            return
+        if len(self.objects) > 2 * int(self.count.sum()) + 1024:
+            self._build(nodes)  # compaction: more garbage than live items
+            return
+        if codes:
+            self.dcode = np.concatenate([self.dcode, np.array(codes, dtype=np.int64)])
+        for col in self.columns.values():
+            col.extend(self.objects, n0)
+
+    def column(self, key: tuple[Any, ...]) -> Col:
+        col = self.columns.get(key)
+        if col is None:
+            col = self.columns[key] = _Column(key, self.objects, self.interner)
+        return col.value()
+
+
+class Tables:
+    """Every table of one snapshot, kept in step with it (see the module docstring)."""
+
+    def __init__(self, interner: Interner) -> None:
+        self.interner = interner
+        self._snapshot: Any = None
+        self._generation: int | None = None
+        self._seen: list[Any] = []
+        self.nodes: NodeTable = NodeTable([], interner)
+        self.elements: dict[str, ElementTable] = {}
+
+    def sync(self, snapshot: Any) -> None:
+        """Bring every built column up to date with ``snapshot`` (O(changed nodes))."""
+        nodes = snapshot.nodes
+        owner = self._snapshot() if self._snapshot is not None else None
+        if owner is not snapshot or len(nodes) != len(self._seen):
+            self._reset(snapshot)
+            return
+        changed: list[int] | None
+        journal = getattr(snapshot, "changed_nodes_since", None)
+        generation = getattr(snapshot, "generation", None)
+        if journal is not None and isinstance(generation, int) and self._generation is not None:
+            if generation == self._generation:
+                return
+            changed = journal(self._generation)
+            self._generation = generation
+            if changed is None:
+                self._reset(snapshot)
+                return
+        else:
+            changed = _changed_slots(nodes, self._seen)
+        if not changed:
+            return
+        changed = sorted(set(changed))
+        for i in changed:
+            self._seen[i] = nodes[i]
+        self.nodes.objects = self._seen
+        self.nodes.update(changed)
+        for table in self.elements.values():
+            table.update(changed, self._seen)
+
+    def _reset(self, snapshot: Any) -> None:
+        try:
+            self._snapshot = weakref.ref(snapshot)
+        except TypeError:  # pragma: no cover -- snapshots are plain objects
+            self._snapshot = lambda: snapshot
+        generation = getattr(snapshot, "generation", None)
+        self._generation = generation if isinstance(generation, int) else None
+        self._seen = list(snapshot.nodes)
+        self.nodes = NodeTable(self._seen, self.interner)
+        self.elements = {}
+
+    def element_table(self, field: str, record: str) -> ElementTable:
+        table = self.elements.get(field)
+        if table is None:
+            table = self.elements[field] = ElementTable(field, record, self._seen, self.interner)
+        return table
+
+
+def _changed_slots(nodes: list[Any], seen: list[Any]) -> list[int]:
+    """Slots whose record is not the one the columns were built from (identity, compared in C)."""
+    if nodes == seen:  # records compare by identity (eq=False): a C loop over pointers
+        return []
+    out: list[int] = []
+    for a in range(0, len(nodes), _CHUNK):
+        b = a + _CHUNK
+        if nodes[a:b] != seen[a:b]:
+            out.extend(i for i in range(a, min(b, len(nodes))) if nodes[i] is not seen[i])
+    return out
+
+
+def fraction_zero() -> Fraction:
+    return Fraction(0)
