@@ -1,0 +1,356 @@
+"""Engine benchmark: pods/s of the evaluation backends on scheduler_perf-like workloads, no API server.
+
+Usage (from the repository root)::
+
+    .venv/bin/python bench/engine.py [--nodes 500,1000,5000] [--engines vector,reference] [--pods N]
+                                     [--reference-sample N] [--budget SECONDS] [--out bench/results]
+
+For each node count a cluster with ten running pods per node is built (:mod:`workloads`), and for each
+workload and engine the pending pods are scheduled one at a time the way ``simulate`` does it --
+``evaluator.evaluate`` then ``snapshot.assume`` of the chosen node, so each placement is visible to the
+next pod -- on a fresh snapshot, timing only the scheduling (building the snapshot is reported apart).
+A pod that fits nowhere counts as an attempt and is not retried. The reference engine is slow (a few
+hundred microseconds per node and pod), so it schedules only ``--reference-sample`` pods; every cell
+also stops after ``--budget`` seconds. The first pods of both engines start from the same state with the
+same tie-break seed, so their decisions are compared too ("agree" column).
+
+Each node count runs in a child process so its peak RSS (``resource.getrusage``) is its own. Results go
+to ``OUT/engine.json``, ``OUT/engine.md`` and ``OUT/engine.png``; a markdown table is printed at the end.
+
+numpy's BLAS is printed first. On some of these machines OPENBLAS_CORETYPE (and OPENBLAS_L2_SIZE) are
+set in the environment because older OpenBLAS builds crash on their processors; it pins a slower kernel
+for current numpy. Benchmarks may unset both for that one command (``env -u OPENBLAS_CORETYPE -u
+OPENBLAS_L2_SIZE .venv/bin/python bench/engine.py``); tests and CI must leave them alone.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ctypes
+import glob
+import json
+import os
+import platform
+import random
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+sys.path.insert(0, str(HERE))
+if str(ROOT) not in sys.path:  # run from a checkout without installing: policyscheduler from the repo
+    sys.path.append(str(ROOT))
+
+from pngchart import Bar, bar_chart  # noqa: E402  (bench/ is a folder of scripts, not a package)
+from workloads import SCHEDULER_PERF_THRESHOLDS, TARGETS, WORKLOADS, base_cluster, pending_pods  # noqa: E402
+
+ENGINES = ("vector", "reference")
+COLORS = {"vector": (40, 110, 200), "reference": (240, 150, 40)}
+
+
+# -- environment ----------------------------------------------------------------------------------------
+
+
+def blas_info() -> dict[str, Any]:
+    """Which BLAS numpy runs and with which kernel: threadpoolctl when installed, else numpy's build
+    config plus the kernel name asked from the bundled OpenBLAS itself."""
+    import numpy as np
+
+    info: dict[str, Any] = {"numpy": np.__version__,
+                            "OPENBLAS_CORETYPE": os.environ.get("OPENBLAS_CORETYPE"),
+                            "OPENBLAS_L2_SIZE": os.environ.get("OPENBLAS_L2_SIZE")}
+    try:
+        import threadpoolctl  # type: ignore[import-not-found]
+
+        pools = threadpoolctl.threadpool_info()
+        info["threadpoolctl"] = [{k: p.get(k) for k in ("internal_api", "version", "architecture", "num_threads")}
+                                 for p in pools]
+        return info
+    except ImportError:
+        info["threadpoolctl"] = None
+    try:
+        blas = np.show_config(mode="dicts")["Build Dependencies"]["blas"]
+        info["blas"] = f"{blas.get('name')} {blas.get('version')}"
+    except Exception as err:  # noqa: BLE001 - old numpy: report, never fail the benchmark on it
+        info["blas"] = f"unknown ({type(err).__name__})"
+    libs = sorted(glob.glob(os.path.join(os.path.dirname(np.__file__) + ".libs", "*openblas*")))
+    for lib_path in libs:
+        try:
+            lib = ctypes.CDLL(lib_path)
+        except OSError:
+            continue
+        for prefix, suffix in (("scipy_", "64_"), ("scipy_", ""), ("", "64_"), ("", "")):
+            fn = getattr(lib, f"{prefix}openblas_get_corename{suffix}", None)
+            if fn is not None:
+                fn.restype = ctypes.c_char_p
+                info["openblas_kernel"] = fn().decode()
+                break
+    return info
+
+
+def machine_info() -> dict[str, Any]:
+    """What the numbers were measured on (they are only comparable on the same kind of machine)."""
+    cpu = "unknown"
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    return {"python": platform.python_version(), "cpu": cpu, "cores": os.cpu_count(),
+            "platform": platform.platform()}
+
+
+def make_engine(name: str) -> tuple[Any, str]:
+    """The named evaluator and the backend actually running.
+
+    Falls back to the reference backend while ``make_evaluator`` or the vector backend is missing,
+    so the benchmark runs (and says so) before the vectorised backend lands.
+    """
+    from policyscheduler.evaluation import ReferenceEvaluator
+
+    try:
+        from policyscheduler.evaluation import make_evaluator
+    except ImportError:
+        return ReferenceEvaluator(), "reference"
+    try:
+        return make_evaluator(name), name
+    except ImportError:
+        return ReferenceEvaluator(), "reference"
+
+
+def peak_rss_mb() -> float:
+    """Peak resident set size of this process so far, in MiB (Linux reports KiB)."""
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+# -- one node count (runs in a child process) ----------------------------------------------------------
+
+
+def _say(message: str) -> None:
+    print(message, flush=True)
+
+
+def run_size(nodes: int, engines: list[str], workloads: list[str], pods: int, sample: int, budget: float,
+             policies: Path, seed: int) -> dict[str, Any]:
+    """Every (workload, engine) cell at one node count; see the module docstring."""
+    from policyscheduler.loader import load_policy_set
+    from policyscheduler.simulate.run import prepare
+
+    loaded = load_policy_set([policies])
+    if loaded.policy_set is None:
+        raise SystemExit("policies do not load:\n" + "\n".join(map(str, loaded.diagnostics)))
+    policy_set = loaded.policy_set
+    t0 = time.perf_counter()
+    cluster = base_cluster(nodes, seed=seed)
+    _say(f"[{nodes} nodes] generated {len(cluster)} objects in {time.perf_counter() - t0:.1f} s")
+    cells: list[dict[str, Any]] = []
+    for workload in workloads:
+        queue_pods = pending_pods(workload, pods)
+        decisions: dict[str, list[Any]] = {}
+        for engine in engines:
+            evaluator, backend = make_engine(engine)
+            count = pods if engine == "vector" else min(sample, pods)
+            t0 = time.perf_counter()
+            snapshot, queue = prepare(cluster + queue_pods)
+            build = time.perf_counter() - t0
+            rng = random.Random(seed)
+            made: list[Any] = []
+            placed = 0
+            started = time.perf_counter()
+            for pod in queue[:count]:
+                decision = evaluator.evaluate(policy_set, snapshot, pod, rng=rng)
+                if decision.node is not None:
+                    snapshot.assume(pod, decision.node)
+                    placed += 1
+                made.append(decision)
+                if time.perf_counter() - started > budget:
+                    break
+            elapsed = time.perf_counter() - started
+            decisions[engine] = made
+            rate = len(made) / elapsed if elapsed > 0 else 0.0
+            cell = {"workload": workload, "nodes": nodes, "engine": engine, "backend": backend,
+                    "pods": len(made), "placed": placed, "seconds": round(elapsed, 4),
+                    "pods_per_s": round(rate, 2), "ms_per_pod": round(1000 * elapsed / max(1, len(made)), 3),
+                    "build_s": round(build, 3), "budget_hit": len(made) < count}
+            cells.append(cell)
+            note = "" if backend == engine else f" (runs the {backend} backend: {engine} is not available)"
+            _say(f"[{nodes} nodes] {workload:<22} {engine:<9} {len(made):>4} pods in {elapsed:7.2f} s = "
+                 f"{rate:9.1f} pods/s, {placed} placed, snapshot {build:.1f} s{note}")
+            del snapshot
+        if len(decisions) == 2:
+            a, b = (decisions[e] for e in engines)
+            k = min(len(a), len(b))
+            same = sum(1 for x, y in zip(a[:k], b[:k]) if x == y)
+            for cell in cells[-2:]:
+                cell["agree"] = f"{same}/{k}"
+            if same != k:
+                _say(f"[{nodes} nodes] {workload}: the engines disagree on {k - same} of the first {k} pods")
+    return {"nodes": nodes, "running_pods": nodes * 10, "peak_rss_mb": round(peak_rss_mb(), 1), "cells": cells}
+
+
+# -- reporting ------------------------------------------------------------------------------------------
+
+
+def _target(workload: str, nodes: int) -> str:
+    return f"{TARGETS[workload]:,}" if workload in TARGETS and nodes == 5000 else ""
+
+
+def markdown(results: dict[str, Any]) -> str:
+    """The results as markdown: one row per (workload, nodes), engines side by side, then memory."""
+    sizes = results["sizes"]
+    engines = results["engines"]
+    lines = ["| workload | nodes | " + " | ".join(f"{e} pods/s" for e in engines)
+             + (" | speed-up" if len(engines) == 2 else "") + " | target (5,000 nodes) | scheduler_perf | agree |",
+             "|---|---:|" + "---:|" * len(engines) + ("---:|" if len(engines) == 2 else "") + "---:|---:|---:|"]
+    for workload in results["workloads"]:
+        for size in sizes:
+            cells = {c["engine"]: c for c in size["cells"] if c["workload"] == workload}
+            if not cells:
+                continue
+            rates = []
+            for e in engines:
+                c = cells.get(e)
+                if c is None:
+                    rates.append("")
+                    continue
+                tag = "" if c["backend"] == e else f" ({c['backend']})"
+                rates.append(f"{c['pods_per_s']:,.1f}{tag} <sub>n={c['pods']}</sub>")
+            speed = ""
+            if len(engines) == 2 and all(e in cells and cells[e]["pods_per_s"] > 0 for e in engines):
+                speed = f"{cells[engines[0]]['pods_per_s'] / cells[engines[1]]['pods_per_s']:,.1f}x"
+            perf = f"{SCHEDULER_PERF_THRESHOLDS[workload]:,}" if workload in SCHEDULER_PERF_THRESHOLDS and \
+                size["nodes"] == 5000 else ""
+            agree = next((c.get("agree", "") for c in cells.values()), "")
+            lines.append(f"| {workload} | {size['nodes']:,} | " + " | ".join(rates)
+                         + (f" | {speed}" if len(engines) == 2 else "")
+                         + f" | {_target(workload, size['nodes'])} | {perf} | {agree} |")
+    lines += ["", "| nodes | running pods | peak RSS (MiB) | snapshot build (s, median) |", "|---:|---:|---:|---:|"]
+    for size in sizes:
+        builds = sorted(c["build_s"] for c in size["cells"])
+        median = builds[len(builds) // 2] if builds else 0.0
+        lines.append(f"| {size['nodes']:,} | {size['running_pods']:,} | {size['peak_rss_mb']:,.0f} | {median:.2f} |")
+    return "\n".join(lines) + "\n"
+
+
+def chart(results: dict[str, Any]) -> bytes:
+    """A PNG of pods/s per (workload, nodes, engine), log scale, with the 5,000-node targets marked."""
+    bars: list[Bar] = []
+    gaps: list[int] = []
+    for workload in results["workloads"]:
+        for size in results["sizes"]:
+            for cell in size["cells"]:
+                if cell["workload"] != workload:
+                    continue
+                target = TARGETS.get(workload) if size["nodes"] == 5000 else None
+                label = f"{workload} {size['nodes']} {cell['engine']}"
+                bars.append(Bar(label, cell["pods_per_s"], COLORS.get(cell["engine"], (120, 120, 120)),
+                                float(target) if target else None))
+        if bars:
+            gaps.append(len(bars) - 1)
+    legend = [(e, COLORS.get(e, (120, 120, 120))) for e in results["engines"]]
+    return bar_chart("policyscheduler engine benchmark: pods/s (log scale)", bars, legend=legend, gap_after=gaps)
+
+
+# -- command line ---------------------------------------------------------------------------------------
+
+
+def _csv(text: str) -> list[str]:
+    return [part.strip() for part in text.split(",") if part.strip()]
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--nodes", default="500,1000,5000", help="comma-separated node counts (default 500,1000,5000)")
+    p.add_argument("--engines", default="vector,reference", help="comma-separated engines (default vector,reference)")
+    p.add_argument("--workloads", default=",".join(WORKLOADS), help="comma-separated workloads (default: all)")
+    p.add_argument("--pods", type=int, default=300, help="pending pods per workload for the vector engine (300)")
+    p.add_argument("--reference-sample", type=int, default=5, help="pods per workload for the reference engine (5)")
+    p.add_argument("--budget", type=float, default=30.0, help="seconds per (workload, engine, nodes) cell (30)")
+    p.add_argument("--seed", type=int, default=0, help="cluster and tie-break seed (0)")
+    p.add_argument("--policies", default=str(ROOT / "policies"), help="policy folder (default: policies/)")
+    p.add_argument("--out", default=str(HERE / "results"), help="output folder (default bench/results)")
+    p.add_argument("--worker", type=int, default=None, help=argparse.SUPPRESS)  # one node count, in a child
+    p.add_argument("--worker-out", default=None, help=argparse.SUPPRESS)
+    args = p.parse_args(argv)
+    args.engines = _csv(args.engines)
+    args.workloads = _csv(args.workloads)
+    bad = [e for e in args.engines if e not in ENGINES] + [w for w in args.workloads if w not in WORKLOADS]
+    if bad or not args.engines or not args.workloads:
+        p.error(f"unknown engine or workload: {', '.join(bad) or '(none given)'}; engines: {', '.join(ENGINES)}; "
+                f"workloads: {', '.join(WORKLOADS)}")
+    try:
+        args.sizes = [int(n) for n in _csv(args.nodes)]
+    except ValueError:
+        p.error(f"--nodes takes integers, got {args.nodes!r}")
+    if not args.sizes or min(args.sizes) < 1 or args.pods < 1 or args.reference_sample < 1:
+        p.error("--nodes, --pods and --reference-sample must be positive")
+    return args
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    if args.worker is not None:
+        result = run_size(args.worker, args.engines, args.workloads, args.pods, args.reference_sample, args.budget,
+                          Path(args.policies), args.seed)
+        Path(args.worker_out).write_text(json.dumps(result))
+        return 0
+
+    blas = blas_info()
+    machine = machine_info()
+    _say(f"machine: {machine['cpu']}, {machine['cores']} cores, Python {machine['python']}")
+    kernel = blas.get("openblas_kernel") or blas.get("threadpoolctl")
+    _say(f"numpy {blas['numpy']}, BLAS {blas.get('blas', '?')}, kernel {kernel}; "
+         f"OPENBLAS_CORETYPE={blas['OPENBLAS_CORETYPE'] or '(unset)'} OPENBLAS_L2_SIZE={blas['OPENBLAS_L2_SIZE'] or '(unset)'}")
+    if blas["OPENBLAS_CORETYPE"]:
+        _say("note: OPENBLAS_CORETYPE is set on this machine (older OpenBLAS builds misbehave on its CPU); it pins "
+             "that kernel. To measure current numpy, unset OPENBLAS_CORETYPE and OPENBLAS_L2_SIZE for this command only.")
+    _say("targets at 5,000 nodes (pods/s): " + ", ".join(f"{w} {t:,}" for w, t in TARGETS.items()))
+
+    sizes: list[dict[str, Any]] = []
+    started = time.perf_counter()
+    with tempfile.TemporaryDirectory(prefix="policyscheduler-bench-") as tmp:
+        for nodes in args.sizes:
+            _say(f"== {nodes:,} nodes, {nodes * 10:,} running pods ==")
+            out = Path(tmp) / f"{nodes}.json"
+            cmd = [sys.executable, str(Path(__file__).resolve()), "--worker", str(nodes), "--worker-out", str(out),
+                   "--engines", ",".join(args.engines), "--workloads", ",".join(args.workloads),
+                   "--pods", str(args.pods), "--reference-sample", str(args.reference_sample),
+                   "--budget", str(args.budget), "--seed", str(args.seed), "--policies", args.policies]
+            done = subprocess.run(cmd, check=False)
+            if done.returncode != 0:
+                _say(f"the {nodes}-node run failed (exit {done.returncode})")
+                return 1
+            size = json.loads(out.read_text())
+            _say(f"[{nodes} nodes] peak RSS {size['peak_rss_mb']:,.0f} MiB")
+            sizes.append(size)
+    results = {"machine": machine, "blas": blas, "engines": args.engines, "workloads": args.workloads,
+               "pods": args.pods, "reference_sample": args.reference_sample, "budget_s": args.budget,
+               "seed": args.seed, "targets_5000_nodes": TARGETS,
+               "scheduler_perf_thresholds_5000_nodes": SCHEDULER_PERF_THRESHOLDS, "sizes": sizes}
+    table = markdown(results)
+    out_dir = Path(args.out)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    (out_dir / "engine.json").write_text(json.dumps(results, indent=2) + "\n")
+    header = (f"# Engine benchmark\n\n{machine['cpu']}, {machine['cores']} cores, Python {machine['python']}, "
+              f"numpy {blas['numpy']} (BLAS kernel {kernel}, OPENBLAS_CORETYPE={blas['OPENBLAS_CORETYPE'] or 'unset'}). "
+              f"Ten running pods per node; {args.pods} pending pods per workload for the vector engine, "
+              f"{args.reference_sample} for the reference; at most {args.budget:g} s per cell.\n\n")
+    (out_dir / "engine.md").write_text(header + table)
+    (out_dir / "engine.png").write_bytes(chart(results))
+    _say("")
+    _say(table)
+    _say(f"wrote {out_dir / 'engine.json'}, {out_dir / 'engine.md'}, {out_dir / 'engine.png'} "
+         f"in {time.perf_counter() - started:.0f} s")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

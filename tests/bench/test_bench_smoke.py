@@ -1,0 +1,64 @@
+"""Smoke test of the engine benchmark: one tiny run end to end, outputs present and well-formed.
+
+The full benchmark takes minutes and is run by hand (bench/README.md); this keeps the one command
+working -- argument parsing, the per-size child process, both engines, every workload, the JSON /
+markdown / PNG writers -- on a 20-node cluster in a few seconds.
+"""
+
+from __future__ import annotations
+
+import json
+import struct
+import subprocess
+import sys
+import zlib
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+WORKLOADS = ["basic", "node-affinity", "required-anti-affinity", "required-affinity", "preferred-affinity",
+             "spreading", "mixed"]
+
+
+def _png_chunks(data: bytes) -> list[tuple[bytes, bytes]]:
+    """(type, payload) of every chunk, checking each CRC; fails on a truncated or corrupt file."""
+    assert data[:8] == b"\x89PNG\r\n\x1a\n"
+    chunks, pos = [], 8
+    while pos < len(data):
+        (length,) = struct.unpack(">I", data[pos:pos + 4])
+        kind, payload = data[pos + 4:pos + 8], data[pos + 8:pos + 8 + length]
+        (crc,) = struct.unpack(">I", data[pos + 8 + length:pos + 12 + length])
+        assert crc == zlib.crc32(kind + payload) & 0xFFFFFFFF, kind
+        chunks.append((kind, payload))
+        pos += 12 + length
+    return chunks
+
+
+def test_engine_benchmark_smoke(tmp_path: Path) -> None:
+    out = tmp_path / "results"
+    done = subprocess.run(
+        [sys.executable, str(ROOT / "bench" / "engine.py"), "--nodes", "20", "--pods", "5",
+         "--reference-sample", "5", "--engines", "vector,reference", "--budget", "10", "--out", str(out)],
+        capture_output=True, text=True, timeout=120, cwd=ROOT, check=False)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "OPENBLAS_CORETYPE=" in done.stdout and "targets at 5,000 nodes" in done.stdout
+    assert "| workload | nodes |" in done.stdout
+
+    results = json.loads((out / "engine.json").read_text())
+    assert results["engines"] == ["vector", "reference"]
+    assert [s["nodes"] for s in results["sizes"]] == [20]
+    size = results["sizes"][0]
+    assert size["running_pods"] == 200 and size["peak_rss_mb"] > 0
+    cells = {(c["workload"], c["engine"]): c for c in size["cells"]}
+    assert set(cells) == {(w, e) for w in WORKLOADS for e in ("vector", "reference")}
+    for cell in cells.values():
+        assert cell["pods"] == 5 and cell["pods_per_s"] > 0 and 0 <= cell["placed"] <= 5
+        assert cell["agree"] == "5/5", cell  # same start state and seed: the engines decide alike
+
+    table = (out / "engine.md").read_text()
+    assert all(f"| {w} | 20 |" in table for w in WORKLOADS)
+
+    chunks = _png_chunks((out / "engine.png").read_bytes())
+    assert chunks[0][0] == b"IHDR" and chunks[-1][0] == b"IEND"
+    width, height, depth, color = struct.unpack(">IIBB", chunks[0][1][:10])
+    raw = zlib.decompress(b"".join(p for k, p in chunks if k == b"IDAT"))
+    assert (depth, color) == (8, 2) and len(raw) == height * (1 + 3 * width)
