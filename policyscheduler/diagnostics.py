@@ -75,7 +75,9 @@ class PolicyRuntimeError(Exception):
 CODES: dict[str, str] = {
     # reading and parsing
     "unreadable-file": "a policy path does not exist, is not readable, or is not UTF-8 text",
-    "no-policy-files": "a directory given to the loader holds no *.policy files",
+    "no-policy-files": "a path given to a command yields no *.policy file (an error for commands, a warning for the library loader)",
+    "misplaced-default": "`default D` that is not the last argument of a call",
+    "reject-needs-reason": "`reject when C` without the reason between `reject` and `when`",
     "parse-error": "the text is not a policy file (generic parse failure)",
     "unexpected-token": "a token appears where the grammar does not allow it; the message lists what was expected",
     "unexpected-character": "a character that starts no token (e.g. `&&`, `'`)",
@@ -86,7 +88,8 @@ CODES: dict[str, str] = {
     # names and types
     "unknown-name": "a name that is not a root (pod, node, cluster), a let binding or a loop variable",
     "unknown-field": "a field or method the schema does not declare on that record type",
-    "unknown-function": "a call to a function that is neither a generic nor a domain builtin",
+    "unknown-function": "a call to a function that is neither a generic nor a domain builtin (the message lists the builtins)",
+    "bad-conversion": "int(), float() or quantity() of a string literal that can never parse (and has no default)",
     "not-callable": "a call on something that is not a function or method",
     "type-mismatch": "an operand, argument, condition or clause value has the wrong type",
     "bad-arity": "a function or method called with the wrong number of arguments",
@@ -94,7 +97,15 @@ CODES: dict[str, str] = {
     "bad-string": "a string literal with an unknown escape sequence",
     "shadowed-name": "a let or loop variable reuses a name already bound (roots included)",
     # rules
-    "duplicate-rule": "two filters (or two scores) share a name, in one file or across files",
+    "duplicate-rule": "two filters (or two scores) share a name, in one file or across files (reported on the later one: a user's file, never a bundled default)",
+    "unknown-rule": "a replace, override or disable statement names a rule that is not in the policy set",
+    "conflicting-statements": "a rule is the target of more than one replace, override or disable statement",
+    "empty-override": "an override statement that changes nothing",
+    "unknown-use": "a `use defaults` statement with another word than `none`",
+    "no-filters": "a command's policy set has no filter rule (every pod would fit everywhere); allowed with --allow-empty",
+    "score-range": "a score `value` (or one of its if/else branches) that is a constant its normalisation cannot take",
+    "division-by-zero": "`/` or `%` by a constant zero",
+    "empty-aggregate": "`max`/`min` over a list that may be empty, without `default` (warning)",
     "weight-range": "a score weight that is not an integer in 1..100",
     "unknown-normalize": "a normalize mode other than none, scale, reverse, minmax, spread",
     "missing-reason": "a `require` without `else` in a filter that has no `reason` clause",

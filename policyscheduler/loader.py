@@ -1,5 +1,20 @@
-"""The one load pipeline: read -> parse -> check -> compile. Used by ``lint`` and by hot reload alike,
-so lint gives exactly the verdict the running scheduler would.
+"""The one load pipeline: read -> parse -> layer -> check -> compile. Used by ``lint``, ``simulate`` and
+hot reload alike, so lint gives exactly the verdict the running scheduler would.
+
+Two entry points share the pipeline:
+
+* :func:`load_layered` is what every **command** runs: the bundled default set (``policies/``, shipped in
+  the wheel) first, then the user's files in argument order (a directory: its ``*.policy`` files,
+  recursively, in path order; ConfigMap keys: in key order). User files *add* rules; ``replace``,
+  ``override`` and ``disable`` statements change a rule of the set by name, ``use defaults none`` drops
+  the defaults. A user path that yields no policy file, or a set without a filter, is an error unless
+  the caller allows it (``--allow-empty``).
+* :func:`load_policy_set` / :func:`load_policy_texts` load exactly the files given (the library API and
+  the tests of single rules); the statements work the same within those files.
+
+Filter order (the order in which a node's first failing filter is found) is the layer order: the
+defaults in file-name order (kube-scheduler's plugin order), then the user's files in the order above;
+a ``replace``d rule keeps the place of the rule it replaces.
 
 Never raises for bad input: unreadable paths, broken text and even an internal bug become diagnostics.
 """
@@ -7,8 +22,10 @@ Never raises for bad input: unreadable paths, broken text and even an internal b
 from __future__ import annotations
 
 import dataclasses
+import difflib
 import importlib
 from collections.abc import Sequence
+from importlib import resources
 from pathlib import Path, PurePath
 
 from policyscheduler.checker import Schema, check, global_schema
@@ -30,7 +47,20 @@ from policyscheduler.diagnostics import (
 from policyscheduler.source import SourceFile
 from policyscheduler.syntax import ast, parse
 
-__all__ = ["FilterRule", "LoadResult", "PolicySet", "ScoreRule", "load_policy_set", "load_policy_texts", "load_sources"]
+_REPO_ROOT = Path(__file__).resolve().parent.parent
+
+__all__ = [
+    "FilterRule",
+    "LoadResult",
+    "PolicySet",
+    "ScoreRule",
+    "bundled_defaults_dir",
+    "load_layered",
+    "load_policy_set",
+    "load_policy_texts",
+    "load_sources",
+    "read_policy_paths",
+]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -42,6 +72,10 @@ class LoadResult:
     sources: dict[str, SourceFile] = dataclasses.field(default_factory=dict, repr=False)
     costs: dict[str, int] = dataclasses.field(default_factory=dict, repr=False)
     """Static cost bound per rule ("filter name" / "score name"), for lint's report."""
+    default_files: tuple[str, ...] = ()
+    """The bundled default files in force (empty with ``use defaults none`` or outside :func:`load_layered`)."""
+    user_files: tuple[str, ...] = ()
+    """The user's files, in layer order."""
 
     @property
     def ok(self) -> bool:
@@ -65,19 +99,66 @@ def _file_order(name: str) -> tuple[str, str]:
     return (Path(name).name, name)
 
 
-def load_policy_set(paths: Sequence[str | Path], *, schema: Schema | None = None) -> LoadResult:
-    """Load files and directories (a directory means its ``*.policy`` files, sorted by name)."""
-    files: list[tuple[str, str]] = []
+def bundled_defaults_dir() -> Path:
+    """Where the bundled default policy set is: the wheel's ``policyscheduler/policies`` (hatch
+    ``force-include``), else the source checkout's ``policies/`` (editable install, plain checkout)."""
+    try:
+        entry = resources.files("policyscheduler").joinpath("policies")
+        path = Path(str(entry))
+        if path.is_dir():
+            return path
+    except (ModuleNotFoundError, TypeError):  # pragma: no cover - zip imports without a path
+        pass
+    return _REPO_ROOT / "policies"
+
+
+def _policy_files(directory: Path) -> list[Path]:
+    """The ``*.policy`` files under ``directory``, recursively, in path order; hidden entries skipped
+    (a ConfigMap volume holds ``..data/`` next to symlinks to the same files)."""
+    found = []
+    for f in directory.rglob("*.policy"):
+        rel = f.relative_to(directory)
+        if any(part.startswith(".") for part in rel.parts):
+            continue
+        found.append((rel.as_posix(), f))
+    return [f for _, f in sorted(found)]
+
+
+@dataclasses.dataclass(frozen=True)
+class _Read:
+    sources: list[SourceFile]
+    resolved: list[str]
+    diagnostics: list[Diagnostic]
+
+
+def read_policy_paths(paths: Sequence[str | Path], *, empty_is_error: bool = False) -> tuple[list[SourceFile], list[Diagnostic]]:
+    """Read files and directories (recursively) in argument order; a file reached twice is read once.
+
+    A directory without ``*.policy`` files is a ``no-policy-files`` warning, or an error when
+    ``empty_is_error`` (what commands use: ``--policies /dev/null`` must not quietly mean "no rules").
+    """
+    read = _read(paths, empty_is_error=empty_is_error)
+    return read.sources, read.diagnostics
+
+
+def _read(paths: Sequence[str | Path], *, empty_is_error: bool) -> _Read:
+    sources: list[SourceFile] = []
+    resolved: list[str] = []
     diags: list[Diagnostic] = []
     seen: set[str] = set()
+    make = error if empty_is_error else warning
     for p in paths:
         path = Path(p)
         try:
             if path.is_dir():
-                found = sorted(path.glob("*.policy"))
+                found = _policy_files(path)
                 if not found:
-                    diags.append(warning("no-policy-files", f"directory {path} holds no *.policy files",
-                                         Span(str(path), 1, 1, 1, 1)))
+                    diags.append(make("no-policy-files", f"{path} holds no *.policy files (directories are "
+                                      "searched recursively)", Span(str(path), 1, 1, 1, 1)))
+            elif path.exists() and not path.is_file():  # /dev/null, a fifo: nothing a policy can be read from
+                found = []
+                diags.append(make("no-policy-files", f"{path} is not a policy file or a directory of them",
+                                  Span(str(path), 1, 1, 1, 1)))
             else:
                 found = [path]
             for f in found:
@@ -85,29 +166,87 @@ def load_policy_set(paths: Sequence[str | Path], *, schema: Schema | None = None
                 if key in seen:
                     continue
                 seen.add(key)
-                files.append((str(f), f.read_text(encoding="utf-8")))
+                sources.append(SourceFile(str(f), f.read_text(encoding="utf-8")))
+                resolved.append(key)
         except (OSError, UnicodeDecodeError, ValueError) as exc:
             reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else type(exc).__name__
             diags.append(error("unreadable-file", f"cannot read {p}: {reason}", Span(str(p), 1, 1, 1, 1)))
-    result = load_sources([SourceFile(n, t) for n, t in files], schema=schema)
-    if not diags:
-        return result
-    all_diags = sorted(diags + result.diagnostics, key=sort_key)
-    failed = any(d.severity == ERROR for d in all_diags)
-    return LoadResult(None if failed else result.policy_set, all_diags, result.sources, result.costs)
+    return _Read(sources, resolved, diags)
+
+
+def load_policy_set(paths: Sequence[str | Path], *, schema: Schema | None = None) -> LoadResult:
+    """Load exactly these files and directories (no bundled defaults), in argument order; a directory
+    means its ``*.policy`` files, recursively, in path order."""
+    read = _read(paths, empty_is_error=False)
+    return _finish(_load(read.sources, [], schema=schema, ordered=True), read.diagnostics)
 
 
 def load_policy_texts(files: Sequence[tuple[str, str]], *, schema: Schema | None = None) -> LoadResult:
-    """Load (display name, text) pairs, e.g. the keys of a ConfigMap."""
+    """Load exactly these (display name, text) pairs (no bundled defaults), in name order."""
     return load_sources([SourceFile(n, t) for n, t in files], schema=schema)
 
 
 def load_sources(sources: Sequence[SourceFile], *, schema: Schema | None = None) -> LoadResult:
-    """The shared pipeline over already-read sources (ordered by file name here)."""
-    ordered = sorted(sources, key=lambda s: _file_order(s.name))
-    by_name = {s.name: s for s in ordered}
+    """The shared pipeline over already-read sources, ordered by file base name (no bundled defaults)."""
+    return _load(sorted(sources, key=lambda s: _file_order(s.name)), [], schema=schema, ordered=False)
+
+
+def load_layered(
+    paths: Sequence[str | Path] = (),
+    *,
+    texts: Sequence[tuple[str, str]] = (),
+    allow_empty: bool = False,
+    defaults_dir: str | Path | None = None,
+    schema: Schema | None = None,
+) -> LoadResult:
+    """What every command loads: the bundled defaults, then the user's ``paths`` (argument order) and
+    ``texts`` (e.g. ConfigMap keys, in key order). See the module docstring for the layering.
+
+    A user file that *is* a default file (same resolved path, or same base name and text: ``lint
+    policies/`` in a checkout) counts as the default, so the same inputs always give the same digest.
+    Unless ``allow_empty``: a path yielding no policy file and a set without filters are errors.
+    """
+    root = Path(defaults_dir) if defaults_dir is not None else bundled_defaults_dir()
+    default_read = _read([root], empty_is_error=True)
+    user_read = _read(paths, empty_is_error=not allow_empty)
+    defaults = {key: src for key, src in zip(default_read.resolved, default_read.sources)}
+    by_content = {(PurePath(src.name).name, src.text) for src in default_read.sources}
+    users = [src for key, src in zip(user_read.resolved, user_read.sources)
+             if key not in defaults and (PurePath(src.name).name, src.text) not in by_content]
+    users.extend(sorted((SourceFile(n, t) for n, t in texts), key=lambda s: s.name))
+    if not allow_empty and (paths or texts) and not user_read.sources and not texts and not user_read.diagnostics:
+        user_read.diagnostics.append(error("no-policy-files", "no policy files were given", None))
+    result = _load(users, default_read.sources, schema=schema, ordered=True)
+    diags = default_read.diagnostics + user_read.diagnostics
+    if not allow_empty and result.policy_set is not None and not result.policy_set.filters:
+        diags.append(error("no-filters", "the policy set has no filter rule, so every pod would fit on every node "
+                           "(even a full one); keep the bundled defaults (remove 'use defaults none'), add a filter, "
+                           "or allow an empty set on purpose (--allow-empty)", _use_defaults_span(result)))
+    return _finish(result, diags)
+
+
+def _use_defaults_span(result: LoadResult) -> Span | None:
+    for src in result.sources.values():
+        for i, line in enumerate(src.lines, 1):
+            col = line.find("use defaults")
+            if col >= 0 and not line.lstrip().startswith("#"):
+                return Span(src.name, i, col + 1, i, col + 13)
+    return None
+
+
+def _finish(result: LoadResult, extra: list[Diagnostic]) -> LoadResult:
+    if not extra:
+        return result
+    all_diags = sorted(extra + result.diagnostics, key=sort_key)
+    failed = any(d.severity == ERROR for d in all_diags)
+    return dataclasses.replace(result, policy_set=None if failed else result.policy_set, diagnostics=all_diags)
+
+
+def _load(users: Sequence[SourceFile], defaults: Sequence[SourceFile], *, schema: Schema | None,
+          ordered: bool) -> LoadResult:
+    by_name = {s.name: s for s in [*defaults, *users]}
     try:
-        return _pipeline(ordered, by_name, schema)
+        return _pipeline(list(users), list(defaults), by_name, schema, ordered)
     except RecursionError:
         d = error("too-deep", "an expression is nested too deeply to analyse; split it with 'let'", None)
         return LoadResult(None, [d], by_name)
@@ -116,28 +255,202 @@ def load_sources(sources: Sequence[SourceFile], *, schema: Schema | None = None)
         return LoadResult(None, [d], by_name)
 
 
-def _pipeline(ordered: list[SourceFile], by_name: dict[str, SourceFile], schema: Schema | None) -> LoadResult:
+def _pipeline(users: list[SourceFile], defaults: list[SourceFile], by_name: dict[str, SourceFile],
+              schema: Schema | None, ordered: bool) -> LoadResult:
     if schema is None:
         _ensure_object_model()
         schema = global_schema()
     diags: list[Diagnostic] = []
-    modules: list[ast.Module] = []
-    for src in ordered:
-        module, parse_diags = parse(src)
-        diags.extend(parse_diags)
-        if module is not None:
-            modules.append(module)
-    checked, check_diags = check(modules, schema)
+    user_modules: list[ast.Module] = []
+    default_modules: list[ast.Module] = []
+    for group, out in ((defaults, default_modules), (users, user_modules)):
+        for src in group:
+            module, parse_diags = parse(src)
+            diags.extend(parse_diags)
+            if module is not None:
+                out.append(module)
+    layered = layer(default_modules, user_modules, diags)
+    in_force = [s for s in defaults if layered.defaults_used] + users
+    by_name = {s.name: s for s in [*defaults, *users]}
+    checked, check_diags = check([ast.Module("<policy set>", tuple(layered.rules), Span("<policy set>", 1, 1, 1, 1))],
+                                 schema)
     diags = sorted(diags + check_diags, key=sort_key)
     costs = {f"{c.rule.kind} {c.rule.name}": c.cost for c in checked}
+    default_files = tuple(s.name for s in defaults) if layered.defaults_used else ()
+    user_files = tuple(s.name for s in users)
     if any(d.severity == ERROR for d in diags):
-        return LoadResult(None, diags, by_name, costs)
+        return LoadResult(None, diags, by_name, costs, default_files, user_files)
     compiled = [compile_rule(c) for c in checked]
     policy_set = PolicySet(
         filters=tuple(r for r in compiled if isinstance(r, FilterRule)),
         scores=tuple(r for r in compiled if isinstance(r, ScoreRule)),
         # Base names, not paths: the same policies read by lint in CI, by simulate from the wheel and from
-        # the ConfigMap in the cluster must carry the same digest.
-        digest=digest_of([(PurePath(s.name).name, s.text) for s in ordered]),
+        # the ConfigMap in the cluster must carry the same digest. Layered sets keep their layer order
+        # (it is the filter order); the plain loaders sort by name, which is their order too.
+        digest=digest_of([(PurePath(s.name).name, s.text) for s in in_force], ordered=ordered),
     )
-    return LoadResult(policy_set, diags, by_name, costs)
+    return LoadResult(policy_set, diags, by_name, costs, default_files, user_files)
+
+
+# ------------------------------------------------------------------------------------------- layering
+
+
+@dataclasses.dataclass
+class Layered:
+    """The rules in force, in filter/score order, after the statements were applied."""
+
+    rules: list[ast.Rule]
+    defaults_used: bool
+
+
+def _names_hint(kind: str, name: str, known: Sequence[str]) -> str:
+    close = difflib.get_close_matches(name, list(known), n=3, cutoff=0.6)
+    if close:
+        return "; did you mean " + " or ".join(f"'{c}'" for c in close) + "?"
+    if known:
+        return f"; the {kind} rules are: " + ", ".join(sorted(known))
+    return f"; the set has no {kind} rules"
+
+
+def layer(default_modules: Sequence[ast.Module], user_modules: Sequence[ast.Module],
+          diags: list[Diagnostic]) -> Layered:
+    """Apply ``use defaults``, ``replace``, ``override`` and ``disable`` to the rules of the modules.
+
+    Definitions in layer order: the defaults' rules, then the users'. A second definition of a
+    (kind, name) is ``duplicate-rule``, reported on the later one (a user's file, never a default
+    one). Statements target a definition anywhere in the set; a rule may be the target of one
+    statement; an unknown target is ``unknown-rule`` at the name.
+    """
+    statements = [s for m in user_modules for s in m.statements]
+    statements += [s for m in default_modules for s in m.statements]
+    use = [s for s in statements if isinstance(s, ast.UseDefaults)]
+    defaults_used = True
+    for s in use:
+        if s.mode != "none":
+            diags.append(error("unknown-use", f"'use defaults {s.mode}': the only choice is 'use defaults none' "
+                               "(start from an empty set; the defaults are in force without a statement)",
+                               s.mode_span))
+        else:
+            defaults_used = False
+    modules = ([*default_modules] if defaults_used else []) + list(user_modules)
+    default_files = {m.file for m in default_modules}
+    left_out = set() if defaults_used else {(r.kind, r.name) for m in default_modules for r in m.rules}
+
+    definitions: list[ast.Rule] = []
+    where: dict[tuple[str, str], ast.Rule] = {}
+    replacements: list[ast.Rule] = []
+    for m in modules:
+        for r in m.rules:
+            if r.replaces:
+                replacements.append(r)
+                continue
+            first = where.get((r.kind, r.name))
+            if first is not None:
+                hint = ""
+                if first.span.file in default_files:
+                    hint = (f" (a bundled default); to change it write 'replace {r.kind} {r.name}' (or 'override "
+                            f"{r.kind} {r.name} ...', 'disable {r.kind} {r.name}'), or give your rule another name")
+                diags.append(error("duplicate-rule", f"{r.kind} '{r.name}' is already defined at "
+                                   f"{first.name_span}{hint}", r.name_span))
+                continue
+            where[(r.kind, r.name)] = r
+            definitions.append(r)
+
+    targeted: dict[tuple[str, str], Span] = {}
+
+    def target(kind: str, name: str, span: Span, what: str) -> ast.Rule | None:
+        rule = where.get((kind, name))
+        if rule is None:
+            known = [n for k, n in where if k == kind]
+            hint = (" (it is a bundled default, but 'use defaults none' leaves the defaults out)"
+                    if (kind, name) in left_out else _names_hint(kind, name, known))
+            diags.append(error("unknown-rule", f"{what}: there is no {kind} rule named '{name}' in the policy set"
+                               + hint, span))
+            return None
+        earlier = targeted.get((kind, name))
+        if earlier is not None:
+            diags.append(error("conflicting-statements", f"{kind} '{name}' is already changed at {earlier}; "
+                               "a rule takes one replace, override or disable", span))
+            return None
+        targeted[(kind, name)] = span
+        return rule
+
+    changed: dict[int, ast.Rule | None] = {}
+    for r in replacements:
+        old = target(r.kind, r.name, r.name_span, f"'replace {r.kind} {r.name}'")
+        if old is None:
+            continue
+        if isinstance(r, ast.ScoreRule) and isinstance(old, ast.ScoreRule):  # what it does not state, it keeps
+            if not r.weight_text:
+                r = dataclasses.replace(r, weight_text=old.weight_text, weight_span=old.weight_span)
+            if r.normalize is None:
+                r = dataclasses.replace(r, normalize=old.normalize, normalize_span=old.normalize_span)
+        changed[id(old)] = r
+    for stmt in statements:
+        if isinstance(stmt, ast.Disable):
+            old = target(stmt.kind, stmt.name, stmt.name_span, f"'disable {stmt.kind} {stmt.name}'")
+            if old is not None:
+                changed[id(old)] = None
+        elif isinstance(stmt, ast.Override):
+            old = target(stmt.kind, stmt.name, stmt.name_span, f"'override {stmt.kind} {stmt.name}'")
+            if old is not None:
+                new = _override(old, stmt, diags)
+                if new is not None:
+                    changed[id(old)] = new
+    rules: list[ast.Rule] = []
+    for r in definitions:
+        new = changed.get(id(r), r)
+        if new is not None:
+            rules.append(new)
+    return Layered(rules, defaults_used)
+
+
+def _override(rule: ast.Rule, s: ast.Override, diags: list[Diagnostic]) -> ast.Rule | None:
+    """The rule with the override's settings applied (None, with diagnostics, when they do not fit)."""
+    ok = True
+    if not s.settings:
+        diags.append(error("empty-override", f"'override {s.kind} {s.name}' changes nothing; add "
+                           + ("'weight N', 'normalize MODE' or 'skip when CONDITION'" if s.kind == "score"
+                              else "'skip when CONDITION'"), s.name_span))
+        return None
+    seen: dict[str, Span] = {}
+    for what, span in s.settings:
+        if what in seen and what != "skip when":
+            diags.append(error("duplicate-clause", f"'{what}' appears twice in this override (first at "
+                               f"{seen[what]})", span))
+            ok = False
+        seen.setdefault(what, span)
+        if what in ("weight", "normalize") and isinstance(rule, ast.FilterRule):
+            diags.append(error("clause-not-allowed", f"a filter has no {what}; 'override filter' takes only "
+                               "'skip when CONDITION' (use 'replace filter' to change what it checks)", span))
+            ok = False
+    if not ok:
+        return None
+    if isinstance(rule, ast.ScoreRule):
+        if s.weight_text is not None and s.weight_span is not None:
+            rule = dataclasses.replace(rule, weight_text=s.weight_text, weight_span=s.weight_span)
+        if s.normalize is not None:
+            rule = dataclasses.replace(rule, normalize=s.normalize, normalize_span=s.normalize_span)
+    if s.skip:
+        rule = _with_skip(rule, s.skip)
+    return rule
+
+
+def _with_skip(rule: ast.Rule, skips: Sequence[ast.Expr]) -> ast.Rule:
+    """``applies when A`` becomes ``applies when A and not (S1 or S2 ...)`` (the skip conditions keep their
+    own spans, so a mistake in one is reported in the user's file)."""
+    cond: ast.Expr = skips[0]
+    for extra in skips[1:]:
+        cond = ast.Binary("or", cond, extra, cond.span)
+    negated = ast.Unary("not", cond, cond.span)
+    clauses = list(rule.clauses)
+    for i, c in enumerate(clauses):
+        if isinstance(c, ast.Applies):
+            clauses[i] = ast.Applies(ast.Binary("and", c.cond, negated, c.cond.span), c.span)
+            break
+    else:
+        at = 0
+        while at < len(clauses) and isinstance(clauses[at], ast.Reason):
+            at += 1
+        clauses.insert(at, ast.Applies(negated, cond.span))
+    return dataclasses.replace(rule, clauses=tuple(clauses))

@@ -29,7 +29,32 @@ from policyscheduler.checker.types import (
     Type,
 )
 
-GENERIC_BUILTINS = ("len", "abs", "min", "max", "trunc", "round", "float", "ln", "sqrt", "first")
+GENERIC_DOCS: dict[str, str] = {
+    "len": "len(x): items of a list or map, characters of a string",
+    "abs": "abs(x): absolute value of a number",
+    "min": "min(a, b, ...): the smallest of numbers or strings (min(x in L: V) is the aggregate)",
+    "max": "max(a, b, ...): the largest of numbers or strings (max(x in L: V) is the aggregate)",
+    "trunc": "trunc(x): a number toward zero, as an int",
+    "round": "round(x): a number to the nearest int, half away from zero (Go math.Round)",
+    "float": "float(x) / float(s, default D): a number as a float; a string parsed as a decimal number",
+    "int": "int(x) / int(s, default D): a number truncated to an int; a string parsed as a decimal integer",
+    "quantity": "quantity(s, default D): a string parsed as a Kubernetes quantity (\"500m\", \"2Gi\")",
+    "is_int": "is_int(s): does the string parse with int(s)",
+    "is_float": "is_float(s): does the string parse with float(s)",
+    "is_quantity": "is_quantity(s): does the string parse with quantity(s)",
+    "str": "str(x): a number or bool as a string (for reasons: \"has \" + str(n) + \" pods\")",
+    "starts_with": "starts_with(s, prefix): bool",
+    "ends_with": "ends_with(s, suffix): bool",
+    "split": "split(s, sep): the parts of s between the separators, as a list of strings",
+    "lower": "lower(s): s in lower case",
+    "ln": "ln(x): natural logarithm of a positive number, as a float",
+    "sqrt": "sqrt(x): square root of a non-negative number, as a float",
+    "first": "first(L): a list of L's first item, or an empty list",
+}
+"""The language's own builtins with a one-line signature each (diagnostics list them; LANGUAGE.md's
+"Builtins" section documents them, and a test keeps the two in step)."""
+
+GENERIC_BUILTINS = tuple(GENERIC_DOCS)
 
 
 @dataclasses.dataclass(frozen=True)

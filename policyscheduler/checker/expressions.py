@@ -10,7 +10,9 @@ from __future__ import annotations
 import dataclasses
 import difflib
 import re
+from collections.abc import Iterable
 
+from policyscheduler.checker.conversions import parse_float, parse_int
 from policyscheduler.checker.env import GENERIC_BUILTINS, FuncSig, Schema
 from policyscheduler.checker.types import (
     BOOL,
@@ -22,6 +24,7 @@ from policyscheduler.checker.types import (
     STRING,
     ListT,
     MapT,
+    Prim,
     RecordT,
     Type,
     arith,
@@ -29,9 +32,10 @@ from policyscheduler.checker.types import (
     is_numeric,
     join,
 )
-from policyscheduler.diagnostics import Diagnostic, Span, error
+from policyscheduler.diagnostics import Diagnostic, Span, error, warning
 from policyscheduler.quantity import parse_quantity
 from policyscheduler.syntax import ast
+from policyscheduler.syntax.printer import to_source
 from policyscheduler.syntax.visitor import ExprVisitor
 
 DEFAULT_LIST_BOUND = 256
@@ -87,6 +91,43 @@ class Scope:
 def _suggest(name: str, options: list[str]) -> str:
     close = difflib.get_close_matches(name, options, n=1, cutoff=0.6)
     return f"; did you mean '{close[0]}'?" if close else ""
+
+
+def _near(name: str, options: list[str]) -> str:
+    close = difflib.get_close_matches(name, options, n=3, cutoff=0.5)
+    return "; did you mean " + " or ".join(f"'{c}'" for c in close) + "?" if close else ""
+
+
+_NULL_NAMES = {"null", "nil", "None", "none", "undefined", "NULL"}
+_NULL_HINT = ("there is no null: reading a missing map key gives the zero value (\"\", 0, false); test presence "
+              "with 'key in map', e.g. \"gpu\" in node.labels")
+_MEMBERSHIP_FUNCS = {"has", "has_key", "contains", "includes", "exists", "hasKey", "haskey", "in_"}
+_MEMBERSHIP_HINT = ("use the 'in' operator: \"gpu\" in node.labels (map key), \"NoSchedule\" in effects (list "
+                    "item), \"-gpu\" in node.name (substring)")
+_STRING_METHODS = {
+    "startswith": "starts_with(s, prefix)", "starts_with": "starts_with(s, prefix)",
+    "endswith": "ends_with(s, suffix)", "ends_with": "ends_with(s, suffix)",
+    "lower": "lower(s)", "split": "split(s, sep)", "len": "len(x)", "length": "len(x)", "size": "len(x)",
+    "keys": "a loop 'k in M' (or 'k, v in M')", "values": "a loop 'k, v in M'",
+}
+_CONVERT = {"int": "int", "float": "float", "quantity": "quantity"}
+_BUILTIN_LIST_HINT = "the builtins are listed in grammar/LANGUAGE.md, section 'Builtins'"
+
+
+def _members(record: str, fields: Iterable[str], methods: Iterable[str]) -> str:
+    """``; Cluster has: node_count, spread_count(), ...`` -- what the user can write instead."""
+    names = sorted(fields) + sorted(f"{m}()" for m in methods)
+    return f"; {record} has: " + ", ".join(names) if names else ""
+
+
+def _numeric_hint(string_side: ast.Expr, number_type: Type, op: str, other: ast.Expr, string_left: bool) -> str:
+    """``int(node.labels["x"], default 0) >= 4``: the comparison with the string side converted."""
+    conv = _CONVERT.get(str(number_type), "float")
+    converted = f"{conv}({to_source(string_side)}, default 0)"
+    other_text = to_source(other)
+    shown = f"{converted} {op} {other_text}" if string_left else f"{other_text} {op} {converted}"
+    return (f"; label and annotation values are strings, so convert the string to compare numbers: {shown} "
+            "(int(), float() and quantity() parse text; 'default' is used when it does not parse)")
 
 
 class ExprChecker(ExprVisitor[Type]):
@@ -166,6 +207,8 @@ class ExprChecker(ExprVisitor[Type]):
             return b.type
         if e.id in GENERIC_BUILTINS or e.id in self.schema.builtins:
             return self.err("type-mismatch", f"function '{e.id}' must be called", e.span)
+        if e.id in _NULL_NAMES:
+            return self.err("unknown-name", f"unknown name '{e.id}': {_NULL_HINT}", e.span)
         return self.err("unknown-name", f"unknown name '{e.id}'{_suggest(e.id, scope.all_names())}", e.span)
 
     def _Attr(self, e: ast.Attr, scope: Scope, mult: int) -> Type:
@@ -183,8 +226,9 @@ class ExprChecker(ExprVisitor[Type]):
         if e.name in rec.methods:
             return self.err("type-mismatch", f"method '{t.name}.{e.name}' must be called", e.name_span)
         options = list(rec.fields) + list(rec.methods)
-        return self.err("unknown-field", f"{t.name} has no field or method '{e.name}'{_suggest(e.name, options)}",
-                        e.name_span)
+        near = _suggest(e.name, options)
+        return self.err("unknown-field", f"{t.name} has no field or method '{e.name}'"
+                        + (near or _members(t.name, rec.fields, rec.methods)), e.name_span)
 
     def _Index(self, e: ast.Index, scope: Scope, mult: int) -> Type:
         t = self.check(e.obj, scope, mult)
@@ -229,12 +273,13 @@ class ExprChecker(ExprVisitor[Type]):
                             f"strings; got {a} {op} {b}", e.span)
         if op in ("==", "!="):
             if join(a, b) is None:
-                return self.err("type-mismatch", f"cannot compare {a} with {b}", e.span)
+                return self.err("type-mismatch", f"cannot compare {a} with {b}" + self._mixed_hint(e, a, b), e.span)
             return BOOL
         if op in ("<", "<=", ">", ">="):
             if (is_numeric(a) and is_numeric(b)) or (a == STRING and b == STRING):
                 return BOOL
-            return self.err("type-mismatch", f"'{op}' needs two numbers or two strings, got {a} and {b}", e.span)
+            return self.err("type-mismatch", f"'{op}' needs two numbers or two strings, got {a} and {b}"
+                            + self._mixed_hint(e, a, b), e.span)
         if op == "+" and a == STRING and b == STRING:
             return STRING
         if op == "+" and isinstance(a, ListT) and isinstance(b, ListT):
@@ -242,6 +287,10 @@ class ExprChecker(ExprVisitor[Type]):
             if j is None:
                 return self.err("type-mismatch", f"cannot join {a} and {b}", e.span)
             return j
+        if op in ("/", "%") and is_numeric(b) and _constant(e.right) == 0:
+            why = "" if isinstance(e.right, (ast.IntLit, ast.FloatLit, ast.QuantityLit)) else \
+                f" ({to_source(e.right)} is always 0)"
+            self.err("division-by-zero", f"'{op}' by zero{why}: this fails on every node", e.right.span)
         if op == "%":
             if a == INT and b == INT:
                 return INT
@@ -251,6 +300,13 @@ class ExprChecker(ExprVisitor[Type]):
             return self.err("type-mismatch", f"'{op}' needs numbers{' (or two strings/lists)' if op == '+' else ''}, "
                             f"got {a} and {b}", e.span)
         return r
+
+    def _mixed_hint(self, e: ast.Binary, a: Type, b: Type) -> str:
+        if a == STRING and is_numeric(b):
+            return _numeric_hint(e.left, b, e.op, e.right, True)
+        if b == STRING and is_numeric(a):
+            return _numeric_hint(e.right, a, e.op, e.left, False)
+        return ""
 
     def _IfExpr(self, e: ast.IfExpr, scope: Scope, mult: int) -> Type:
         self.expect(e.cond, scope, BOOL, "the condition of 'if'", mult)
@@ -314,6 +370,10 @@ class ExprChecker(ExprVisitor[Type]):
             return self.err("type-mismatch", f"sum needs numbers, got {t}", e.value.span)
         if e.kind in ("max", "min") and not (is_numeric(t) or t == STRING):
             return self.err("type-mismatch", f"{e.kind} needs numbers or strings, got {t}", e.value.span)
+        if e.kind in ("max", "min") and e.default is None and not _never_empty(e.loop):
+            self.diags.append(warning("empty-aggregate", f"{e.kind}(...) has no 'default' and its list may be empty "
+                                      f"on some node, where it fails (a score rule then gives that node 0 and "
+                                      f"reports it); add ', default D' before the closing parenthesis", e.span))
         if e.default is not None:
             d = self.check(e.default, scope, mult)
             j = join(t, d)
@@ -334,7 +394,15 @@ class ExprChecker(ExprVisitor[Type]):
                 options = list(GENERIC_BUILTINS) + list(self.schema.builtins)
                 for a in e.args:
                     self.check(a, scope, mult)
-                return self.err("unknown-function", f"unknown function '{f.id}'{_suggest(f.id, options)}", f.span)
+                if e.default is not None:
+                    self.check(e.default, scope, mult)
+                if f.id in _MEMBERSHIP_FUNCS:
+                    return self.err("unknown-function", f"unknown function '{f.id}': {_MEMBERSHIP_HINT}", f.span)
+                if f.id in _NULL_NAMES or f.id in ("isnull", "is_null", "isNull"):
+                    return self.err("unknown-function", f"unknown function '{f.id}': {_NULL_HINT}", f.span)
+                return self.err("unknown-function", f"unknown function '{f.id}'{_near(f.id, options)}; "
+                                f"builtins: {', '.join(sorted(options))} ({_BUILTIN_LIST_HINT})", f.span)
+            self._no_default(e, scope, mult, f"'{f.id}'")
             self.info.calls[id(e)] = ("builtin", f.id)
             self.info.signatures[id(e)] = sig
             return self._apply(e, sig, f"'{f.id}'", scope, mult)
@@ -345,14 +413,25 @@ class ExprChecker(ExprVisitor[Type]):
                     self.check(a, scope, mult)
                 return ERROR
             rec = self.schema.records.get(t.name) if isinstance(t, RecordT) else None
+            if rec is None and isinstance(t, (Prim, ListT, MapT)):
+                for a in e.args:
+                    self.check(a, scope, mult)
+                if f.name in _MEMBERSHIP_FUNCS:
+                    return self.err("unknown-field", f"a {t} has no method '{f.name}': {_MEMBERSHIP_HINT}", f.name_span)
+                instead = _STRING_METHODS.get(f.name)
+                hint = f"; use {instead}" if instead else f"; values of type {t} have no methods ({_BUILTIN_LIST_HINT})"
+                return self.err("unknown-field", f"a {t} has no method '{f.name}'{hint}", f.name_span)
             if rec is not None and f.name in rec.methods:
+                self._no_default(e, scope, mult, f"'{t}.{f.name}'")
                 sig = rec.methods[f.name]
                 self.info.calls[id(e)] = ("method", f.name)
                 self.info.signatures[id(e)] = sig
                 return self._apply(e, sig, f"'{t}.{f.name}'", scope, mult)
             if rec is not None and f.name not in rec.fields:
                 options = list(rec.fields) + list(rec.methods)
-                self.err("unknown-field", f"{t} has no method '{f.name}'{_suggest(f.name, options)}", f.name_span)
+                near = _suggest(f.name, options)
+                self.err("unknown-field", f"{t} has no method '{f.name}'"
+                         + (near or _members(rec.name, rec.fields, rec.methods)), f.name_span)
                 return ERROR
         t = self.check(f, scope, mult)
         for a in e.args:
@@ -360,6 +439,12 @@ class ExprChecker(ExprVisitor[Type]):
         if t == ERROR:
             return ERROR
         return self.err("not-callable", f"a {t} cannot be called", f.span)
+
+    def _no_default(self, e: ast.Call, scope: Scope, mult: int, what: str) -> None:
+        if e.default is not None:
+            self.check(e.default, scope, mult)
+            self.err("type-mismatch", f"{what} takes no 'default'; only int(), float() and quantity() of a string do",
+                     e.default.span)
 
     def _apply(self, e: ast.Call, sig: FuncSig, what: str, scope: Scope, mult: int) -> Type:
         n = len(e.args)
@@ -375,9 +460,17 @@ class ExprChecker(ExprVisitor[Type]):
     def _generic(self, e: ast.Call, name: str, scope: Scope, mult: int) -> Type:
         ts = [self.check(a, scope, mult) for a in e.args]
         n = len(ts)
+        d = self.check(e.default, scope, mult) if e.default is not None else None
+        if e.default is not None and name not in ("int", "float", "quantity"):
+            return self.err("type-mismatch", f"'{name}' takes no 'default'; only int(), float() and quantity() of a "
+                            "string do", e.default.span)
+        two = ("starts_with", "ends_with", "split")
         if name in ("min", "max"):
             if n < 2:
                 return self.err("bad-arity", f"'{name}' takes 2 or more arguments (or use {name}(x in L: V))", e.span)
+        elif name in two:
+            if n != 2:
+                return self.err("bad-arity", f"'{name}' takes 2 arguments, got {n}", e.span)
         elif n != 1:
             return self.err("bad-arity", f"'{name}' takes 1 argument, got {n}", e.span)
         if ERROR in ts:
@@ -399,13 +492,86 @@ class ExprChecker(ExprVisitor[Type]):
                 return self.err("type-mismatch", f"'{name}' needs numbers or strings of one kind, got "
                                 + ", ".join(map(str, ts)), e.span)
             return acc
+        if name in two or name in ("lower", "is_int", "is_float", "is_quantity"):
+            for a, at in zip(e.args, ts):
+                if at != STRING:
+                    return self.err("type-mismatch", f"'{name}' needs strings, got {at}"
+                                    + ("; convert a number with str(x)" if is_numeric(at) else ""), a.span)
+            if name == "split":
+                return ListT(STRING)
+            return STRING if name == "lower" else BOOL
+        if name == "str":
+            if t in (BOOL, INT, FLOAT, QUANTITY, STRING):
+                return STRING
+            return self.err("type-mismatch", f"'str' needs a number, bool or string, got {t}", e.args[0].span)
+        if name in ("int", "float", "quantity"):
+            result = {"int": INT, "float": FLOAT, "quantity": QUANTITY}[name]
+            if t == STRING:
+                self._check_literal_conversion(name, e.args[0], e.default is not None)
+                if d is not None and d != ERROR and not assignable(d, result):
+                    return self.err("type-mismatch", f"the default of {name}() must be {result}, got {d}",
+                                    e.default.span if e.default is not None else e.span)
+                return result
+            if e.default is not None:
+                return self.err("type-mismatch", f"'default' is for strings that may not parse; {name}() of a {t} "
+                                "always succeeds", e.default.span)
+            if name == "quantity" and t in (INT, QUANTITY):
+                return QUANTITY
+            if name != "quantity" and is_numeric(t):
+                return result
+            return self.err("type-mismatch", f"'{name}' needs a string" + (" or a number" if name != "quantity"
+                            else " or an int") + f", got {t}", e.args[0].span)
         if not is_numeric(t):
-            return self.err("type-mismatch", f"'{name}' needs a number, got {t}", e.args[0].span)
+            return self.err("type-mismatch", f"'{name}' needs a number, got {t}"
+                            + ("; a string is converted with float(s) or int(s)" if t == STRING else ""),
+                            e.args[0].span)
         if name == "abs":
             return t
         if name in ("trunc", "round"):
             return INT
-        return FLOAT  # float, ln, sqrt
+        return FLOAT  # ln, sqrt
+
+    def _check_literal_conversion(self, name: str, arg: ast.Expr, has_default: bool) -> None:
+        """``int("4x")``: a literal that can never parse is an error now, not on every node later."""
+        if not isinstance(arg, ast.StringLit):
+            return
+        text = self.info.literals.get(id(arg))
+        if not isinstance(text, str):
+            return
+        parse = {"int": parse_int, "float": parse_float, "quantity": parse_quantity}[name]
+        if parse(text) is None and not has_default:
+            self.err("bad-conversion", f"{name}({to_source(arg)}) can never succeed: {to_source(arg)} is not "
+                     f"{'an integer' if name == 'int' else 'a number' if name == 'float' else 'a quantity'}", arg.span)
+
+
+def _constant(e: ast.Expr) -> int | float | None:
+    """The value of a numeric expression built from literals only (``0``, ``1 - 1``, ``-0.0``), else None."""
+    if isinstance(e, (ast.IntLit, ast.FloatLit)):
+        return e.value
+    if isinstance(e, ast.QuantityLit):
+        q = parse_quantity(e.text)
+        return None if q is None else float(q)
+    if isinstance(e, ast.Unary) and e.op == "-":
+        v = _constant(e.operand)
+        return None if v is None else -v
+    if isinstance(e, ast.Binary) and e.op in ("+", "-", "*"):
+        a, b = _constant(e.left), _constant(e.right)
+        if a is None or b is None:
+            return None
+        return a + b if e.op == "+" else a - b if e.op == "-" else a * b
+    return None
+
+
+def constant_leaves(e: ast.Expr) -> list[tuple[int | float | None, ast.Expr]]:
+    """The possible results of ``e`` through ``if``/``else`` branches, each with its constant value (or None)."""
+    if isinstance(e, ast.IfExpr):
+        return constant_leaves(e.then) + constant_leaves(e.else_)
+    return [(_constant(e), e)]
+
+
+def _never_empty(loop: ast.Loop) -> bool:
+    """A loop over a non-empty list literal without ``where``: an aggregate over it always has a value."""
+    return loop.where is None and isinstance(loop.iterable, ast.ListLit) and len(loop.iterable.items) > 0
 
 
 def decode_string(raw: str) -> str | None:

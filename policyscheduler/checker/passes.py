@@ -11,7 +11,7 @@ import re
 from collections.abc import Sequence
 
 from policyscheduler.checker.env import Schema
-from policyscheduler.checker.expressions import Binding, ExprChecker, Info, Scope
+from policyscheduler.checker.expressions import Binding, ExprChecker, Info, Scope, constant_leaves
 from policyscheduler.checker.types import BOOL, ERROR, INT, STRING, ListT, Type
 from policyscheduler.diagnostics import Diagnostic, error, warning
 from policyscheduler.syntax import ast
@@ -101,7 +101,10 @@ def check_header(rule: ast.Rule, checked: CheckedRule, diags: list[Diagnostic]) 
     if re.fullmatch(r"\d+", rule.weight_text) and 1 <= int(rule.weight_text) <= 100:
         checked.weight = int(rule.weight_text)
     else:
-        diags.append(error("weight-range", f"weight must be an integer from 1 to 100, got {rule.weight_text}",
+        hint = ""
+        if re.fullmatch(r"-?0+(\.0*)?", rule.weight_text):
+            hint = f"; to turn the rule off write 'disable score {rule.name}'"
+        diags.append(error("weight-range", f"weight must be an integer from 1 to 100, got {rule.weight_text}{hint}",
                            rule.weight_span))
     if rule.normalize is not None:
         if rule.normalize in NORMALIZE_MODES:
@@ -110,6 +113,26 @@ def check_header(rule: ast.Rule, checked: CheckedRule, diags: list[Diagnostic]) 
             assert rule.normalize_span is not None
             diags.append(error("unknown-normalize", f"unknown normalize mode '{rule.normalize}'; use one of "
                                + ", ".join(NORMALIZE_MODES), rule.normalize_span))
+
+
+def _check_constant_value(value: ast.Expr, mode: str, diags: list[Diagnostic]) -> None:
+    """``value 250`` with ``normalize none`` fails on every node: say so at lint time (each constant
+    result of the value, through if/else branches, must be one the normalisation takes)."""
+    leaves = constant_leaves(value)
+    whole = len(leaves) == 1  # the value itself is a constant: every node fails (an error); else one branch is
+    for const, e in leaves:
+        if const is None:
+            continue
+        report = error if whole else warning
+        what = "this value is always" if whole else "this branch of the value is"
+        where = "on every node" if whole else "on every node that takes this branch"
+        if mode == "none" and not 0 <= const <= 100:
+            diags.append(report("score-range", f"{what} {const}, outside 0..100, which 'normalize none' requires, "
+                                f"so the rule fails {where} (0 points there); scale it into 0..100 or use "
+                                "'normalize scale' (the best node gets 100)", e.span))
+        elif mode in ("scale", "reverse", "spread") and const < 0:
+            diags.append(report("score-range", f"{what} {const}, and 'normalize {mode}' needs raw scores >= 0, so "
+                                f"the rule fails {where}; use 'normalize minmax' for negative values", e.span))
 
 
 def check_clauses(rule: ast.Rule, schema: Schema, checked: CheckedRule, diags: list[Diagnostic]) -> None:
@@ -159,6 +182,8 @@ def check_clauses(rule: ast.Rule, schema: Schema, checked: CheckedRule, diags: l
                 diags.append(error("type-mismatch", f"'value' must be an int, got {t}"
                                    + ("; use trunc() or round()" if str(t) in ("float", "quantity") else ""),
                                    c.value.span))
+            elif t == INT:
+                _check_constant_value(c.value, checked.normalize, diags)
     for let, b in lets:
         if not b.used:
             diags.append(warning("unused-binding", f"'{let.name}' is bound but never used", let.name_span))

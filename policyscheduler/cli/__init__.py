@@ -47,6 +47,13 @@ def _parser() -> argparse.ArgumentParser:
         description="Schedule the pending pods of a cluster snapshot one by one under a policy set.",
     )
     simulate.add_arguments(sim)
+    from policyscheduler.cli import policies
+
+    policies.add_arguments(commands.add_parser(
+        "policies",
+        help="about the bundled default policies ('policies path': where they are)",
+        description="Print where the bundled default policy set is (the one every command layers your files on).",
+    ))
     return parser
 
 
@@ -61,6 +68,10 @@ def _dispatch(argv: list[str]) -> int:
         from policyscheduler.cli import simulate
 
         return simulate.run(args)
+    if args.command == "policies":
+        from policyscheduler.cli import policies
+
+        return policies.run(args)
     parser.print_help(sys.stderr)
     return 2
 

@@ -6,21 +6,33 @@ error, a document that is not a Kubernetes object, or a malformed field the API 
 refused (an invalid quantity, a selector of the wrong shape): the object model would replace such a
 field by an empty value, which would silently change the placements, so nothing is simulated.
 Warnings and notes go to stderr and do not change the status: skipped kinds, policy warnings, a node
-without allocatable pods, a pod bound to a node missing from the input.
+without allocatable pods, a pod bound to a node missing from the input, pending pods left to another
+scheduler, score rules that failed on some node.
+
+Policies: ``--policies`` adds the user's files to the bundled defaults (see
+:func:`policyscheduler.loader.load_layered`, shared with ``lint`` and ``run``). Pods: only pending pods
+whose ``spec.schedulerName`` is the simulated scheduler's (``--scheduler-name``, default
+``policy-scheduler``) are scheduled, as the live scheduler would; ``--include-default-scheduler`` also
+takes ``default-scheduler`` pods (and pods without a schedulerName, which the API server defaults to
+it). The others are left out of the run, and their number is reported.
 """
 
 from __future__ import annotations
 
 import argparse
 import sys
+from collections import Counter
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TextIO
+from typing import Any, TextIO
 
-__all__ = ["add_arguments", "main", "run"]
+__all__ = ["add_arguments", "main", "run", "scheduler_name", "score_error_lines", "select_pods"]
 
 EXIT_OK = 0
 EXIT_BAD_INPUT = 2
+DEFAULT_SCHEDULER_NAME = "policy-scheduler"
+KUBE_DEFAULT_SCHEDULER = "default-scheduler"
+MAX_SCORE_ERROR_LINES = 10
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -35,10 +47,35 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--policies",
         metavar="DIR",
         action="append",
-        help="policy folder or file (repeatable); default: the bundled default policy set",
+        help="policy folder or file (repeatable, in order; folders are searched recursively), added to the "
+        "bundled default set (which a file can change with replace/override/disable, or drop with "
+        "'use defaults none'); see 'policyscheduler policies path'",
+    )
+    parser.add_argument(
+        "--allow-empty",
+        action="store_true",
+        help="accept --policies paths without policy files and a policy set without filter rules",
+    )
+    parser.add_argument(
+        "--scheduler-name",
+        default=DEFAULT_SCHEDULER_NAME,
+        metavar="NAME",
+        help=f"schedule only pending pods whose spec.schedulerName is NAME (default: {DEFAULT_SCHEDULER_NAME})",
+    )
+    parser.add_argument(
+        "--include-default-scheduler",
+        action="store_true",
+        help=f"also schedule pods of {KUBE_DEFAULT_SCHEDULER!r} (and pods without a schedulerName)",
     )
     parser.add_argument("--output", "-o", choices=("table", "json"), default="table", help="output format (default: table)")
     parser.add_argument("--seed", type=int, default=0, help="seed for breaking score ties (default: 0)")
+    parser.add_argument(
+        "--engine",
+        choices=("vector", "reference"),
+        default="vector",
+        help="how rules are evaluated: 'vector' (whole-cluster numpy operations, the default) or "
+        "'reference' (node by node; the oracle the vector engine is tested against); same placements",
+    )
 
 
 def _refuse(err: TextIO, problems: Sequence[str], why: str) -> int:
@@ -47,6 +84,70 @@ def _refuse(err: TextIO, problems: Sequence[str], why: str) -> int:
         err.write(f"error: {problem}\n")
     err.write(f"policyscheduler simulate: {why}; nothing was simulated\n")
     return EXIT_BAD_INPUT
+
+
+def scheduler_name(obj: dict[str, Any]) -> str:
+    """A pod's ``spec.schedulerName``; the API server defaults a missing one to ``default-scheduler``."""
+    spec = obj.get("spec")
+    name = spec.get("schedulerName") if isinstance(spec, dict) else None
+    return name if isinstance(name, str) and name else KUBE_DEFAULT_SCHEDULER
+
+
+def select_pods(objects: list[dict[str, Any]], name: str, include_default: bool) -> tuple[list[dict[str, Any]], Counter[str]]:
+    """The objects without the pending pods another scheduler owns, and how many were left out per
+    scheduler name. Running pods stay whatever their scheduler: they take room on their nodes."""
+    from policyscheduler.simulate import is_pending
+
+    accepted = {name} | ({KUBE_DEFAULT_SCHEDULER} if include_default else set())
+    kept: list[dict[str, Any]] = []
+    skipped: Counter[str] = Counter()
+    for obj in objects:
+        if is_pending(obj) and scheduler_name(obj) not in accepted:
+            skipped[scheduler_name(obj)] += 1
+            continue
+        kept.append(obj)
+    return kept, skipped
+
+
+def _skipped_note(skipped: Counter[str], name: str, include_default: bool) -> str:
+    total = sum(skipped.values())
+    parts = ", ".join(f"{count} {who}" for who, count in sorted(skipped.items(), key=lambda kv: (-kv[1], kv[0])))
+    hint = "" if include_default or KUBE_DEFAULT_SCHEDULER not in skipped else \
+        f"; add --include-default-scheduler to schedule the {KUBE_DEFAULT_SCHEDULER} ones too"
+    return (f"note: skipped {total} pending pod{'' if total == 1 else 's'} that another scheduler owns ({parts}): "
+            f"this run schedules spec.schedulerName {name!r} (--scheduler-name){hint}")
+
+
+def score_error_lines(decisions: Sequence[Any]) -> list[str]:
+    """One ``warning:`` line per (rule, location, error) over the run: how many nodes and pods it hit."""
+    groups: dict[tuple[str, str | None, str], tuple[set[str | None], set[str]]] = {}
+    for decision in decisions:
+        for e in getattr(decision, "score_errors", ()):
+            nodes, pods = groups.setdefault((e.rule, e.location, e.message), (set(), set()))
+            nodes.add(e.node)
+            pods.add(decision.pod)
+    lines: list[str] = []
+    for (rule, location, message), (nodes, pods) in list(groups.items())[:MAX_SCORE_ERROR_LINES]:
+        where = f"{location}: " if location else ""
+        on = "every node" if None in nodes else f"{len(nodes)} node{'' if len(nodes) == 1 else 's'}"
+        example = sorted(n for n in nodes if n is not None)[:1]
+        lines.append(f"warning: {where}score rule {rule} failed: {message} -- on {on} for {len(pods)} "
+                     f"pod{'' if len(pods) == 1 else 's'}" + (f" (e.g. node {example[0]})" if example else "")
+                     + "; those nodes got 0 for this rule and stayed feasible")
+    if len(groups) > MAX_SCORE_ERROR_LINES:
+        lines.append(f"warning: ... and {len(groups) - MAX_SCORE_ERROR_LINES} more score rule failures "
+                     "(--output json lists every one under score_errors)")
+    return lines
+
+
+def _malformed(warnings: Sequence[str]) -> list[str]:
+    """The object model's notes about fields it could not read, said as what they mean here: the live
+    scheduler would read such a field as absent (the note's "ignored"), the simulation refuses."""
+    out = []
+    for w in warnings:
+        text = w[: -len("; ignored")] if w.endswith("; ignored") else w
+        out.append(text)
+    return out
 
 
 def _progress(stream: TextIO) -> Callable[[int, int], None] | None:
@@ -69,18 +170,19 @@ def _progress(stream: TextIO) -> Callable[[int, int], None] | None:
 def run(args: argparse.Namespace, *, stdout: TextIO | None = None, stderr: TextIO | None = None) -> int:
     """Execute ``simulate`` with parsed ``args``; returns the exit status."""
     from policyscheduler.diagnostics import render_text
+    from policyscheduler.evaluation import make_evaluator
     from policyscheduler.inputs import read_objects
-    from policyscheduler.loader import load_policy_set
+    from policyscheduler.loader import load_layered
     from policyscheduler.simulate import simulate
-    from policyscheduler.simulate.defaults import default_policies_dir, demo_cluster_dir
+    from policyscheduler.simulate.defaults import demo_cluster_dir
     from policyscheduler.simulate.output import render_json, render_table
     from policyscheduler.simulate.run import prepare
 
     out = stdout if stdout is not None else sys.stdout
     err = stderr if stderr is not None else sys.stderr
 
-    policy_paths: list[str | Path] = list(args.policies or [default_policies_dir()])
-    loaded = load_policy_set(policy_paths)
+    policy_paths: list[str | Path] = list(args.policies or [])
+    loaded = load_layered(policy_paths, allow_empty=args.allow_empty)
     if loaded.diagnostics:  # already sorted; rendered exactly as lint renders them
         err.write(render_text(loaded.diagnostics, loaded.sources).rstrip("\n") + "\n")
     if loaded.policy_set is None:
@@ -95,20 +197,31 @@ def run(args: argparse.Namespace, *, stdout: TextIO | None = None, stderr: TextI
     if not read.objects:  # e.g. `kubectl get pods -o yaml` against the wrong context: say so, not just 0/0
         err.write("warning: the input holds no Nodes, Pods or other objects simulate looks at\n")
 
-    prepared = prepare(read.objects)
+    objects, skipped = select_pods(list(read.objects), args.scheduler_name, args.include_default_scheduler)
+    if skipped:
+        err.write(_skipped_note(skipped, args.scheduler_name, args.include_default_scheduler) + "\n")
+    prepared = prepare(objects)
     for note in prepared.snapshot.notes:
         err.write(f"note: {note}\n")
     # The object model never raises on malformed objects: it degrades bad fields to empty values and
     # says so. The scheduler must keep going on them; a simulation would give silently wrong answers.
     if prepared.snapshot.warnings:
-        return _refuse(err, prepared.snapshot.warnings, "malformed objects (fix them or leave them out)")
+        n = len(prepared.snapshot.warnings)
+        return _refuse(err, _malformed(prepared.snapshot.warnings),
+                       f"{n} field{'' if n == 1 else 's'} above could not be read (fix "
+                       f"{'it' if n == 1 else 'them'} or leave those objects out): the live scheduler would read "
+                       f"{'it' if n == 1 else 'them'} as absent (a bad request as no request, a bad capacity as "
+                       "none), which would silently change the placements")
     progress = _progress(err)
     try:
-        sim = simulate(loaded.policy_set, read.objects, seed=args.seed, progress=progress, prepared=prepared)
+        sim = simulate(loaded.policy_set, objects, seed=args.seed, progress=progress, prepared=prepared,
+                       evaluator=make_evaluator(args.engine))
     finally:
         if progress is not None:
             err.write("\r\033[K")
             err.flush()
+    for line in score_error_lines(sim.decisions):
+        err.write(line + "\n")
     if args.output == "json":
         out.write(render_json(sim) + "\n")
     else:

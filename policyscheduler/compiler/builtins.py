@@ -12,6 +12,8 @@ from collections.abc import Sequence
 from fractions import Fraction
 from typing import Any
 
+from policyscheduler.checker.conversions import format_value, parse_float, parse_int, parse_quantity
+
 
 class EvalFailure(Exception):
     """A runtime failure inside an expression (caught and located by closures.py)."""
@@ -103,3 +105,30 @@ def member(item: Any, container: Any) -> bool:
     if isinstance(item, (list, tuple)):
         return any(equal(item, x) for x in container)
     return item in container
+
+
+def to_str(x: Any) -> str:
+    """``str(x)``: see :func:`policyscheduler.checker.conversions.format_value` (Go formatting)."""
+    return format_value(x)
+
+
+def is_int(s: str) -> bool:
+    """``is_int(s)``: would ``int(s)`` parse."""
+    return parse_int(s) is not None
+
+
+def is_float(s: str) -> bool:
+    """``is_float(s)``: would ``float(s)`` parse."""
+    return parse_float(s) is not None
+
+
+def is_quantity(s: str) -> bool:
+    """``is_quantity(s)``: would ``quantity(s)`` parse."""
+    return parse_quantity(s) is not None
+
+
+def split(s: str, sep: str) -> tuple[str, ...]:
+    """Go ``strings.Split``: an empty separator splits after each character; "" gives [""]."""
+    if sep == "":
+        return tuple(s)
+    return tuple(s.split(sep))

@@ -13,11 +13,13 @@ from collections.abc import Callable, Iterator
 from fractions import Fraction
 from typing import Any
 
+from policyscheduler.checker.conversions import parse_float, parse_int, parse_quantity
 from policyscheduler.checker.expressions import Info
 from policyscheduler.checker.types import (
     FLOAT,
     INT,
     QUANTITY,
+    STRING,
     ListT,
     MapT,
     Type,
@@ -45,8 +47,27 @@ _LITERALS = (ast.IntLit, ast.FloatLit, ast.QuantityLit, ast.StringLit, ast.BoolL
 
 _ONE_ARG_GENERICS: dict[str, Callable[[Any], Any]] = {
     "len": len, "abs": abs, "trunc": rt.go_trunc, "round": rt.go_round, "float": rt.to_float,
-    "ln": rt.ln, "sqrt": rt.sqrt, "first": rt.first,
+    "ln": rt.ln, "sqrt": rt.sqrt, "first": rt.first, "int": rt.go_trunc, "quantity": Fraction,
+    "str": rt.to_str, "lower": str.lower, "is_int": rt.is_int, "is_float": rt.is_float,
+    "is_quantity": rt.is_quantity,
 }
+_TWO_ARG_GENERICS: dict[str, Callable[[Any, Any], Any]] = {
+    "starts_with": str.startswith, "ends_with": str.endswith, "split": rt.split,
+}
+_PARSERS: dict[str, Callable[[str], Any]] = {"int": parse_int, "float": parse_float, "quantity": parse_quantity}
+
+
+def _located_default(default: Fn | None, parse: Callable[[str], Any], what: str) -> Callable[[dict[str, Any], str], Any]:
+    def convert(f: dict[str, Any], text: str) -> Any:
+        value = parse(text)
+        if value is not None:
+            return value
+        if default is None:
+            kind = {"int": "an integer", "float": "a number"}.get(what, "a quantity")
+            raise rt.EvalFailure(f"{what}({text!r}): not {kind} (add ', default D' for values that may not parse)")
+        return default(f)
+
+    return convert
 
 
 def _guard(fn: Fn, span: Span) -> Fn:
@@ -297,6 +318,15 @@ class ExprCompiler(ExprVisitor[Fn]):
 
         return _guard(no_default, e.span)
 
+    def _conversion(self, e: ast.Call, name: str, t: Type) -> Fn:
+        """int/float/quantity of a string: parsed with Go's rules; the default (or a located failure) otherwise."""
+        x = self.compile(e.args[0])
+        default = self.as_type(e.default, t) if e.default is not None else None
+        convert = _located_default(default, _PARSERS[name], name)
+        if default is not None:
+            return lambda f: convert(f, x(f))
+        return _guard(lambda f: convert(f, x(f)), e.span)
+
     # -- calls
     def _Call(self, e: ast.Call) -> Fn:
         kind, name = self.info.calls[id(e)]
@@ -320,6 +350,14 @@ class ExprCompiler(ExprVisitor[Fn]):
             args = [self.as_type(a, t) for a in e.args]
             pick = min if name == "min" else max
             return lambda f: pick(a(f) for a in args)
+        if name in _TWO_ARG_GENERICS:
+            fn2 = _TWO_ARG_GENERICS[name]
+            a, b = self.compile(e.args[0]), self.compile(e.args[1])
+            if name == "split":
+                return _guard(lambda f: fn2(a(f), b(f)), e.span)
+            return lambda f: fn2(a(f), b(f))
+        if name in _PARSERS and self.type_of(e.args[0]) == STRING:
+            return self._conversion(e, name, t)
         x = self.compile(e.args[0])
         fn = _ONE_ARG_GENERICS[name]
         return _guard(lambda f: fn(x(f)), e.span)

@@ -138,10 +138,12 @@ class PolicySet:
         return frozenset().union(*(a.reads for a in self.analyses.values()))
 
 
-def digest_of(files: Sequence[tuple[str, str]]) -> str:
-    """sha256 hex over the sorted (file name, text) pairs (each name and text followed by a NUL byte)."""
+def digest_of(files: Sequence[tuple[str, str]], *, ordered: bool = False) -> str:
+    """sha256 hex over the (file name, text) pairs (each name and text followed by a NUL byte), sorted
+    unless ``ordered`` (a layered set: its file order is its filter order, so it is part of its identity;
+    for files already in name order both give the same digest)."""
     h = hashlib.sha256()
-    for name, text in sorted(files):
+    for name, text in (files if ordered else sorted(files)):
         h.update(name.encode("utf-8", "surrogatepass") + b"\0")
         h.update(text.encode("utf-8", "surrogatepass") + b"\0")
     return h.hexdigest()

@@ -18,7 +18,7 @@ if TYPE_CHECKING:  # annotations only: a Decision is plain data and must not pul
     from policyscheduler.compiler import PolicySet
     from policyscheduler.objects import ClusterSnapshot
 
-__all__ = ["NodeVerdict", "RuleScore", "Decision", "Evaluator", "FEASIBLE", "LazyMap", "LazyList"]
+__all__ = ["NodeVerdict", "RuleScore", "ScoreError", "Decision", "Evaluator", "FEASIBLE", "LazyMap", "LazyList"]
 
 _K = TypeVar("_K")
 _V = TypeVar("_V")
@@ -132,12 +132,35 @@ FEASIBLE = NodeVerdict(rule=None)
 
 @dataclasses.dataclass(frozen=True)
 class RuleScore:
-    """One score rule's result on one node: raw value, normalised 0..100, and × weight."""
+    """One score rule's result on one node: raw value, normalised 0..100, and × weight.
+
+    A rule that failed on the node gives ``RuleScore(0, 0, 0)`` there (a score is a preference: a failure
+    costs the node this rule's points, never its feasibility); the failure is in ``Decision.score_errors``.
+    """
 
     raw: int
     normalized: int
     weighted: int
     ignored: bool = False
+
+
+@dataclasses.dataclass(frozen=True)
+class ScoreError:
+    """A score rule that failed for the pod on a node (``node`` None: on every node, e.g. its ``applies
+    when`` failed). The node kept its feasibility and got 0 for the rule; this says so, with where.
+
+    ``location`` is ``file:line:col`` of the failing expression (for a raw value the normalisation cannot
+    take, the rule's ``value``); ``message`` the error.
+    """
+
+    rule: str
+    node: str | None
+    location: str | None
+    message: str
+
+    def to_json(self) -> dict[str, Any]:
+        """The ``score_errors`` item of ``simulate --output json``."""
+        return {"rule": self.rule, "node": self.node, "location": self.location, "message": self.message}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -147,7 +170,8 @@ class Decision:
     ``scores`` maps score rule name -> node name -> :class:`RuleScore` for the feasible nodes;
     ``totals`` the summed weighted score per feasible node; ``top`` the feasible nodes sharing the best
     total (in node order); ``node`` the one chosen among them (``None`` when nothing is feasible, then
-    ``message`` holds the FailedScheduling text).
+    ``message`` holds the FailedScheduling text). ``score_errors`` lists the score rules that failed on
+    some node (that node got 0 for the rule and stayed feasible), in rule order then node order.
     """
 
     pod: str
@@ -160,16 +184,21 @@ class Decision:
     score: int | None
     message: str | None
     policy_digest: str
+    score_errors: tuple[ScoreError, ...] = ()
 
     def to_json(self) -> dict[str, Any]:
-        """The JSON-ready summary used by ``simulate --output json`` (one placement)."""
-        return {
+        """The JSON-ready summary used by ``simulate --output json`` (one placement); ``score_errors`` is
+        there only when some score rule failed for the pod (an additive extension of the documented shape)."""
+        doc: dict[str, Any] = {
             "pod": self.pod,
             "node": self.node,
             "score": self.score,
             "top": list(self.top),
             "message": self.message,
         }
+        if self.score_errors:
+            doc["score_errors"] = [e.to_json() for e in self.score_errors]
+        return doc
 
 
 class Evaluator(Protocol):

@@ -13,23 +13,35 @@ code arrays into a table of distinct :class:`NodeVerdict` values (a rule rejecti
 same reason yields one verdict and 4,000 int32 codes). The :class:`Decision` keeps these compact arrays
 and expands its per-node dicts only when someone reads them.
 
-Runtime errors never crash a decision: the node gets an error verdict naming the rule and becomes
-infeasible (for a score rule too: see grammar/LANGUAGE.md); a failing ``applies when`` fails every node
-that reaches the rule.
+Runtime errors never crash a decision. In a *filter* the node gets an error verdict naming the rule and
+becomes infeasible (a filter that cannot decide must not let a pod through); a failing filter ``applies
+when`` fails every node that reaches the rule. In a *score* rule a failure (or a raw value the rule's
+normalisation cannot take) gives that node 0 for that rule, leaves it out of that rule's normalisation
+and keeps it feasible -- a preference never acts as a filter -- and the failure is recorded in
+``Decision.score_errors`` with the rule, the node and ``file:line:col`` (see grammar/LANGUAGE.md); a
+failing score ``applies when`` gives 0 on every node, recorded once with no node.
 """
 
 from __future__ import annotations
 
 import itertools
 import random
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
 import numpy as np
 import numpy.typing as npt
 
 from policyscheduler.diagnostics import PolicyRuntimeError
-from policyscheduler.evaluation.decision import FEASIBLE, Decision, LazyList, LazyMap, NodeVerdict, RuleScore
+from policyscheduler.evaluation.decision import (
+    FEASIBLE,
+    Decision,
+    LazyList,
+    LazyMap,
+    NodeVerdict,
+    RuleScore,
+    ScoreError,
+)
 from policyscheduler.evaluation.message import failed_scheduling_message, pod_rejected_message
 from policyscheduler.evaluation.normalize import normalize_array, raw_error
 
@@ -127,6 +139,8 @@ _NOT_APPLIED = RuleScore(0, 0, 0, False)
 """A score rule's result on every node when its ``applies when`` is false (shared: immutable)."""
 _IGNORED = RuleScore(0, 0, 0, True)
 """A score rule's result on a node its ``ignore node when`` clause excludes."""
+_FAILED = RuleScore(0, 0, 0, False)
+"""A score rule's result on a node where it failed (the failure is in ``Decision.score_errors``)."""
 
 _Filters = list[tuple["FilterRule", NodeVerdict | None]]
 """The filters that apply to the pod, each with the verdict of every node reaching it when its
@@ -134,12 +148,13 @@ per-pod part (``applies when`` / ``reject pod``) failed at run time, else None."
 
 
 class _Scored(NamedTuple):
-    """An applying score rule's results over the nodes it ran on (``cand``)."""
+    """An applying score rule's results over the feasible nodes: ``failed[j]`` is the error message of
+    node j (None when the rule worked there)."""
 
     rule: ScoreRule
-    cand: Indexes
     raw: npt.NDArray[Any]
     ignored: npt.NDArray[np.bool_]
+    failed: list[str | None] | None
 
 
 class _NodeNames:
@@ -220,50 +235,50 @@ class Driver:
             return _unschedulable(key, names, codes, table, digest)
         cluster.set_feasible([names[i] for i in active.tolist()])  # kube's PreScore sees the filtered nodes
 
-        # 3. Score: raw values rule by rule; errors (and values the mode cannot take) make nodes infeasible.
+        # 3. Score: raw values rule by rule. A failure (or a value the mode cannot take) costs the node
+        #    this rule's points and is recorded; it never makes the node infeasible.
         scored: list[_Scored | ScoreRule] = []
-        for rule in policy_set.scores:
-            if active.size == 0:
-                break
+        score_errors: list[ScoreError] = []
+        for srule in policy_set.scores:
             try:
-                applies = rule.applies(pod_env)
+                applies = srule.applies(pod_env)
             except PolicyRuntimeError as err:
-                codes[active] = _intern(table, runtime_verdict(rule.name, err))
-                active = active[:0]
-                break
-            if not applies:
-                scored.append(rule)
+                score_errors.append(ScoreError(srule.name, None, _where(err.span), err.message))
+                scored.append(srule)
                 continue
-            out = run.score(rule, active)
+            if not applies:
+                scored.append(srule)
+                continue
+            out = run.score(srule, active)
             errors, verdicts = out.errors.copy(), list(out.verdicts)
             usable = (errors < 0) & ~out.ignored
             if usable.any():
-                _mode_errors(rule, out.raw, usable, errors, verdicts)
-            scored.append(_Scored(rule, active, out.raw, out.ignored))
-            active = _record(codes, table, active, errors, verdicts)
-        if active.size == 0:
-            return _unschedulable(key, names, codes, table, digest)
+                _mode_errors(srule, out.raw, usable, errors, verdicts)
+            failures: list[str | None] | None = None
+            if (errors >= 0).any():
+                failures = [None] * int(active.size)
+                for j in np.flatnonzero(errors >= 0).tolist():
+                    error = _score_error(srule, names[int(active[j])], verdicts[int(errors[j])])
+                    score_errors.append(error)
+                    failures[j] = error.message
+            scored.append(_Scored(srule, out.raw, out.ignored, failures))
 
-        # 4. Normalise over the kept (feasible, not ignored) nodes; weight; sum; pick among the best.
+        # 4. Normalise over the kept (feasible, not ignored, not failed) nodes; weight; sum; pick among the best.
         kept = active
-        keep_mask = np.zeros(n, dtype=np.bool_)
-        keep_mask[kept] = True
         totals = np.zeros(kept.size, dtype=np.int64)
-        per_rule: list[tuple[str, tuple[npt.NDArray[Any], npt.NDArray[np.int64], npt.NDArray[np.bool_], int] | None]] = []
+        per_rule: list[tuple[str, _Detail | None]] = []
         for item in scored:
             if not isinstance(item, _Scored):
                 per_rule.append((item.name, None))
                 continue
-            at = keep_mask[item.cand]
-            raw, ignored = item.raw[at], item.ignored[at]
             norm = np.zeros(kept.size, dtype=np.int64)
-            take = ~ignored
+            take = ~item.ignored
+            if item.failed is not None:
+                take &= np.array([f is None for f in item.failed], dtype=np.bool_)
             if take.any():
-                norm[take] = normalize_array(item.rule.normalize, raw[take])
+                norm[take] = normalize_array(item.rule.normalize, item.raw[take])
             totals += norm * item.rule.weight
-            per_rule.append((item.rule.name, (raw, norm, ignored, item.rule.weight)))
-        for rule in policy_set.scores[len(scored):]:
-            per_rule.append((rule.name, None))
+            per_rule.append((item.rule.name, (item.raw, norm, item.ignored, item.rule.weight, item.failed)))
         best = int(totals.max())
         top_idx = kept[totals == best]
         top = [names[i] for i in top_idx.tolist()]
@@ -275,8 +290,39 @@ class Driver:
             kept_names,
             LazyMap(lambda: _score_maps(per_rule, kept_names)),
             LazyMap(lambda: dict(zip(kept_names, totals.tolist()))),
-            top, best, None, digest,
+            top, best, None, digest, tuple(score_errors),
         )
+
+
+_Detail = tuple[npt.NDArray[Any], npt.NDArray[np.int64], npt.NDArray[np.bool_], int, "list[str | None] | None"]
+"""A score rule's raw values, normalised values, ignored mask, weight and per-node failure messages."""
+
+
+def _where(span: Any) -> str | None:
+    return None if span is None else f"{span.file}:{span.line}:{span.col}"
+
+
+def _value_location(rule: ScoreRule) -> str:
+    """``file:line:col`` of the rule's ``value`` expression (where a raw value comes from)."""
+    checked = rule.checked
+    if checked is not None and checked.rule.clauses:
+        last = checked.rule.clauses[-1]
+        value = getattr(last, "value", None)
+        span = getattr(value, "span", None) or last.span
+        return f"{span.file}:{span.line}:{span.col}"
+    return f"{rule.span.file}:{rule.span.line}:{rule.span.col}"
+
+
+def _score_error(rule: ScoreRule, node: str, verdict: NodeVerdict) -> ScoreError:
+    """The :class:`ScoreError` of a backend's error verdict (see :func:`error_verdict`)."""
+    prefix = f"policy error in rule {verdict.rule}: "
+    first = verdict.reasons[0] if verdict.reasons else ""
+    message = first[len(prefix):] if first.startswith(prefix) else (verdict.error or first)
+    detail = verdict.error or message
+    location: str | None = None
+    if detail.endswith(": " + message) and len(detail) > len(message) + 2:
+        location = detail[: -len(message) - 2]
+    return ScoreError(rule.name, node, location or _value_location(rule), message)
 
 
 def _pre_filter(rules: Sequence[FilterRule], pod_env: dict[str, Any]) -> tuple[_Filters, NodeVerdict | None]:
@@ -335,17 +381,17 @@ def _verdict_map(names: list[str], codes: Codes, table: list[NodeVerdict]) -> di
     return {name: (table[c] if c >= 0 else FEASIBLE) for name, c in zip(names, codes.tolist())}
 
 
-def _score_maps(per_rule: list[tuple[str, tuple[npt.NDArray[Any], npt.NDArray[np.int64], npt.NDArray[np.bool_], int] | None]],
-                kept: Sequence[str]) -> dict[str, dict[str, RuleScore]]:
-    out: dict[str, dict[str, RuleScore]] = {}
+def _score_maps(per_rule: list[tuple[str, _Detail | None]], kept: Sequence[str]) -> dict[str, Mapping[str, RuleScore]]:
+    out: dict[str, Mapping[str, RuleScore]] = {}
     for name, detail in per_rule:
         if detail is None:
             out[name] = dict.fromkeys(kept, _NOT_APPLIED)
             continue
-        raw, norm, ignored, weight = detail
+        raw, norm, ignored, weight, failed = detail
+        errs = failed if failed is not None else [None] * len(kept)
         out[name] = {
-            node: (_IGNORED if ign else RuleScore(int(r), nv, nv * weight, False))
-            for node, r, nv, ign in zip(kept, raw.tolist(), norm.tolist(), ignored.tolist())
+            node: (_IGNORED if ign else _FAILED if err is not None else RuleScore(int(r), nv, nv * weight, False))
+            for node, r, nv, ign, err in zip(kept, raw.tolist(), norm.tolist(), ignored.tolist(), errs)
         }
     return out
 

@@ -18,11 +18,13 @@ backends. The steps of a decision, for one pod:
    checked against the rule's mode (:func:`normalize.raw_error`), then normalised, multiplied by the
    weight and summed. The best total wins; ties are broken with ``rng.choice(top)``.
 
-Runtime errors (:class:`PolicyRuntimeError`, and raw scores a mode cannot take) never crash: the node
-gets an error verdict naming the rule, becomes infeasible, and its histogram reason reads
-``policy error in rule <rule>: <message>``. A failing ``applies when`` fails every node that reaches the
-rule. Score errors are all collected before normalising, so normalisation only ever sees the nodes that
-stay feasible and every normalised score lies in 0..100.
+Runtime errors (:class:`PolicyRuntimeError`, and raw scores a mode cannot take) never crash. In a
+filter the node gets an error verdict naming the rule, becomes infeasible, and its histogram reason
+reads ``policy error in rule <rule>: <message>``; a failing filter ``applies when`` fails every node
+that reaches the rule. In a score rule the node gets 0 for that rule, stays feasible and is left out of
+that rule's normalisation (so every normalised score still lies in 0..100), and the failure is listed in
+``Decision.score_errors`` with the node and ``file:line:col``. This backend reports the errors
+(:meth:`ReferenceRun.score`); the driver decides what they mean.
 """
 
 from __future__ import annotations

@@ -26,8 +26,13 @@ def _package_dir(*parts: str) -> Path | None:
 
 
 def default_policies_dir() -> Path:
-    """The bundled default policies (installed copy first, then the source checkout's ``policies/``)."""
-    return _package_dir("policies") or (_REPO_ROOT / "policies")
+    """The bundled default policies (installed copy first, then the source checkout's ``policies/``).
+
+    The loader owns this knowledge (every command layers user files on these); this is its name here.
+    """
+    from policyscheduler.loader import bundled_defaults_dir
+
+    return bundled_defaults_dir()
 
 
 def demo_cluster_dir() -> Path:

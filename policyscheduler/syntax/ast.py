@@ -68,9 +68,12 @@ class Attr:
 
 @dataclasses.dataclass(frozen=True)
 class Call:
+    """``func(args)``; ``default`` is the ``default D`` argument of a conversion (``int(s, default 0)``)."""
+
     func: Expr
     args: tuple[Expr, ...]
     span: Span
+    default: Expr | None = None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -238,6 +241,8 @@ class FilterRule:
     doc: str
     clauses: tuple[Clause, ...]
     span: Span
+    replaces: bool = False
+    """Written ``replace filter NAME``: takes the place of the rule of that name in the set."""
 
     kind = "filter"
 
@@ -253,11 +258,58 @@ class ScoreRule:
     normalize_span: Span | None
     clauses: tuple[Clause, ...]
     span: Span
+    replaces: bool = False
+    """Written ``replace score NAME``: takes the place of the rule of that name in the set; an empty
+    ``weight_text`` / a None ``normalize`` then keep the replaced rule's weight / normalisation."""
 
     kind = "score"
 
 
 Rule = FilterRule | ScoreRule
+
+# ----------------------------------------------------------------------------------------- statements
+
+
+@dataclasses.dataclass(frozen=True)
+class UseDefaults:
+    """``use defaults none``: the set starts empty instead of from the bundled defaults."""
+
+    mode: str
+    mode_span: Span
+    span: Span
+
+
+@dataclasses.dataclass(frozen=True)
+class Disable:
+    """``disable filter|score NAME``: the named rule is left out of the set."""
+
+    kind: str
+    name: str
+    name_span: Span
+    span: Span
+
+
+@dataclasses.dataclass(frozen=True)
+class Override:
+    """``override score NAME [weight N] [normalize MODE] [skip when C]`` (filters: ``skip when`` only).
+
+    ``skip`` holds the ``skip when`` conditions: the rule then applies only to pods for which none holds.
+    """
+
+    kind: str
+    name: str
+    name_span: Span
+    weight_text: str | None
+    weight_span: Span | None
+    normalize: str | None
+    normalize_span: Span | None
+    skip: tuple[Expr, ...]
+    settings: tuple[tuple[str, Span], ...]
+    """Every setting as written (``("weight", span)`` ...), so the loader can report repeats."""
+    span: Span
+
+
+Statement = UseDefaults | Disable | Override
 
 
 @dataclasses.dataclass(frozen=True)
@@ -267,3 +319,5 @@ class Module:
     file: str
     rules: tuple[Rule, ...]
     span: Span
+    statements: tuple[Statement, ...] = ()
+    """Layering statements, in file order (``use defaults``, ``disable``, ``override``)."""

@@ -24,11 +24,12 @@ from policyscheduler.diagnostics import Diagnostic, Span, error
 from policyscheduler.source import SourceFile
 from policyscheduler.syntax import ast
 from policyscheduler.syntax.grammar import get_parser
-from policyscheduler.syntax.transformer import to_ast
+from policyscheduler.syntax.transformer import DefaultMisplaced, to_ast
 
 MAX_PARSE_ERRORS = 20
 
-_RULE_START = re.compile(r"^[ \t]*(filter|score)\b", re.MULTILINE)
+_RULE_START = re.compile(r"^[ \t]*(filter|score|use|disable|override|replace)\b", re.MULTILINE)
+_ITEM_KEYWORDS = {"FILTER", "SCORE", "USE", "DISABLE", "OVERRIDE", "REPLACE"}
 
 _NAMED = {
     "NAME": "a name",
@@ -37,6 +38,7 @@ _NAMED = {
     "QUANTITY": "a quantity",
     "STRING": "a string",
     "AGG_MINMAX": "'max'/'min'",
+    "REJECT_POD": "'reject pod'",
     "$END": "end of file",
 }
 _EXPR_START = {"NAME", "INT", "FLOAT", "QUANTITY", "STRING", "LSQB", "LPAR"}
@@ -72,7 +74,7 @@ def _describe_expected(expected: set[str]) -> str:
         rest -= _CLAUSES
         if {"FILTER", "SCORE"} <= rest:
             parts.append("the next rule")
-            rest -= {"FILTER", "SCORE", "$END"}
+            rest -= _ITEM_KEYWORDS | {"$END"}
     parts.extend(sorted(shown.get(t, t) for t in rest))
     if not parts:
         return "something else"
@@ -113,6 +115,9 @@ def _diagnose(exc: UnexpectedInput, src: SourceFile) -> Diagnostic:
         return error("unexpected-character", f"unexpected character {exc.char!r}{hint}", span)
     if isinstance(exc, UnexpectedToken):
         tok = exc.token
+        missing = _reject_without_reason(exc, src)
+        if missing is not None:
+            return missing
         expected_set = set(getattr(exc, "accepts", None) or exc.expected or ())
         expected = _describe_expected(expected_set)
         if tok.type == "$END":
@@ -131,6 +136,29 @@ def _diagnose(exc: UnexpectedInput, src: SourceFile) -> Diagnostic:
         return error("unexpected-token", f"unexpected {_describe_token(tok)}{hint}; expected {expected}", span)
     line, col = getattr(exc, "line", 1) or 1, getattr(exc, "column", 1) or 1
     return error("parse-error", str(exc).splitlines()[0], Span(src.name, line, col, line, col + 1))
+
+
+_REJECT_WHEN = re.compile(r"\breject\s+when\b")
+
+
+def _reject_without_reason(exc: UnexpectedToken, src: SourceFile) -> Diagnostic | None:
+    """``reject when C``: the reason was left out, which the grammar can only see as a name ``when``."""
+    tok = exc.token
+    line = (tok.end_line or tok.line or 1) if tok.type == "$END" else (tok.line or 1)
+    col = (tok.end_column or 1) if tok.type == "$END" else (tok.column or 1)
+    before = src.line(line)[: col - 1]
+    lines = [(line, before)]
+    if line > 1:
+        lines.insert(0, (line - 1, src.line(line - 1)))
+    for ln, text in reversed(lines):
+        found = list(_REJECT_WHEN.finditer(text))
+        if found:
+            m = found[-1]
+            span = Span(src.name, ln, m.start() + 1, ln, m.end() + 1)
+            return error("reject-needs-reason", "'reject' needs its reason before 'when': "
+                         "reject \"REASON\" when CONDITION (or 'require NOT-CONDITION' to use the rule's "
+                         "'reason')", span)
+    return None
 
 
 @dataclasses.dataclass
@@ -156,21 +184,24 @@ def _segments(text: str) -> _Segments:
 def parse(src: SourceFile) -> tuple[ast.Module | None, list[Diagnostic]]:
     """Parse one file. Returns the rules that parsed (None when nothing did) and the diagnostics."""
     segs = _segments(src.text)
-    rules: list[ast.Rule] = []
+    items: list[ast.Rule | ast.Statement] = []
     diags: list[Diagnostic] = []
-    _parse_range(src, segs, 0, len(segs.starts), rules, diags)
-    rules.sort(key=lambda r: (r.span.line, r.span.col))
+    _parse_range(src, segs, 0, len(segs.starts), items, diags)
+    items.sort(key=lambda r: (r.span.line, r.span.col))
     lines = src.lines
-    rules = [dataclasses.replace(r, doc=_doc_above(lines, r.span.line)) for r in rules]
+    rules = [dataclasses.replace(r, doc=_doc_above(lines, r.span.line)) for r in items
+             if isinstance(r, (ast.FilterRule, ast.ScoreRule))]
+    statements = tuple(s for s in items if not isinstance(s, (ast.FilterRule, ast.ScoreRule)))
     end_line = max(1, len(lines))
-    module = ast.Module(src.name, tuple(rules), Span(src.name, 1, 1, end_line, len(lines[-1]) + 1 if lines else 1))
-    if diags and not rules:
+    module = ast.Module(src.name, tuple(rules), Span(src.name, 1, 1, end_line, len(lines[-1]) + 1 if lines else 1),
+                        statements)
+    if diags and not items:
         return None, diags
     return module, diags
 
 
 def _parse_range(src: SourceFile, segs: _Segments, a: int, b: int,
-                 rules: list[ast.Rule], diags: list[Diagnostic]) -> None:
+                 rules: list[ast.Rule | ast.Statement], diags: list[Diagnostic]) -> None:
     if a >= b or len(diags) >= MAX_PARSE_ERRORS:
         return
     start = segs.starts[a]
@@ -185,6 +216,12 @@ def _parse_range(src: SourceFile, segs: _Segments, a: int, b: int,
         _parse_range(src, segs, a, failed, rules, diags)
         _parse_range(src, segs, failed + 1, b, rules, diags)
         return
+    except DefaultMisplaced as exc:
+        diags.append(error("misplaced-default", "'default D' must be the last argument of a conversion call, "
+                           "e.g. int(node.labels[\"gpus\"], default 0)", exc.span))
+        _parse_range(src, segs, a, _segment_of(segs, a, b, exc.span.line), rules, diags)
+        _parse_range(src, segs, _segment_of(segs, a, b, exc.span.line) + 1, b, rules, diags)
+        return
     except RecursionError:
         line = segs.lines[a]
         diags.append(error("too-deep", "an expression is nested too deeply; split it with 'let'",
@@ -196,6 +233,16 @@ def _parse_range(src: SourceFile, segs: _Segments, a: int, b: int,
                            Span(src.name, line, 1, line, 2)))
         return
     rules.extend(module.rules)
+    rules.extend(module.statements)
+
+
+def _segment_of(segs: _Segments, a: int, b: int, line: int) -> int:
+    """The segment (in [a, b)) holding ``line``."""
+    f = a
+    for k in range(a, b):
+        if segs.lines[k] <= line:
+            f = k
+    return f
 
 
 def _failing_segment(exc: UnexpectedInput, segs: _Segments, a: int, b: int) -> int:
@@ -207,7 +254,7 @@ def _failing_segment(exc: UnexpectedInput, segs: _Segments, a: int, b: int) -> i
     for k in range(a, b):
         if segs.lines[k] <= line:
             f = k
-    if (isinstance(tok, Token) and tok.type in {"FILTER", "SCORE"} and f > a
+    if (isinstance(tok, Token) and tok.type in _ITEM_KEYWORDS and f > a
             and segs.lines[f] == line and segs.cols[f] == col):
         f -= 1
     return f

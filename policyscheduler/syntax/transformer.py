@@ -36,7 +36,63 @@ class _ToAst(Transformer[Token, Any]):
 
     # -- file and rules
     def start(self, meta: Any, children: list[Any]) -> ast.Module:
-        return ast.Module(self.file, tuple(children), self._span(meta))
+        rules = tuple(c for c in children if isinstance(c, (ast.FilterRule, ast.ScoreRule)))
+        statements = tuple(c for c in children if not isinstance(c, (ast.FilterRule, ast.ScoreRule)))
+        return ast.Module(self.file, rules, self._span(meta), statements)
+
+    # -- layering statements
+    def rule_kind(self, meta: Any, children: list[Any]) -> str:
+        return str(children[0])
+
+    def use_defaults(self, meta: Any, children: list[Any]) -> ast.UseDefaults:
+        return ast.UseDefaults(str(children[0]), self._tok(children[0]), self._span(meta))
+
+    def disable_stmt(self, meta: Any, children: list[Any]) -> ast.Disable:
+        kind, name = children
+        return ast.Disable(kind, str(name), self._tok(name), self._span(meta))
+
+    def override_stmt(self, meta: Any, children: list[Any]) -> ast.Override:
+        kind, name, *settings = children
+        weight: tuple[str, Span] | None = None
+        norm: Any = None
+        skip: list[ast.Expr] = []
+        written: list[tuple[str, Span]] = []
+        for what, value, span in settings:
+            written.append((what, span))
+            if what == "weight":
+                weight = value
+            elif what == "normalize":
+                norm = value
+            else:
+                skip.append(value)
+        return ast.Override(
+            kind, str(name), self._tok(name),
+            weight[0] if weight else None, weight[1] if weight else None,
+            str(norm) if norm is not None else None, self._tok(norm) if norm is not None else None,
+            tuple(skip), tuple(written), self._span(meta),
+        )
+
+    def override_weight(self, meta: Any, children: list[Any]) -> tuple[str, Any, Span]:
+        return ("weight", children[0], self._span(meta))
+
+    def override_normalize(self, meta: Any, children: list[Any]) -> tuple[str, Any, Span]:
+        return ("normalize", children[0], self._span(meta))
+
+    def override_skip(self, meta: Any, children: list[Any]) -> tuple[str, Any, Span]:
+        return ("skip when", children[0], self._span(meta))
+
+    def replace_filter(self, meta: Any, children: list[Any]) -> ast.FilterRule:
+        rule = self.filter_rule(meta, children)
+        return ast.FilterRule(rule.name, rule.name_span, rule.doc, rule.clauses, rule.span, replaces=True)
+
+    def replace_score(self, meta: Any, children: list[Any]) -> ast.ScoreRule:
+        name, weight, norm, *clauses = children
+        wtext, wspan = weight if weight is not None else ("", self._tok(name))
+        return ast.ScoreRule(
+            str(name), self._tok(name), "", wtext, wspan,
+            str(norm) if norm is not None else None, self._tok(norm) if norm is not None else None,
+            tuple(clauses), self._span(meta), replaces=True,
+        )
 
     def filter_rule(self, meta: Any, children: list[Any]) -> ast.FilterRule:
         name, *clauses = children
@@ -130,7 +186,14 @@ class _ToAst(Transformer[Token, Any]):
 
     def call(self, meta: Any, children: list[Any]) -> ast.Call:
         func, args = children
-        return ast.Call(func, tuple(args or ()), self._span(meta))
+        plain = tuple(a for a in (args or ()) if not isinstance(a, _Default))
+        defaults = [a for a in (args or ()) if isinstance(a, _Default)]
+        if defaults and (len(defaults) > 1 or not isinstance(args[-1], _Default)):
+            raise DefaultMisplaced(defaults[-1].span)
+        return ast.Call(func, plain, self._span(meta), defaults[0].value if defaults else None)
+
+    def default_arg(self, meta: Any, children: list[Any]) -> _Default:
+        return _Default(children[0], self._span(meta))
 
     def index(self, meta: Any, children: list[Any]) -> ast.Index:
         return ast.Index(children[0], children[1], self._span(meta))
@@ -164,7 +227,27 @@ class _ToAst(Transformer[Token, Any]):
         return ast.Name(str(children[0]), self._span(meta))
 
     def list_lit(self, meta: Any, children: list[Any]) -> ast.ListLit:
-        return ast.ListLit(tuple(children[0] or ()), self._span(meta))
+        items = tuple(children[0] or ())
+        for item in items:
+            if isinstance(item, _Default):
+                raise DefaultMisplaced(item.span)
+        return ast.ListLit(items, self._span(meta))
+
+
+class _Default:
+    """``default D`` in an argument list, before :meth:`_ToAst.call` folds it into ``Call.default``."""
+
+    def __init__(self, value: ast.Expr, span: Span) -> None:
+        self.value = value
+        self.span = span
+
+
+class DefaultMisplaced(Exception):
+    """``default D`` that is not the single last argument of a call, or outside a call."""
+
+    def __init__(self, span: Span) -> None:
+        super().__init__("'default' must be the last argument of a call, and appear once")
+        self.span = span
 
 
 def _binary(op: str) -> Any:

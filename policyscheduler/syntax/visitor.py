@@ -64,7 +64,7 @@ def children(e: ast.Expr) -> tuple[ast.Expr, ...]:
     if isinstance(e, ast.Attr):
         return (e.obj,)
     if isinstance(e, ast.Call):
-        return (e.func, *e.args)
+        return (e.func, *e.args) if e.default is None else (e.func, *e.args, e.default)
     if isinstance(e, ast.Index):
         return (e.obj, e.index)
     if isinstance(e, ast.Unary):

@@ -36,7 +36,8 @@ def pod(name: str, cpu: str = "500m", **spec: object) -> dict:
     return {
         "apiVersion": "v1", "kind": "Pod",
         "metadata": {"name": name, "namespace": "default", "labels": {"app": name}},
-        "spec": {"containers": [{"name": "c", "image": "busybox", "resources": {"requests": {"cpu": cpu}}}], **spec},
+        "spec": {"schedulerName": "policy-scheduler",
+                 "containers": [{"name": "c", "image": "busybox", "resources": {"requests": {"cpu": cpu}}}], **spec},
     }
 
 

@@ -7,6 +7,7 @@ import random
 import pytest
 
 from policyscheduler.evaluation import Decision, NodeVerdict, RuleScore, evaluate
+from policyscheduler.evaluation.decision import ScoreError
 from tests.evaluation.policies import load
 
 
@@ -171,16 +172,37 @@ def test_ties_are_broken_by_the_rng_reproducibly():
     assert run(ps, snap, pod(), seed=3).node == random.Random(3).choice([f"n{i}" for i in range(8)])
 
 
-def test_out_of_range_raw_score_is_a_node_error_not_a_crash():
+def test_out_of_range_raw_score_costs_the_rules_points_and_is_reported():
     ps = load('''
 score too_big weight 1
   value if node.labels["color"] == "red" then 150 else 40
 ''')
     snap = snapshot(("r", {"color": "red"}), ("g", {"color": "green"}))
     d = run(ps, snap, pod())
-    assert d.verdicts["r"].rule == "too_big" and d.verdicts["r"].error
-    assert "out of range" in d.verdicts["r"].error
-    assert d.feasible == ["g"] and d.node == "g" and set(d.scores["too_big"]) == {"g"}
+    assert d.verdicts["r"].feasible and d.feasible == ["r", "g"] and d.node == "g"
+    assert d.scores["too_big"]["r"] == RuleScore(0, 0, 0, False)
+    (e,) = d.score_errors
+    assert (e.rule, e.node, e.location) == ("too_big", "r", "00-test.policy:3:9")
+    assert "out of range 0..100" in e.message
+
+
+def test_division_by_zero_in_a_score_leaves_the_node_feasible_with_zero_and_says_where():
+    """The issue's example: a preference dividing by a resource some nodes lack must not filter them."""
+    ps = load('''
+score gpu_share weight 1 normalize scale
+  value 100 / len(node.labels["gpus"])
+''', GREEN_BEST)
+    snap = snapshot(("plain", {"color": "green"}), ("gpu", {"color": "yellow", "gpus": "xxxx"}))
+    d = run(ps, snap, pod())
+    assert d.feasible == ["plain", "gpu"] and d.verdicts["plain"].feasible
+    assert d.scores["gpu_share"]["plain"] == RuleScore(0, 0, 0, False)
+    assert d.scores["gpu_share"]["gpu"] == RuleScore(25, 100, 100, False)
+    assert d.score_errors == (ScoreError("gpu_share", "plain", "00-test.policy:3:9", "integer division by zero"),)
+    # plain: 0 + green 100*2; gpu: 100 + yellow 50*2 -- the failing rule only cost "plain" its points
+    assert d.totals == {"plain": 200, "gpu": 200}
+    assert run(ps, snapshot(("gpu", {"gpus": "x"})), pod()).to_json().get("score_errors") is None
+    assert d.to_json()["score_errors"] == [{"rule": "gpu_share", "node": "plain", "location": "00-test.policy:3:9",
+                                            "message": "integer division by zero"}]
 
 
 def test_runtime_error_in_filter_makes_the_node_infeasible_with_a_reason():
@@ -238,7 +260,7 @@ filter broken_applies
     assert d.message.startswith("0/3 nodes are available: 1 node(s) are red, 2 policy error in rule broken_applies: ")
 
 
-def test_runtime_error_in_a_scores_applies_fails_every_feasible_node():
+def test_runtime_error_in_a_scores_applies_gives_zero_everywhere_and_is_reported_once():
     ps = load(FILTERS, GREEN_BEST, '''
 score broken_applies weight 1
   applies when 10 / (len(pod.labels["x"]) - 1) > 0
@@ -247,21 +269,24 @@ score broken_applies weight 1
     snap = snapshot(("red", {"color": "red"}), ("g", {"color": "green"}), ("y", {"color": "yellow"}))
     d = run(ps, snap, pod(labels={"x": "a"}))
     assert d.verdicts["red"].rule == "no_red"
-    assert {d.verdicts[n].rule for n in ("g", "y")} == {"broken_applies"}
-    assert d.node is None and d.feasible == [] and d.scores == {}
-    assert "2 policy error in rule broken_applies: " in d.message
+    assert d.feasible == ["g", "y"] and d.node == "g"
+    assert d.scores["broken_applies"]["g"] == RuleScore(0, 0, 0, False)
+    (e,) = d.score_errors
+    assert (e.rule, e.node, e.location, e.message) == ("broken_applies", None, "02-test.policy:3:16",
+                                                       "integer division by zero")
 
 
-def test_node_failing_one_score_rule_is_left_out_of_every_rule():
+def test_node_failing_one_score_rule_keeps_its_other_rules():
     ps = load('''
 score too_big weight 1
   value if node.labels["color"] == "red" then 150 else 40
 ''', GREEN_BEST)
     snap = snapshot(("r", {"color": "red"}), ("g", {"color": "green"}), ("y", {"color": "yellow"}))
     d = run(ps, snap, pod())
-    assert d.verdicts["r"].rule == "too_big" and "out of range" in d.verdicts["r"].error
-    assert d.feasible == ["g", "y"]
-    assert set(d.scores["too_big"]) == set(d.scores["green_best"]) == {"g", "y"}
-    # green_best normalises over g and y only: 10 -> 100, 5 -> 50 (scale), weight 2
-    assert d.scores["green_best"]["y"] == RuleScore(5, 50, 100, False)
-    assert d.totals == {"g": 40 + 200, "y": 40 + 100} and d.node == "g"
+    assert d.verdicts["r"].feasible and d.feasible == ["r", "g", "y"]
+    assert set(d.scores["too_big"]) == set(d.scores["green_best"]) == {"r", "g", "y"}
+    assert d.scores["too_big"]["r"] == RuleScore(0, 0, 0, False)
+    # green_best still scores r: 10 -> 100, 5 -> 50 (scale over r, g, y), weight 2
+    assert d.scores["green_best"]["r"] == RuleScore(5, 50, 100, False)
+    assert d.totals == {"r": 0 + 100, "g": 40 + 200, "y": 40 + 100} and d.node == "g"
+    assert [(e.rule, e.node) for e in d.score_errors] == [("too_big", "r")]

@@ -2,7 +2,9 @@
 
 ``# expect: CODE LINE:COL`` -> lint exits 1 and reports CODE at exactly LINE:COL.
 ``# expect-warning: CODE LINE:COL`` -> lint exits 0 and reports that warning.
+``# message: TEXT`` on the second line -> that diagnostic's message contains TEXT (the helpful part).
 A subdirectory is linted as one policy set (cross-file cases); its expectation is in one of its files.
+Cases are linted as `lint` always lints: on top of the bundled defaults.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from policyscheduler.cli import lint
 
 BROKEN = Path(__file__).parent / "broken"
 EXPECT = re.compile(r"^# expect(-warning)?: ([a-z-]+) (\d+):(\d+)\s*$")
+MESSAGE = re.compile(r"^# message: (.+?)\s*$")
 
 
 def _cases() -> list[Path]:
@@ -30,6 +33,12 @@ def _expectation(case: Path) -> tuple[bool, str, str, int, int]:
         if m:
             return m.group(1) is not None, m.group(2), str(f), int(m.group(3)), int(m.group(4))
     raise AssertionError(f"{case} declares no expectation on its first line")
+
+
+def _message(case: Path) -> str | None:
+    lines = case.read_text().splitlines() if case.is_file() else []
+    m = MESSAGE.match(lines[1]) if len(lines) > 1 else None
+    return m.group(1) if m else None
 
 
 pytestmark = pytest.mark.usefixtures("cli_schema")
@@ -46,6 +55,11 @@ def test_broken_policy(case: Path, capsys: pytest.CaptureFixture[str]) -> None:
     report = json.loads(capsys.readouterr().out)
     found = [(d["code"], d["file"], d["line"], d["col"], d["severity"]) for d in report["diagnostics"]]
     assert (code, file, line, col, "warning" if is_warning else "error") in found, found
+    wanted = _message(case)
+    if wanted is not None:
+        messages = [d["message"] for d in report["diagnostics"] if (d["code"], d["line"], d["col"]) == (code, line, col)]
+        assert any(wanted in m for m in messages), messages
+    assert not any("reject_pod" in d["message"] or "__ANON" in d["message"] for d in report["diagnostics"])
     assert status == (0 if is_warning else 1)
     if is_warning:
         assert report["digest"] is not None

@@ -141,3 +141,48 @@ def test_grammar_prefers_the_packaged_copy(tmp_path, monkeypatch) -> None:  # ty
     assert grammar.grammar_text().startswith("// packaged")
     monkeypatch.setattr(importlib.resources, "files", lambda pkg: tmp_path / "nowhere")
     assert "filter_rule" in grammar.grammar_text()
+
+
+def test_layering_statements_and_replace_rules() -> None:
+    module, diags = _parse(
+        "use defaults none\n"
+        "disable score image_locality\n"
+        "override score taint_toleration weight 1 normalize scale skip when pod.name == \"x\"\n"
+        "replace filter node_ports\n  reason \"r\"\n  require true\n"
+        "replace score node_affinity\n  value 1\n"
+    )
+    assert diags == [] and module is not None
+    use, disable, override = module.statements
+    assert isinstance(use, ast.UseDefaults) and use.mode == "none"
+    assert isinstance(disable, ast.Disable) and (disable.kind, disable.name) == ("score", "image_locality")
+    assert isinstance(override, ast.Override) and (override.weight_text, override.normalize) == ("1", "scale")
+    assert len(override.skip) == 1 and [w for w, _ in override.settings] == ["weight", "normalize", "skip when"]
+    f, s = module.rules
+    assert f.replaces and s.replaces and isinstance(s, ast.ScoreRule) and s.weight_text == ""
+
+
+def test_default_argument_and_its_place() -> None:
+    e = _value('int(node.labels["x"], default 0)')
+    assert isinstance(e, ast.Call) and len(e.args) == 1 and isinstance(e.default, ast.IntLit)
+    _, diags = _parse("score s weight 1\n  value int(default 0, \"1\")\n")
+    assert [d.code for d in diags] == ["misplaced-default"]
+
+
+def test_statement_words_are_reserved_and_recovery_blames_the_broken_rule() -> None:
+    _, diags = _parse("score s weight 1\n  let use = 1\n  value use\n")
+    assert diags and "'use' is a keyword" in diags[0].message
+    module, diags = _parse("score s weight 1\n  value 1 +\ndisable score x\n")
+    assert [d.span.line for d in diags] == [3] and module is not None and len(module.statements) == 1
+
+
+def test_parse_errors_never_show_grammar_internal_names() -> None:
+    for text in ("filter f 42\n", "filter f\n  reason \"x\"\n  reason\n", "filter f\n  reject pod\n"):
+        _, diags = _parse(text)
+        assert diags
+        for d in diags:
+            assert "reject_pod" not in d.message and "__ANON" not in d.message and "_clause" not in d.message, d.message
+
+
+def test_reject_without_reason_says_so() -> None:
+    _, diags = _parse("filter f\n  reject when node.unschedulable\n")
+    assert [(d.code, d.span.line, d.span.col) for d in diags] == [("reject-needs-reason", 2, 3)]
