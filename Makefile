@@ -5,12 +5,14 @@ PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
 
-.PHONY: help venv controlplane test test-fast demo up clean
+.PHONY: help venv controlplane test test-fast lint demo simulate up clean
 
 help:
-	@echo "make demo          run the scheduler's policies on the embedded demo cluster"
+	@echo "make demo          the live demo: a local control plane, policyscheduler run, the demo cluster"
+	@echo "make simulate      the offline mode: simulate the embedded demo cluster (no control plane)"
 	@echo "make test          run every test (builds the control plane on first use)"
 	@echo "make test-fast     run the tests that need no control plane (pytest -m 'not e2e')"
+	@echo "make lint          ruff and mypy --strict over the package (CI runs it too)"
 	@echo "make controlplane  build (or reuse) etcd, kube-apiserver and kube-scheduler"
 	@echo "make up            start a local control plane and print KUBECONFIG=..."
 
@@ -18,7 +20,7 @@ $(VENV)/.installed: pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "Python >= 3.11 is required (set PYTHON=...)")'
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e '.[test]'
+	$(PY) -m pip install --quiet -e '.[test,lint]'
 	@touch $@
 
 venv: $(VENV)/.installed
@@ -32,7 +34,17 @@ test: venv controlplane
 test-fast: venv
 	$(PY) -m pytest -m "not e2e"
 
-demo: venv
+lint: venv
+	$(VENV)/bin/ruff check policyscheduler tests bench
+	$(VENV)/bin/mypy
+
+# The live demo (examples/demo/live.py): builds or reuses the control plane, starts policyscheduler run,
+# creates the bundled demo cluster and prints each placement; DEMO_ARGS=--keep leaves it up for kubectl.
+DEMO_ARGS ?=
+demo: venv controlplane
+	$(PY) examples/demo/live.py $(DEMO_ARGS)
+
+simulate: venv
 	$(VENV)/bin/policyscheduler simulate
 
 up: venv controlplane

@@ -1,12 +1,16 @@
-"""The simulation loop: a scaled-down scheduling queue without time.
+"""The simulation loop: the project's one scheduling cycle, driven without time.
 
-Pending pods are tried one by one in queue order (:func:`queue_order`); a placement is applied to the
-snapshot (``snapshot.assume``) before the next pod is evaluated, as kube-scheduler's cache assumes a pod
-before binding. A pod that fits nowhere goes back to the queue: kube-scheduler requeues unschedulable
-pods when the cluster changes, so after each pass the failed pods are tried again, in queue order,
-until a pass places nothing new. A failed pod is only re-evaluated if something was placed since its
-last attempt (otherwise the snapshot is unchanged and so would be its decision); its message is the one
-from its last attempt.
+``simulate`` runs :class:`policyscheduler.cycle.Cycle` -- the same queue, cache and ``schedule_one`` as
+the live scheduler -- over a snapshot instead of watches, with a binder that always succeeds at once.
+Pending pods enter the queue in :func:`queue_order`; a placement is assumed into the snapshot before
+the next pod is evaluated, as kube-scheduler's cache assumes a pod before binding.
+
+No-time mode: the queue's clock stands still and backoff is zero; the only cluster event is "a
+placement happened", delivered once per *pass* (one drain of the active queue). A pod that fits nowhere
+waits in the unschedulable pool; after a pass that placed something every such pod goes back, in queue
+order, and the cycle re-evaluates it only if something was placed since its last attempt (otherwise it
+gets its previous decision again: the snapshot is unchanged, so would be the answer). The run ends after
+a pass that placed nothing; a failed pod's message is the one from its last attempt.
 
 Every pending pod is scheduled whatever its ``spec.schedulerName``: a simulation asks what these
 policies would do with the whole workload. Pending = a Pod without ``spec.nodeName`` that is not
@@ -26,6 +30,7 @@ from collections import Counter
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any, NamedTuple
 
+from policyscheduler.cycle import ERROR, SCHEDULED, UNSCHEDULABLE, Attempt, ClusterCache, Cycle, SchedulingQueue
 from policyscheduler.evaluation import Decision, Evaluator, ReferenceEvaluator
 from policyscheduler.simulate.queue import is_pending, queue_order
 
@@ -141,37 +146,42 @@ def simulate(
     (the CLI checks its warnings first); it is used up, since placements are assumed into its snapshot.
     ``progress(placed, pending)`` is called after every attempt.
     """
-    snapshot, queue = prepared if prepared is not None else prepare(objects)
+    snapshot, pending = prepared if prepared is not None else prepare(objects)
     evaluator = evaluator if evaluator is not None else ReferenceEvaluator()
-    rng = random.Random(seed)
 
+    # No time: the clock stands still, backoff is zero, nothing is ever flushed for waiting too long.
+    queue = SchedulingQueue(clock=lambda: 0.0, order=lambda entry: (entry.key,), initial_backoff=0.0,
+                            max_backoff=0.0, max_unschedulable=float("inf"), refresh_timestamp=False)
     placed: list[Decision] = []
+
+    def bind(attempt: Attempt) -> None:  # a simulation's bind always succeeds, at once
+        assert attempt.decision is not None
+        placed.append(attempt.decision)
+        cycle.binding_succeeded(attempt)
+
+    cycle = Cycle(queue, ClusterCache(snapshot=snapshot), evaluator, policy_set, bind, rng=random.Random(seed))
+    for index, pod in enumerate(pending):
+        queue.add(index, pod)  # the key is the position in queue order, so the queue keeps that order
+
     last_failure: dict[int, Decision] = {}
-    attempted_at: dict[int, int] = {}  # queue index -> len(placed) at its last attempt
-    todo = list(range(len(queue)))
     passes = 0
-    while todo:
+    while True:
         passes += 1
         placed_before = len(placed)
-        failed: list[int] = []
-        for index in todo:
-            if attempted_at.get(index) == len(placed):
-                failed.append(index)  # nothing changed since its last attempt
-                continue
-            decision = evaluator.evaluate(policy_set, snapshot, queue[index], rng=rng)
-            attempted_at[index] = len(placed)
-            if decision.node is not None:
-                snapshot.assume(queue[index], decision.node)
-                placed.append(decision)
+        while (attempt := cycle.schedule_one()) is not None:
+            index = int(attempt.entry.key)  # type: ignore[call-overload]
+            if attempt.result == ERROR:  # evaluators turn rule errors into verdicts: this is a bug
+                raise RuntimeError(f"simulate: evaluating pod {attempt.key} failed: {attempt.error}")
+            if attempt.result == UNSCHEDULABLE:
+                assert attempt.decision is not None
+                last_failure[index] = attempt.decision
+            elif attempt.result == SCHEDULED:
                 last_failure.pop(index, None)
-            else:
-                last_failure[index] = decision
-                failed.append(index)
-            if progress is not None:
-                progress(len(placed), len(queue))
-        if len(placed) == placed_before:
-            break
-        todo = failed
+            if progress is not None and not attempt.reused:
+                progress(len(placed), len(pending))
+        if len(placed) == placed_before or len(queue) == 0:
+            break  # nothing changed, or nothing left to retry
+        queue.move_all("PodPlaced")
     unplaced = [last_failure[index] for index in sorted(last_failure)]
     return Simulation(
         policy_digest=policy_set.digest,

@@ -368,3 +368,51 @@ class ControlPlane:
 def start(**kwargs: Any) -> ControlPlane:
     """Shorthand for :meth:`ControlPlane.start`."""
     return ControlPlane.start(**kwargs)
+
+
+# -- fault injection for the live scheduler's e2e tests (additive) -------------------------------------
+
+def _restartable_apiserver(cp: ControlPlane, timeout: float = 120.0) -> None:
+    """Start kube-apiserver again with the argv it had (same port, certificates and etcd)."""
+    old = cp.apiserver
+    if old is None:
+        raise ControlPlaneError("no kube-apiserver was started")
+    cp.apiserver = procs.Child("kube-apiserver", old.argv, cp.workdir / "kube-apiserver.log")
+    cp._api = None
+    try:
+        wait_for(lambda: cp._check_alive(cp.apiserver) or cp.api().status("/readyz") == 200,
+                 timeout=timeout, interval=0.25, what="kube-apiserver /readyz after restart")
+    except TimeoutError as exc:
+        raise ControlPlaneError(f"{exc}\n--- kube-apiserver log ---\n{cp.apiserver.log_tail()}") from exc
+
+
+def stop_apiserver(cp: ControlPlane) -> None:
+    """Stop kube-apiserver (etcd keeps running); :func:`start_apiserver` brings it back."""
+    if cp.apiserver is not None:
+        cp.apiserver.stop()
+
+
+def start_apiserver(cp: ControlPlane, timeout: float = 120.0) -> None:
+    """Start the stopped kube-apiserver on the same address; waits for /readyz."""
+    _restartable_apiserver(cp, timeout)
+
+
+def etcd_revision(cp: ControlPlane) -> int:
+    """etcd's current revision (through its JSON gateway)."""
+    http = urllib3.PoolManager(retries=False, timeout=5.0)
+    resp = http.request("POST", cp.etcd_url + "/v3/kv/range", body=json.dumps({"key": "AA=="}).encode(),
+                        headers={"Content-Type": "application/json"})
+    return int(json.loads(resp.data)["header"]["revision"])
+
+
+def compact_etcd(cp: ControlPlane) -> int:
+    """Compact etcd up to its current revision, so every older resourceVersion is gone (a watch
+    resuming from one gets 410). Returns the revision compacted to."""
+    revision = etcd_revision(cp)
+    http = urllib3.PoolManager(retries=False, timeout=30.0)
+    resp = http.request("POST", cp.etcd_url + "/v3/kv/compaction",
+                        body=json.dumps({"revision": str(revision), "physical": True}).encode(),
+                        headers={"Content-Type": "application/json"})
+    if resp.status != 200:
+        raise ControlPlaneError(f"etcd compaction failed: HTTP {resp.status}: {resp.data[:300]!r}")
+    return revision

@@ -1,0 +1,585 @@
+"""End-to-end benchmark: ``policyscheduler run`` against the real kube-scheduler on a live API server.
+
+One command (``python bench/e2e.py``; ``--help`` for sizes) starts the test harness's etcd and
+kube-apiserver, registers 1,000 fake nodes in three zones (bench/workloads.py's node shapes: labels,
+a few taints, images) and, for every workload -- basic, node affinity, required pod anti-affinity,
+required pod affinity, topology spreading, mixed (taints, host ports, priorities, soft spreading) --
+runs the same pending pods under:
+
+* ``ours``: ``policyscheduler run --engine vector`` (our client has no QPS limit);
+* ``kube-100``: the harness's kube-scheduler (same release as the API server) with
+  ``percentageOfNodesToScore: 100`` (scores every node, as we do), client QPS/burst 5000;
+* ``kube-default``: the same with its default adaptive node sampling;
+* ``ceiling``: no decision at all: a process that watches the pods and binds each to the node ``ours``
+  chose (its ``pods/binding`` POSTs on 16 threads, no events) -- what the API server allows.
+
+Each run has two phases, so neither the pod creator nor the start-up is what gets measured (on this
+2-core machine the API server creates only ~150-200 pods/s, less than the schedulers bind):
+
+1. **throughput**: the workload's pods are created first (raw JSON, bodies encoded up front, two creator
+   processes x 16 threads), *then* the scheduler is started; a watch records when each pod shows up
+   bound; throughput = (bound - 1) / (last bound - first bound);
+2. **latency**: 5 s after the burst (so its after-effects, e.g. event writes, are over for every
+   scheduler), with the scheduler warm, 200 more pods of the same workload are created at a steady
+   50 pods/s (below every scheduler's capacity); p50/p99 creation-to-bound latency on the client clock
+   (create sent -> bound seen by the watch).
+
+Also per run: scheduler CPU seconds over the throughput phase and peak RSS (from /proc), the creation
+rate, and hard-constraint violations (tests/kube/live.py's independent checker, plus required pod
+affinity; must be 0).
+
+Output (``--out``, default bench/results/): ``e2e.json``, ``e2e.md`` (table with ours/kube-100,
+ours/kube-default and ours/ceiling ratios) and ``e2e.png``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import json
+import multiprocessing
+import os
+import sys
+import tempfile
+import threading
+import time
+import urllib.request
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parents[1]
+if str(REPO) not in sys.path:
+    sys.path.insert(0, str(REPO))
+
+from bench import workloads as wl  # noqa: E402
+
+WORKLOADS = ("basic", "node-affinity", "required-anti-affinity", "required-affinity", "spreading", "mixed")
+RUNS = ("ours", "kube-100", "kube-default", "ceiling")
+OURS = "policy-scheduler"
+CEILING = "bench-ceiling"
+PRIORITIES = {0: "bench-low", 100: "bench-mid", 1000: "bench-high"}
+_TICK = os.sysconf("SC_CLK_TCK")
+
+
+def _say(message: str) -> None:
+    print(message, file=sys.stderr, flush=True)
+
+
+# -- pods -------------------------------------------------------------------------------------------------
+
+
+def workload_pods(workload: str, count: int, namespace: str, scheduler: str) -> list[dict[str, Any]]:
+    """The workload's pending pods (bench/workloads.py's templates) ready to POST in ``namespace``."""
+    pods = []
+    for pod in wl.pending_pods(workload, count):
+        pod = copy.deepcopy(pod)
+        pod.pop("status", None)
+        meta = pod["metadata"]
+        meta.pop("uid", None)
+        meta["namespace"] = namespace
+        spec = pod["spec"]
+        spec["schedulerName"] = scheduler
+        spec["terminationGracePeriodSeconds"] = 0
+        if "priority" in spec:  # the Priority admission plugin wants a class, not a number
+            spec["priorityClassName"] = PRIORITIES[spec.pop("priority")]
+        pods.append(pod)
+    return pods
+
+
+def pod_count(workload: str, pods: int, nodes: int) -> int:
+    """Anti-affinity by hostname fits at most one pod per untainted node (1 in 20 is tainted)."""
+    if workload == "required-anti-affinity":
+        return min(pods, nodes * 19 // 20 // 2)
+    return pods
+
+
+# -- creation (separate processes: the creator must not be the bottleneck) -------------------------------
+
+
+def _creator(server: str, tls: tuple[str, str, str], namespace: str, bodies: list[tuple[int, bytes]],
+             out: Any) -> None:
+    import urllib3
+
+    ca, cert, key = tls
+    http = urllib3.PoolManager(maxsize=16, block=True, cert_reqs="CERT_REQUIRED", ca_certs=ca, cert_file=cert,
+                               key_file=key, retries=urllib3.Retry(total=5, backoff_factor=0.2,
+                                                                   status_forcelist=(429, 500, 503),
+                                                                   allowed_methods=None))
+    url = f"{server}/api/v1/namespaces/{namespace}/pods"
+    headers = {"Content-Type": "application/json", "Accept": "application/json"}
+
+    def one(item: tuple[int, bytes]) -> tuple[int, float, int]:
+        sent = time.time()
+        resp = http.request("POST", url, body=item[1], headers=headers, preload_content=True)
+        return item[0], sent, resp.status
+
+    with ThreadPoolExecutor(16) as pool:
+        results = list(pool.map(one, bodies))
+    out.put(results)
+
+
+def create_pods(cp: Any, namespace: str, pods: list[dict[str, Any]], processes: int = 2) -> tuple[dict[str, float], float]:
+    """POST ``pods`` from ``processes`` processes; name -> wall time sent, and the seconds it took."""
+    bodies = [json.dumps(p, separators=(",", ":")).encode() for p in pods]
+    names = [p["metadata"]["name"] for p in pods]
+    tls = (str(cp.ca.pair.cert_file), str(cp.admin.cert_file), str(cp.admin.key_file))
+    ctx = multiprocessing.get_context("fork")
+    queue = ctx.Queue()
+    slices = [list(range(i, len(bodies), processes)) for i in range(processes)]
+    started = time.time()
+    procs = [ctx.Process(target=_creator, args=(cp.server, tls, namespace, [(i, bodies[i]) for i in idx], queue))
+             for idx in slices]
+    for p in procs:
+        p.start()
+    results = [queue.get() for _ in procs]
+    for p in procs:
+        p.join()
+    sent: dict[str, float] = {}
+    failed = 0
+    for r in results:
+        for i, t, status in r:
+            sent[names[i]] = t
+            failed += status >= 300
+    if failed:
+        raise RuntimeError(f"{failed} pod creations failed")
+    return sent, time.time() - started
+
+
+# -- watching for bound pods ------------------------------------------------------------------------------
+
+
+class BoundWatch:
+    """Watches a namespace's pods; records the wall time each is first seen with ``spec.nodeName``."""
+
+    def __init__(self, client: Any, namespace: str) -> None:
+        self.client, self.namespace = client, namespace
+        self.bound: dict[str, float] = {}
+        self.nodes: dict[str, str] = {}
+        self._stop = threading.Event()
+        lst = client.get(f"/api/v1/namespaces/{namespace}/pods")
+        self._rv = lst["metadata"]["resourceVersion"]
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        path = f"/api/v1/namespaces/{self.namespace}/pods"
+        while not self._stop.is_set():
+            try:
+                stream = self.client.stream(path, {"watch": "true", "resourceVersion": self._rv,
+                                                   "allowWatchBookmarks": "true"}, read_timeout=5)
+                self._stream = stream
+                for event in stream:
+                    obj = event.get("object") or {}
+                    meta = obj.get("metadata") or {}
+                    if meta.get("resourceVersion"):
+                        self._rv = meta["resourceVersion"]
+                    node = (obj.get("spec") or {}).get("nodeName")
+                    name = meta.get("name")
+                    if node and name and name not in self.bound:
+                        self.bound[name] = time.time()
+                        self.nodes[name] = node
+                    if self._stop.is_set():
+                        break
+            except Exception:  # noqa: BLE001 - read timeouts on a quiet watch: watch again
+                if self._stop.is_set():
+                    return
+
+    def stop(self) -> None:
+        self._stop.set()
+
+
+# -- process probes -----------------------------------------------------------------------------------------
+
+
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU of ``pid`` and its reaped children so far."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return sum(int(x) for x in fields[11:15]) / _TICK
+
+
+def peak_rss_mb(pid: int) -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) / 1024
+    return 0.0
+
+
+# -- the schedulers under test ------------------------------------------------------------------------------
+
+
+class Ours:
+    scheduler_name = OURS
+
+    def __init__(self, cp: Any, logdir: Path, tag: str, engine: str) -> None:
+        from tests.kube.live import RunProcess
+
+        (logdir / f"{tag}.log").unlink(missing_ok=True)
+        self.run = RunProcess(cp, logdir / f"{tag}.log", "--engine", engine, "--seed", "1")
+        started = self.run.wait_log("started", timeout=120)
+        address = started["status_address"]
+        deadline = time.monotonic() + 120
+        while True:
+            try:
+                with urllib.request.urlopen(f"http://{address}/readyz", timeout=2) as resp:
+                    if resp.status == 200:
+                        break
+            except OSError:
+                pass
+            if time.monotonic() > deadline:
+                raise TimeoutError("policyscheduler run never became ready")
+            time.sleep(0.1)
+        self.pid = self.run.pid
+
+    def stop(self) -> None:
+        self.run.terminate()
+
+
+class Kube:
+    scheduler_name = "default-scheduler"
+
+    def __init__(self, cp: Any, percentage: int | None) -> None:
+        config: dict[str, Any] = {"profiles": [{"schedulerName": "default-scheduler"}]}
+        if percentage is not None:
+            config["percentageOfNodesToScore"] = percentage
+        self.cp = cp
+        self.sched = cp.start_scheduler(config)
+        self.pid = self.sched.pid
+
+    def stop(self) -> None:
+        self.cp.stop_scheduler(self.sched)
+
+
+class Ceiling:
+    scheduler_name = CEILING
+
+    def __init__(self, cp: Any, logdir: Path, tag: str, namespace: str, placements: dict[str, str]) -> None:
+        import subprocess
+
+        from tests.controlplane import procs
+
+        plan = logdir / f"{tag}.plan.json"
+        plan.write_text(json.dumps(placements))
+        self.log = logdir / f"{tag}.log"
+        self.log.unlink(missing_ok=True)
+        self.child = procs.Child("bench-ceiling", [sys.executable, str(Path(__file__).resolve()), "--ceiling-worker",
+                                                   str(cp.kubeconfig), namespace, str(plan)], self.log,
+                                 env={**os.environ, "PYTHONPATH": str(REPO)})
+        deadline = time.monotonic() + 60
+        while "ready" not in self.log.read_text(errors="replace"):
+            if not self.child.alive() or time.monotonic() > deadline:
+                raise RuntimeError("ceiling worker did not start:\n" + self.child.log_tail())
+            time.sleep(0.05)
+        self.pid = self.child.pid
+        del subprocess
+
+    def stop(self) -> None:
+        self.child.stop()
+
+
+def ceiling_worker(kubeconfig: str, namespace: str, plan_file: str) -> int:
+    """Bind every pod of ``namespace`` to its planned node as soon as the watch shows it (no decision)."""
+    from policyscheduler.kube import RestClient, load_connection
+    from policyscheduler.kube.rest import ApiError, pod_path
+
+    plan: dict[str, str] = json.loads(Path(plan_file).read_text())
+    client = RestClient(load_connection(kubeconfig), maxsize=64)
+    pool = ThreadPoolExecutor(32)
+    seen: set[str] = set()
+
+    def bind(name: str, uid: str) -> None:
+        body = {"apiVersion": "v1", "kind": "Binding", "metadata": {"name": name, "namespace": namespace, "uid": uid},
+                "target": {"apiVersion": "v1", "kind": "Node", "name": plan[name]}}
+        try:
+            client.post(pod_path(namespace, name, "binding"), body)
+        except ApiError as err:
+            print(f"bind {name}: {err}", flush=True)
+
+    listed = client.get(f"/api/v1/namespaces/{namespace}/pods")
+    rv = listed["metadata"]["resourceVersion"]
+    print("ready", flush=True)
+    for obj in listed["items"]:
+        meta = obj["metadata"]
+        if meta["name"] in plan and not obj["spec"].get("nodeName"):
+            seen.add(meta["name"])
+            pool.submit(bind, meta["name"], meta["uid"])
+    while True:
+        try:
+            for event in client.stream(f"/api/v1/namespaces/{namespace}/pods",
+                                       {"watch": "true", "resourceVersion": rv}, read_timeout=600):
+                obj = event.get("object") or {}
+                meta = obj.get("metadata") or {}
+                rv = meta.get("resourceVersion") or rv
+                name = meta.get("name")
+                if event.get("type") == "ADDED" and name in plan and name not in seen \
+                        and not (obj.get("spec") or {}).get("nodeName"):
+                    seen.add(name)
+                    pool.submit(bind, name, meta.get("uid"))
+        except Exception as err:  # noqa: BLE001
+            print(f"watch: {err}", flush=True)
+            time.sleep(0.2)
+
+
+# -- one run --------------------------------------------------------------------------------------------------
+
+
+def _percentile(values: list[float], q: float) -> float:
+    if not values:
+        return float("nan")
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, max(0, round(q * (len(ordered) - 1))))]
+
+
+def affinity_violations(pods: list[dict[str, Any]], nodes: dict[str, dict[str, Any]]) -> list[str]:
+    """Required pod affinity: some pod matching the term (itself included, kube's first-pod rule) shares
+    the term's topology domain."""
+    from tests.kube.live import _matches
+
+    problems = []
+    placed = [p for p in pods if p["spec"].get("nodeName") in nodes]
+    for p in placed:
+        terms = (((p["spec"].get("affinity") or {}).get("podAffinity") or {})
+                 .get("requiredDuringSchedulingIgnoredDuringExecution") or [])
+        for term in terms:
+            key = term["topologyKey"]
+            mine = (nodes[p["spec"]["nodeName"]]["metadata"].get("labels") or {}).get(key)
+            if mine is None:
+                problems.append(f"{p['metadata']['name']}: node has no {key}")
+                continue
+            ok = any(q["metadata"]["namespace"] == p["metadata"]["namespace"]
+                     and (nodes[q["spec"]["nodeName"]]["metadata"].get("labels") or {}).get(key) == mine
+                     and _matches(q["metadata"].get("labels") or {}, term["labelSelector"]) for q in placed)
+            if not ok:
+                problems.append(f"{p['metadata']['name']}: required affinity unmatched")
+    return problems
+
+
+def wait_bound(watch: BoundWatch, names: set[str], timeout: float) -> None:
+    """Until every pod of ``names`` is bound, ``timeout`` passed, or nothing was bound for 30 s."""
+    deadline, last_progress, last_count = time.monotonic() + timeout, time.monotonic(), -1
+    while time.monotonic() < deadline:
+        done = sum(1 for n in names if n in watch.bound)
+        if done == len(names):
+            return
+        if done != last_count:
+            last_count, last_progress = done, time.monotonic()
+        elif time.monotonic() - last_progress > 30:
+            return
+        time.sleep(0.05)
+
+
+def paced_create(client: Any, namespace: str, pods: list[dict[str, Any]], rate: float) -> dict[str, float]:
+    """Create ``pods`` at ``rate`` per second (below every scheduler's capacity); name -> wall time sent."""
+    sent: dict[str, float] = {}
+    path = f"/api/v1/namespaces/{namespace}/pods"
+
+    def one(pod: dict[str, Any]) -> None:
+        sent[pod["metadata"]["name"]] = time.time()
+        client.post(path, pod)
+
+    start = time.monotonic()
+    with ThreadPoolExecutor(8) as pool:
+        for i, pod in enumerate(pods):
+            delay = start + i / rate - time.monotonic()
+            if delay > 0:
+                time.sleep(delay)
+            pool.submit(one, pod)
+    return sent
+
+
+def one_run(cp: Any, client: Any, workload: str, kind: str, count: int, logdir: Path, engine: str,
+            placements: dict[str, dict[str, str]], timeout: float, latency_count: int = 200,
+            latency_rate: float = 50.0, settle: float = 5.0) -> dict[str, Any]:
+    from tests.kube.live import violations
+
+    namespace = f"{workload}-{kind}"[:63]
+    client.post("/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}})
+    tag = namespace
+    start: Callable[[], Any]
+    if kind == "ours":
+        scheduler_name, start = OURS, lambda: Ours(cp, logdir, tag, engine)
+    elif kind == "kube-100":
+        scheduler_name, start = "default-scheduler", lambda: Kube(cp, 100)
+    elif kind == "kube-default":
+        scheduler_name, start = "default-scheduler", lambda: Kube(cp, None)
+    else:
+        scheduler_name, start = CEILING, lambda: Ceiling(cp, logdir, tag, namespace, placements[workload])
+    pods = workload_pods(workload, count, namespace, scheduler_name)
+    latency_pods = workload_pods(workload, latency_count, namespace, scheduler_name)
+    for pod in latency_pods:
+        pod["metadata"]["name"] = "lat-" + pod["metadata"]["name"]
+    watch = BoundWatch(client, namespace)
+    _, create_seconds = create_pods(cp, namespace, pods)  # all pending before the scheduler starts
+    scheduler = start()
+    cpu0 = cpu_seconds(scheduler.pid)
+    try:
+        names = {p["metadata"]["name"] for p in pods}
+        wait_bound(watch, names, timeout)
+        cpu = cpu_seconds(scheduler.pid) - cpu0
+        time.sleep(settle)  # let the burst's after-effects (event writes, ...) finish for every scheduler
+        sent = paced_create(client, namespace, latency_pods, latency_rate)
+        wait_bound(watch, set(sent), timeout)
+        rss = peak_rss_mb(scheduler.pid)
+    finally:
+        watch.stop()
+        scheduler.stop()
+    bound = dict(watch.bound)
+    throughput_times = sorted(t for n, t in bound.items() if n in names)
+    latencies = [bound[n] - sent[n] for n in sent if n in bound]
+    span = throughput_times[-1] - throughput_times[0] if len(throughput_times) > 1 else 0.0
+    all_pods = client.get("/api/v1/pods")["items"]
+    nodes = client.get("/api/v1/nodes")["items"]
+    ns_pods = [p for p in all_pods if p["metadata"]["namespace"] == namespace]
+    problems = violations(all_pods, nodes) + affinity_violations(ns_pods, {n["metadata"]["name"]: n for n in nodes})
+    if kind == "ours":
+        placements[workload] = {p["metadata"]["name"]: p["spec"]["nodeName"] for p in ns_pods
+                                if p["spec"].get("nodeName")}
+    client.request("DELETE", f"/api/v1/namespaces/{namespace}/pods", query={"gracePeriodSeconds": 0})
+    deadline = time.monotonic() + 120
+    while client.get(f"/api/v1/namespaces/{namespace}/pods", limit=1)["items"] and time.monotonic() < deadline:
+        time.sleep(0.2)
+    result = {
+        "workload": workload, "run": kind, "pods": count, "bound": len(throughput_times),
+        "pods_per_s": round((len(throughput_times) - 1) / span, 1) if span > 0 else 0.0,
+        "latency_pods": latency_count, "latency_bound": len(latencies), "latency_rate": latency_rate,
+        "p50_ms": round(_percentile(latencies, 0.5) * 1000, 1),
+        "p99_ms": round(_percentile(latencies, 0.99) * 1000, 1),
+        "create_pods_per_s": round(count / create_seconds, 1),
+        "cpu_s": round(cpu, 2), "peak_rss_mb": round(rss, 1),
+        "violations": len(problems), "violation_examples": problems[:5],
+    }
+    _say(f"  {workload:24} {kind:13} {result['bound']}/{count} bound  {result['pods_per_s']:8.1f} pods/s  "
+         f"p50 {result['p50_ms']:8.1f} ms  p99 {result['p99_ms']:8.1f} ms  cpu {result['cpu_s']:6.2f}s  "
+         f"rss {result['peak_rss_mb']:6.1f} MB  created {result['create_pods_per_s']:.0f}/s  "
+         f"violations {result['violations']}")
+    return result
+
+
+# -- report ------------------------------------------------------------------------------------------------------
+
+
+def _ratio(a: float, b: float) -> str:
+    return f"{a / b:.2f}" if a and b else "-"
+
+
+def markdown(results: dict[str, Any]) -> str:
+    by = {(r["workload"], r["run"]): r for r in results["runs"]}
+    runs = results["run_kinds"]
+    lines = [f"End-to-end: {results['nodes']} nodes, 3 zones; pods per workload: {results['pods']} "
+             f"(anti-affinity: one per untainted node, halved). Throughput in pods/s; latency create->bound.", ""]
+    head = "| workload | " + " | ".join(f"{k} pods/s | {k} p50 / p99 ms | {k} CPU s / RSS MB" for k in runs)
+    head += " | ours/kube-100 | ours/kube-default | ours/ceiling | violations |"
+    lines += [head, "|" + "---|" * (head.count("|") - 1)]
+    for workload in results["workloads"]:
+        cells = []
+        for k in runs:
+            r = by.get((workload, k))
+            if r is None:
+                cells += ["-", "-", "-"]
+                continue
+            mark = "" if r["bound"] == r["pods"] else f" ({r['bound']}/{r['pods']} bound)"
+            cells += [f"{r['pods_per_s']}{mark}", f"{r['p50_ms']:.0f} / {r['p99_ms']:.0f}",
+                      f"{r['cpu_s']:.1f} / {r['peak_rss_mb']:.0f}"]
+        ours = by.get((workload, "ours"), {}).get("pods_per_s", 0)
+        ratios = [_ratio(ours, by.get((workload, k), {}).get("pods_per_s", 0))
+                  for k in ("kube-100", "kube-default", "ceiling")]
+        bad = sum(by[(workload, k)]["violations"] for k in runs if (workload, k) in by)
+        lines.append(f"| {workload} | " + " | ".join(cells) + " | " + " | ".join(ratios) + f" | {bad} |")
+    lines += ["", f"Command: `{results['command']}`; machine: {results['machine']}."]
+    return "\n".join(lines) + "\n"
+
+
+def chart(results: dict[str, Any]) -> bytes:
+    from bench.pngchart import Bar, bar_chart
+
+    colors = {"ours": (40, 110, 200), "kube-100": (240, 150, 40), "kube-default": (250, 200, 90),
+              "ceiling": (120, 120, 120)}
+    bars, gaps = [], []
+    for workload in results["workloads"]:
+        for r in results["runs"]:
+            if r["workload"] == workload:
+                bars.append(Bar(f"{workload} {r['run']}", max(r["pods_per_s"], 0.1), colors.get(r["run"], (0, 0, 0))))
+        gaps.append(len(bars) - 1)
+    return bar_chart(f"end to end, {results['nodes']} nodes: pods/s (log scale)", bars,
+                     legend=list(colors.items()), gap_after=gaps)
+
+
+# -- main -----------------------------------------------------------------------------------------------------------
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="bench/e2e.py", description=__doc__.splitlines()[0])
+    parser.add_argument("--nodes", type=int, default=1000)
+    parser.add_argument("--pods", type=int, default=1000, help="pending pods per workload (default 1000)")
+    parser.add_argument("--workloads", default=",".join(WORKLOADS))
+    parser.add_argument("--runs", default=",".join(RUNS), help="which of ours,kube-100,kube-default,ceiling")
+    parser.add_argument("--engine", default="vector")
+    parser.add_argument("--timeout", type=float, default=300.0, help="seconds per run at most")
+    parser.add_argument("--latency-pods", type=int, default=200, help="pods of the latency phase (default 200)")
+    parser.add_argument("--latency-rate", type=float, default=50.0, help="their creation rate, pods/s (default 50)")
+    parser.add_argument("--out", default=str(REPO / "bench" / "results"), help="where e2e.{json,md,png} go")
+    parser.add_argument("--logs", default=None, help="where the schedulers' logs go (default: a temp dir)")
+    return parser.parse_args(argv)
+
+
+def run_all(args: argparse.Namespace, progress: Callable[[str], None] = _say) -> dict[str, Any]:
+    from policyscheduler.kube import RestClient, load_connection
+    from tests.controlplane.harness import ControlPlane
+
+    workloads = [w.strip() for w in args.workloads.split(",") if w.strip()]
+    kinds = [k.strip() for k in args.runs.split(",") if k.strip()]
+    if "ceiling" in kinds and "ours" not in kinds:
+        raise SystemExit("the ceiling run binds to the nodes 'ours' chose: include ours")
+    kinds = sorted(kinds, key=RUNS.index)
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    logdir = Path(args.logs) if args.logs else Path(tempfile.mkdtemp(prefix="policyscheduler-e2e-logs-"))
+    logdir.mkdir(parents=True, exist_ok=True)
+    progress(f"scheduler logs in {logdir}")
+    t0 = time.monotonic()
+    progress("starting etcd + kube-apiserver (building them on first use) ...")
+    with ControlPlane.start() as cp:
+        client = RestClient(load_connection(str(cp.kubeconfig)), maxsize=32)
+        for value, name in PRIORITIES.items():
+            client.post("/apis/scheduling.k8s.io/v1/priorityclasses", {
+                "apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": name},
+                "value": value})
+        import random
+
+        rng = random.Random(args.nodes)
+        nodes = [wl._node(i, rng) for i in range(args.nodes)]
+        progress(f"creating {len(nodes)} nodes ...")
+        with ThreadPoolExecutor(16) as pool:
+            list(pool.map(lambda n: client.post("/api/v1/nodes", n), nodes))
+        placements: dict[str, dict[str, str]] = {}
+        runs = []
+        for workload in workloads:
+            count = pod_count(workload, args.pods, args.nodes)
+            for kind in kinds:
+                runs.append(one_run(cp, client, workload, kind, count, logdir, args.engine, placements,
+                                    args.timeout, args.latency_pods, args.latency_rate))
+    machine = f"{os.cpu_count()} cores, Python {sys.version.split()[0]}"
+    results = {"nodes": args.nodes, "pods": args.pods, "workloads": workloads, "run_kinds": kinds, "runs": runs,
+               "engine": args.engine, "seconds": round(time.monotonic() - t0, 1), "machine": machine,
+               "command": "python bench/e2e.py " + " ".join(sys.argv[1:])}
+    (out / "e2e.json").write_text(json.dumps(results, indent=2) + "\n")
+    (out / "e2e.md").write_text(markdown(results))
+    (out / "e2e.png").write_bytes(chart(results))
+    progress(f"done in {results['seconds']:.0f}s: {out / 'e2e.md'}")
+    return results
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["--ceiling-worker"]:
+        return ceiling_worker(*argv[1:4])
+    args = parse_args(argv)
+    results = run_all(args)
+    print(markdown(results))
+    bad = sum(r["violations"] for r in results["runs"])
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

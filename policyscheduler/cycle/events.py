@@ -1,0 +1,220 @@
+"""Which cluster events can change an unschedulable pod's verdict: requeueing by what rules read.
+
+kube-scheduler lets each plugin register the events that may make a pod it rejected schedulable
+(``EventsToRegister``) and moves a pod out of the unschedulable pool only on such an event for one of
+the plugins that rejected it. Here the plugins are policy rules and the registration is computed, not
+written: the checker records the schema members every rule reads (``PolicySet.analyses[...].reads``:
+``"Node.labels"``, ``"Node.requested"``, ``"Cluster.spread_count()"`` ...). This module maps those members
+onto **facets** -- the parts of the cluster a watch event can change -- and decides per pod and event:
+
+* ``labels`` (node labels; also ``NodeSelectorTerm.matches()`` / ``Pod.matches_node_affinity()``, which
+  read them), ``annotations``, ``unschedulable`` (``spec.unschedulable``), ``taints``, ``allocatable``,
+  ``images``: one node's object changed (a node update diffs them; heartbeats change none);
+* ``pods``: what sits on one node (``Node.requested``, ``nonzero_requested``, ``pod_count``, ``pods``,
+  ``used_ports``, ``port_conflict()``): an assigned pod added, deleted, changed, or a failed bind;
+* ``cluster``: any ``Cluster.*`` member (counts per topology domain, affinity matches, image spread, node
+  count): they aggregate over nodes and pods, so node label/taint/image changes, node deletion, assigned
+  pod changes, namespace labels and the objects default spreading reads (Services, ReplicaSets, ...) touch it;
+* ``node``: a ``Node.*`` member this module does not know (a newer schema): any node change touches it.
+
+Members that never change for a pending pod (``Node.name``, the pod's own fields, sub-records reached
+through them) are no facet: the pod's own update always moves it (kube-scheduler does the same).
+
+**Per node.** A decision says which rule rejected each node (the first filter that failed there). A
+node-local event (node X updated, a pod added to or removed from X) can only change the verdict on X, so
+it moves the pod only when the rule that rejected X reads a facet the event changed; a change of rule B on
+a node that rule A rejects changes nothing. ``cluster`` facets are not local: they move the pod when any
+rule that rejected it reads one.
+
+**Kept from kube-scheduler, where it is stricter or simply true:** a node added moves every pod (a new
+node is a new candidate whatever the rules read); a policy reload moves every pod; a pod whose
+decision saw no nodes waits for a node; every pod is flushed from the pool after 5 minutes
+(:class:`~policyscheduler.cycle.queue.SchedulingQueue`); an event that arrives while a pod is being
+scheduled is checked against that pod when it fails (kube's in-flight events), so a verdict computed
+before the event is never parked on a stale basis. An unknown event name, or a rule whose analysis is
+missing, moves the pod (conservative).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterable, Mapping
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from policyscheduler.compiler import PolicySet
+    from policyscheduler.evaluation import Decision
+
+__all__ = [
+    "ClusterEvent",
+    "Interest",
+    "NODE_FACETS",
+    "facets_of_reads",
+    "node_facets_changed",
+    "node_facet_view",
+    "ALL_FACETS",
+]
+
+NODE_FACETS = ("labels", "annotations", "unschedulable", "taints", "allocatable", "images")
+"""Facets of a node object that a node update can change (see :func:`node_facets_changed`)."""
+
+ALL_FACETS = frozenset(NODE_FACETS) | {"pods", "cluster", "node"}
+
+_MEMBER_FACETS: dict[str, frozenset[str]] = {
+    "Node.labels": frozenset({"labels"}),
+    "NodeSelectorTerm.matches()": frozenset({"labels"}),
+    "Pod.matches_node_affinity()": frozenset({"labels"}),
+    "Node.annotations": frozenset({"annotations"}),
+    "Node.unschedulable": frozenset({"unschedulable"}),
+    "Node.taints": frozenset({"taints"}),
+    "Node.allocatable": frozenset({"allocatable"}),
+    "Node.images": frozenset({"images"}),
+    "Node.requested": frozenset({"pods"}),
+    "Node.nonzero_requested": frozenset({"pods"}),
+    "Node.pod_count": frozenset({"pods"}),
+    "Node.pods": frozenset({"pods"}),
+    "Node.used_ports": frozenset({"pods"}),
+    "Node.port_conflict()": frozenset({"pods"}),
+    "HostPort.conflicts()": frozenset({"pods"}),
+    "Node.name": frozenset(),
+}
+
+
+def facets_of_reads(reads: Iterable[str]) -> frozenset[str]:
+    """The facets whose change can change the value of an expression reading ``reads``."""
+    found: set[str] = set()
+    for member in reads:
+        known = _MEMBER_FACETS.get(member)
+        if known is not None:
+            found |= known
+        elif member.startswith("Cluster."):
+            found.add("cluster")
+        elif member.startswith("Node."):
+            found.add("node")
+    return frozenset(found)
+
+
+def _part(obj: Mapping[str, Any], *path: str) -> Any:
+    cur: Any = obj
+    for key in path:
+        if not isinstance(cur, Mapping):
+            return None
+        cur = cur.get(key)
+    return cur
+
+
+_NODE_PARTS: dict[str, tuple[str, ...]] = {
+    "labels": ("metadata", "labels"),
+    "annotations": ("metadata", "annotations"),
+    "unschedulable": ("spec", "unschedulable"),
+    "taints": ("spec", "taints"),
+    "allocatable": ("status", "allocatable"),
+    "images": ("status", "images"),
+}
+
+
+def node_facet_view(node: Mapping[str, Any]) -> dict[str, Any]:
+    """The parts of a node :func:`node_facets_changed` compares (keep this instead of the whole node)."""
+    return {facet: _part(node, *path) for facet, path in _NODE_PARTS.items()}
+
+
+def node_facets_changed(old: Mapping[str, Any] | None, new: Mapping[str, Any]) -> frozenset[str]:
+    """The facets a node update changed (empty for a heartbeat: conditions, times, versions); ``old``
+    and ``new`` are nodes or their :func:`node_facet_view`.
+
+    Label, taint, unschedulable and image changes also change ``cluster`` aggregates (topology domains,
+    the nodes spreading counts, image spread); any change touches the unknown-member facet ``node``."""
+    if old is None:
+        return ALL_FACETS
+    before = old if "metadata" not in old else node_facet_view(old)
+    after = new if "metadata" not in new else node_facet_view(new)
+    changed = {facet for facet in _NODE_PARTS if (before.get(facet) or None) != (after.get(facet) or None)}
+    if changed & {"labels", "taints", "unschedulable", "images"}:
+        changed.add("cluster")
+    if changed:
+        changed.add("node")
+    return frozenset(changed)
+
+
+@dataclasses.dataclass(frozen=True)
+class ClusterEvent:
+    """A change of the cluster, as the queue sees it.
+
+    ``facets``: what may have changed (:data:`ALL_FACETS` members); ``node``: the node those node-local
+    facets belong to (None: not local to one node); ``everything``: moves every pod (node added,
+    policies reloaded)."""
+
+    name: str
+    facets: frozenset[str] = frozenset()
+    node: str | None = None
+    everything: bool = False
+
+    @classmethod
+    def all(cls, name: str) -> ClusterEvent:
+        """An event that moves every unschedulable pod."""
+        return cls(name, ALL_FACETS, None, True)
+
+    @classmethod
+    def node_added(cls, node: str) -> ClusterEvent:
+        return cls("NodeAdd", ALL_FACETS, node, True)
+
+    @classmethod
+    def node_updated(cls, node: str, facets: frozenset[str]) -> ClusterEvent:
+        return cls("NodeUpdate", facets, node)
+
+    @classmethod
+    def node_deleted(cls, node: str) -> ClusterEvent:
+        # The node is gone: no verdict on it matters; only aggregates over nodes change.
+        return cls("NodeDelete", frozenset({"cluster"}), node)
+
+    @classmethod
+    def assigned_pod(cls, name: str, node: str | None) -> ClusterEvent:
+        """An assigned pod was added to, removed from or changed on ``node`` (``AssignedPodAdd`` /
+        ``AssignedPodDelete`` / ``AssignedPodUpdate``; a failed bind frees what its assumption held)."""
+        return cls(name, frozenset({"pods", "cluster"}), node)
+
+    @classmethod
+    def cluster(cls, name: str) -> ClusterEvent:
+        """A change that only aggregates see (namespace labels, Services / ReplicaSets / ...)."""
+        return cls(name, frozenset({"cluster"}))
+
+
+@dataclasses.dataclass(frozen=True)
+class Interest:
+    """What an unschedulable pod waits for: per node the rule that rejected it, per rule its facets.
+
+    Built from the failed :class:`Decision` and the policy set that produced it (:meth:`of`)."""
+
+    rule_by_node: Mapping[str, str | None]
+    facets_by_rule: Mapping[str | None, frozenset[str]]
+    facets: frozenset[str]
+    """Union over the rules that rejected some node."""
+
+    @classmethod
+    def of(cls, decision: Decision, policy_set: PolicySet) -> Interest:
+        rule_by_node = {name: verdict.rule for name, verdict in decision.verdicts.items()}
+        analyses = policy_set.analyses
+        facets_by_rule: dict[str | None, frozenset[str]] = {}
+        for rule in set(rule_by_node.values()):
+            analysis = None if rule is None else (analyses.get(f"filter {rule}") or analyses.get(f"score {rule}"))
+            facets_by_rule[rule] = ALL_FACETS if analysis is None else facets_of_reads(analysis.reads)
+        union = frozenset().union(*facets_by_rule.values()) if facets_by_rule else frozenset()
+        return cls(rule_by_node, facets_by_rule, union)
+
+    def wants(self, event: ClusterEvent) -> bool:
+        """True when ``event`` may change this pod's verdict."""
+        if event.everything:
+            return True
+        if not self.rule_by_node:
+            return False  # no nodes at decision time: only a node added (everything) can help
+        if "cluster" in event.facets and "cluster" in self.facets:
+            return True
+        local = event.facets - {"cluster"}
+        if not local:
+            return False
+        if event.node is None:
+            return bool(local & self.facets)
+        if event.node not in self.rule_by_node:
+            return bool(local)  # a node the decision did not see: a new candidate
+        rule = self.rule_by_node[event.node]
+        return bool(local & self.facets_by_rule.get(rule, ALL_FACETS))

@@ -1,0 +1,357 @@
+"""The scheduling queue: active, backoff and unschedulable, as kube-scheduler keeps them.
+
+* **active**: a heap popped in ``order`` (default kube-scheduler's PrioritySort: higher
+  ``spec.priority`` first, then the earliest queue timestamp; an insertion counter makes it total).
+* **backoff**: pods waiting out ``min(initial * 2**(attempts-1), max)`` after a failed attempt
+  (1 s doubling to 10 s by default) before they may be popped again.
+* **unschedulable**: pods no node could take. Only a cluster event that may change *that pod's*
+  verdict moves it out (:meth:`SchedulingQueue.move` with a :class:`~.events.ClusterEvent`, checked
+  against the pod's :class:`~.events.Interest`: which rule rejected it on which node and what those
+  rules read; :meth:`SchedulingQueue.move_all` moves everyone) -- to backoff while its backoff lasts,
+  else to active -- and :meth:`SchedulingQueue.flush` moves any that waited longer than
+  ``max_unschedulable`` (5 minutes).
+
+A pod popped for a cycle is *in flight* until the cycle hands it back (:meth:`add_unschedulable`,
+:meth:`add_backoff`) or lets it go (:meth:`done`); it is *deciding* until then or until it is handed to
+the binder (:meth:`binding`). Like kube-scheduler's in-flight events, the events that arrive while a pod
+is deciding are kept and checked against it when it fails: one it is interested in sends it to backoff
+instead of the unschedulable pool, because its verdict was computed before the event and may be stale.
+
+Time comes from the ``clock`` parameter (seconds, monotonic), so tests and the offline simulator
+decide when time passes. Thread-safe: watch threads add and move pods while the scheduling loop pops.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import heapq
+import itertools
+import threading
+import time
+from collections.abc import Callable, Hashable
+from typing import Any
+
+from policyscheduler.cycle.events import ClusterEvent, Interest
+
+__all__ = ["QueuedPod", "SchedulingQueue", "priority_order", "pod_priority", "QUEUES"]
+
+QUEUES = ("active", "backoff", "unschedulable")
+"""The names used for ``pending_pods{queue=...}``."""
+
+Clock = Callable[[], float]
+
+
+def pod_priority(pod: dict[str, Any]) -> int:
+    """``spec.priority`` as an int (missing or not an int counts as 0, as the API server's default)."""
+    spec = pod.get("spec") if isinstance(pod, dict) else None
+    value = spec.get("priority") if isinstance(spec, dict) else None
+    return value if isinstance(value, int) and not isinstance(value, bool) else 0
+
+
+@dataclasses.dataclass(eq=False)
+class QueuedPod:
+    """One pending pod and its scheduling history (the queue's ``QueuedPodInfo``).
+
+    ``last_generation`` / ``last_decision`` remember the previous attempt: when neither the cluster
+    state (its generation), the pod object nor the policy set changed since, the cycle reuses that
+    decision instead of evaluating again (the answer would be the same).
+    """
+
+    key: Hashable
+    pod: dict[str, Any]
+    priority: int
+    timestamp: float
+    seq: int
+    attempts: int = 0
+    initial_attempt: float | None = None
+    backoff_until: float = 0.0
+    unschedulable_since: float = 0.0
+    pop_cycle: int = 0
+    last_generation: int | None = None
+    last_pod: dict[str, Any] | None = None
+    last_digest: str | None = None
+    last_decision: Any = None
+    last_error: str | None = None
+    interest: Interest | None = None
+    """Set by the cycle when the pod is unschedulable: which events may change its verdict (None: any)."""
+    deleted: bool = False
+    extra: dict[str, Any] = dataclasses.field(default_factory=dict)
+
+
+def priority_order(entry: QueuedPod) -> tuple[Any, ...]:
+    """kube-scheduler's PrioritySort: higher priority first, then earliest queue timestamp."""
+    return (-entry.priority, entry.timestamp, entry.seq)
+
+
+class SchedulingQueue:
+    """See the module docstring."""
+
+    def __init__(
+        self,
+        *,
+        clock: Clock = time.monotonic,
+        order: Callable[[QueuedPod], tuple[Any, ...]] = priority_order,
+        initial_backoff: float = 1.0,
+        max_backoff: float = 10.0,
+        max_unschedulable: float = 300.0,
+        refresh_timestamp: bool = True,
+    ) -> None:
+        self._clock = clock
+        self._order = order
+        self.initial_backoff = initial_backoff
+        self.max_backoff = max_backoff
+        self.max_unschedulable = max_unschedulable
+        self._refresh_timestamp = refresh_timestamp
+        self._lock = threading.Condition()
+        self._active: list[tuple[tuple[Any, ...], int, QueuedPod]] = []
+        self._active_keys: dict[Hashable, QueuedPod] = {}
+        self._backoff: list[tuple[float, int, QueuedPod]] = []
+        self._backoff_keys: dict[Hashable, QueuedPod] = {}
+        self._unschedulable: dict[Hashable, QueuedPod] = {}
+        self._in_flight: dict[Hashable, QueuedPod] = {}
+        self._deciding: dict[Hashable, QueuedPod] = {}
+        self._events: list[tuple[int, ClusterEvent]] = []
+        self._seq = itertools.count()
+        self._cycle = 0
+        self._closed = False
+        self.moves: dict[str, int] = {}
+        """How many pods each event name moved out of the unschedulable pool (diagnostics)."""
+
+    # -- bookkeeping ------------------------------------------------------------------------------
+
+    def backoff_duration(self, attempts: int) -> float:
+        """``min(initial * 2**(attempts-1), max)``; no backoff before the first attempt."""
+        if attempts <= 0:
+            return 0.0
+        return float(min(self.initial_backoff * (2 ** min(attempts - 1, 62)), self.max_backoff))
+
+    def _push_active(self, entry: QueuedPod) -> None:
+        heapq.heappush(self._active, (self._order(entry), next(self._seq), entry))
+        self._active_keys[entry.key] = entry
+        self._lock.notify()
+
+    def _push_backoff(self, entry: QueuedPod) -> None:
+        heapq.heappush(self._backoff, (entry.backoff_until, next(self._seq), entry))
+        self._backoff_keys[entry.key] = entry
+
+    def _requeue(self, entry: QueuedPod, now: float) -> None:
+        """Back to backoff while its backoff lasts, else straight to active."""
+        if entry.backoff_until > now:
+            self._push_backoff(entry)
+        else:
+            self._push_active(entry)
+
+    def _find(self, key: Hashable) -> QueuedPod | None:
+        return (self._active_keys.get(key) or self._backoff_keys.get(key) or self._unschedulable.get(key)
+                or self._in_flight.get(key))
+
+    # -- producers (watch events) -----------------------------------------------------------------
+
+    def add(self, key: Hashable, pod: dict[str, Any], **extra: Any) -> bool:
+        """Queue a new pending pod, or update the object of one already known; True when new.
+
+        An update of a pod waiting in the unschedulable pool moves it back (its new spec may fit);
+        an update of a pod in flight only replaces the object the cycle will requeue.
+        """
+        with self._lock:
+            known = self._find(key)
+            now = self._clock()
+            if known is not None:
+                known.pod = pod
+                known.priority = pod_priority(pod)
+                known.deleted = False
+                known.extra.update(extra)
+                if key in self._unschedulable:
+                    del self._unschedulable[key]
+                    self._requeue(known, now)
+                return False
+            entry = QueuedPod(key, pod, pod_priority(pod), now, next(self._seq), extra=dict(extra))
+            self._push_active(entry)
+            return True
+
+    def delete(self, key: Hashable) -> bool:
+        """Forget a pod (deleted, bound elsewhere, no longer ours); True when it was known."""
+        with self._lock:
+            entry = self._active_keys.pop(key, None) or self._backoff_keys.pop(key, None) \
+                or self._unschedulable.pop(key, None)
+            if entry is not None:
+                entry.deleted = True  # lazily skipped when it surfaces from a heap
+                return True
+            flying = self._in_flight.get(key)
+            if flying is not None:
+                flying.deleted = True
+                return True
+            return False
+
+    def move_all(self, event: str) -> int:
+        """A cluster event that can change every verdict (policies reloaded, ...): every unschedulable
+        pod goes back (backoff or active). Returns how many moved."""
+        return self.move(ClusterEvent.all(event))
+
+    def move(self, event: ClusterEvent) -> int:
+        """``event`` happened: the unschedulable pods it may help go back (backoff or active); pods
+        deciding now check it when they fail. Returns how many moved."""
+        with self._lock:
+            now = self._clock()
+            if self._deciding:
+                self._events.append((self._cycle, event))
+            moved = [e for e in self._unschedulable.values() if e.interest is None or e.interest.wants(event)]
+            for entry in moved:
+                del self._unschedulable[entry.key]
+                self._requeue(entry, now)
+            if moved:
+                self.moves[event.name] = self.moves.get(event.name, 0) + len(moved)
+            return len(moved)
+
+    def _stop_deciding(self, entry: QueuedPod) -> None:
+        if self._deciding.pop(entry.key, None) is None or not self._events:
+            return
+        if not self._deciding:
+            self._events.clear()
+        else:
+            oldest = min(e.pop_cycle for e in self._deciding.values())
+            if self._events[0][0] < oldest:
+                self._events = [(c, ev) for c, ev in self._events if c >= oldest]
+
+    def _stale(self, entry: QueuedPod) -> bool:
+        """An event that arrived while ``entry`` was deciding may change its verdict."""
+        return any(c >= entry.pop_cycle and (entry.interest is None or entry.interest.wants(ev))
+                   for c, ev in self._events)
+
+    def flush(self) -> None:
+        """Backoff that has expired -> active; unschedulable longer than ``max_unschedulable`` -> out."""
+        with self._lock:
+            self._flush_locked(self._clock())
+
+    def _flush_locked(self, now: float) -> None:
+        while self._backoff and self._backoff[0][0] <= now:
+            _, _, entry = heapq.heappop(self._backoff)
+            if self._backoff_keys.get(entry.key) is entry:
+                del self._backoff_keys[entry.key]
+                self._push_active(entry)
+        stale = [e for e in self._unschedulable.values() if now - e.unschedulable_since >= self.max_unschedulable]
+        for entry in stale:
+            del self._unschedulable[entry.key]
+            self._requeue(entry, now)
+        if stale:
+            self.moves["UnschedulableTimeout"] = self.moves.get("UnschedulableTimeout", 0) + len(stale)
+
+    # -- the consumer (the scheduling loop) -------------------------------------------------------
+
+    def pop(self, timeout: float | None = 0.0) -> QueuedPod | None:
+        """The next pod to schedule, or None when none is ready within ``timeout`` seconds
+        (0: do not wait; None: wait until one is ready or the queue is closed)."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        with self._lock:
+            while True:
+                self._flush_locked(self._clock())
+                while self._active:
+                    _, _, entry = heapq.heappop(self._active)
+                    if self._active_keys.get(entry.key) is not entry:
+                        continue  # deleted or re-pushed since
+                    del self._active_keys[entry.key]
+                    self._cycle += 1
+                    entry.pop_cycle = self._cycle
+                    entry.attempts += 1
+                    if entry.initial_attempt is None:
+                        entry.initial_attempt = self._clock()
+                    self._in_flight[entry.key] = entry
+                    self._deciding[entry.key] = entry
+                    return entry
+                if self._closed:
+                    return None
+                wait = None if deadline is None else deadline - time.monotonic()
+                if wait is not None and wait <= 0:
+                    return None
+                if self._backoff:  # wake up when the first backoff expires (in clock time ~ wall time)
+                    until = max(0.0, self._backoff[0][0] - self._clock())
+                    wait = until if wait is None else min(wait, until)
+                # Also wake periodically for the unschedulable flush.
+                wait = 1.0 if wait is None else min(wait, 1.0)
+                self._lock.wait(wait)
+
+    def _leave_flight(self, entry: QueuedPod) -> bool:
+        """Take ``entry`` out of flight; False when it must not be requeued (deleted meanwhile)."""
+        if self._in_flight.get(entry.key) is entry:
+            del self._in_flight[entry.key]
+        if self._deciding.get(entry.key) is entry:
+            self._stop_deciding(entry)
+        return not entry.deleted
+
+    def _stamp(self, entry: QueuedPod, now: float) -> None:
+        if self._refresh_timestamp:
+            entry.timestamp = now
+        entry.backoff_until = now + self.backoff_duration(entry.attempts)
+
+    def add_unschedulable(self, entry: QueuedPod) -> str:
+        """A popped pod no node could take; returns the queue it went to.
+
+        It waits in the unschedulable pool, unless an event it is interested in (``entry.interest``)
+        arrived while it was deciding: then its verdict may be stale and it goes to backoff
+        (kube-scheduler's in-flight events).
+        """
+        with self._lock:
+            stale = self._deciding.get(entry.key) is entry and self._stale(entry)
+            if not self._leave_flight(entry):
+                return "gone"
+            now = self._clock()
+            self._stamp(entry, now)
+            if stale:
+                self._requeue(entry, now)
+                return "backoff" if entry.key in self._backoff_keys else "active"
+            entry.unschedulable_since = now
+            self._unschedulable[entry.key] = entry
+            return "unschedulable"
+
+    def add_backoff(self, entry: QueuedPod) -> str:
+        """A popped pod whose attempt failed for another reason (error, failed bind): retry after backoff."""
+        with self._lock:
+            if not self._leave_flight(entry):
+                return "gone"
+            now = self._clock()
+            self._stamp(entry, now)
+            self._requeue(entry, now)
+            return "backoff" if entry.key in self._backoff_keys else "active"
+
+    def binding(self, entry: QueuedPod) -> None:
+        """The pod was assumed and handed to the binder: it stays in flight but no longer decides."""
+        with self._lock:
+            if self._deciding.get(entry.key) is entry:
+                self._stop_deciding(entry)
+
+    def done(self, entry: QueuedPod) -> None:
+        """The pod left the queue for good (assumed and handed to the binder)."""
+        with self._lock:
+            self._leave_flight(entry)
+
+    def close(self) -> None:
+        """Wake every waiting :meth:`pop`; pops return None once active is empty."""
+        with self._lock:
+            self._closed = True
+            self._lock.notify_all()
+
+    # -- inspection -------------------------------------------------------------------------------
+
+    def pending(self) -> dict[str, int]:
+        """Pods per queue (``pending_pods{queue}``); in-flight pods are not pending."""
+        with self._lock:
+            return {"active": len(self._active_keys), "backoff": len(self._backoff_keys),
+                    "unschedulable": len(self._unschedulable)}
+
+    def in_flight(self) -> int:
+        """Pods popped and not handed back yet."""
+        with self._lock:
+            return len(self._in_flight)
+
+    def unschedulable(self) -> list[QueuedPod]:
+        """The pods in the unschedulable pool (a copy)."""
+        with self._lock:
+            return list(self._unschedulable.values())
+
+    def __contains__(self, key: object) -> bool:
+        with self._lock:
+            return self._find(key) is not None  # type: ignore[arg-type,unused-ignore]
+
+    def __len__(self) -> int:
+        with self._lock:
+            return len(self._active_keys) + len(self._backoff_keys) + len(self._unschedulable)

@@ -1,0 +1,382 @@
+"""The live scheduler: watches feed the cache and the queue, one loop drives the cycle, binds go async.
+
+Threads: one reflector per watched resource (:mod:`.watch`) calls :meth:`LiveScheduler.on_upsert` /
+:meth:`LiveScheduler.on_delete`; the scheduling loop pops and decides (only while leading and once the
+first lists arrived); the binder's pool binds; the recorder's pool writes events and conditions; the
+elector renews the lease; the status server answers probes.
+
+Which pods are ours: ``spec.schedulerName`` equal to our name (the API server defaults it to
+``default-scheduler``), not bound, not finished, not being deleted. Other pods are only *read* (bound
+ones occupy their nodes); nothing is ever written to them.
+
+Cluster events (:mod:`policyscheduler.cycle.events`), each checked against what the rules that
+rejected a pod read: node added (moves every pod); node updated (the facets that changed: labels,
+taints, unschedulable, allocatable, images, annotations -- heartbeats change none and move nothing); node
+deleted; an assigned pod added, changed (labels, resources) or deleted on its node; a failed bind
+(resources freed); a namespace's labels changed; policies reloaded (every pod).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import random
+import threading
+import time
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+from policyscheduler.cycle import (
+    ERROR,
+    SKIPPED,
+    UNSCHEDULABLE,
+    Attempt,
+    ClusterCache,
+    Cycle,
+    SchedulingQueue,
+)
+from policyscheduler.cycle.cache import is_placed, node_name_of
+from policyscheduler.cycle.events import ClusterEvent, node_facet_view, node_facets_changed
+from policyscheduler.kube.binder import Binder
+from policyscheduler.kube.events import EventRecorder
+from policyscheduler.kube.lease import LeaderElector
+from policyscheduler.kube.metrics import SchedulerMetrics
+from policyscheduler.kube.rest import RestClient
+from policyscheduler.kube.server import StatusServer
+from policyscheduler.kube.watch import RESOURCES, Reflector, wait_synced
+
+if TYPE_CHECKING:
+    from policyscheduler.compiler import PolicySet
+    from policyscheduler.evaluation import Evaluator
+
+__all__ = ["LiveScheduler", "Options", "pod_queue_key", "is_ours"]
+
+
+def _sub(obj: Mapping[str, Any], key: str) -> Mapping[str, Any]:
+    """``obj[key]`` when it is a mapping, else an empty one (objects from the API are not trusted)."""
+    value = obj.get(key)
+    return value if isinstance(value, Mapping) else {}
+
+log = logging.getLogger("policyscheduler.scheduler")
+decisions = logging.getLogger("policyscheduler.decisions")
+
+DEFAULT_SCHEDULER = "default-scheduler"
+
+
+@dataclasses.dataclass
+class Options:
+    """What ``policyscheduler run`` flags set (kube-scheduler's names and defaults)."""
+
+    scheduler_name: str = "policy-scheduler"
+    leader_elect: bool = False
+    lease_namespace: str = "kube-system"
+    lease_duration: float = 15.0
+    renew_deadline: float = 10.0
+    retry_period: float = 2.0
+    bind_address: tuple[str, int] | None = ("127.0.0.1", 10259)
+    bind_workers: int = 16
+    seed: int | None = None
+
+
+def pod_queue_key(pod: Mapping[str, Any]) -> str:
+    """The queue's key of a pod: its uid (a recreated pod is a new pod), else ``ns/name``."""
+    meta = _sub(pod, "metadata")
+    uid = meta.get("uid")
+    return uid if isinstance(uid, str) and uid else f"{meta.get('namespace')}/{meta.get('name')}"
+
+
+def _spec(pod: Mapping[str, Any]) -> Mapping[str, Any]:
+    spec = pod.get("spec")
+    return spec if isinstance(spec, Mapping) else {}
+
+
+def is_ours(pod: Mapping[str, Any], scheduler_name: str) -> bool:
+    """``spec.schedulerName`` names us (absent means ``default-scheduler``)."""
+    return (_spec(pod).get("schedulerName") or DEFAULT_SCHEDULER) == scheduler_name
+
+
+def _waiting(pod: Mapping[str, Any]) -> bool:
+    meta = _sub(pod, "metadata")
+    status = _sub(pod, "status")
+    return (node_name_of(pod) is None and status.get("phase") not in ("Succeeded", "Failed")
+            and not meta.get("deletionTimestamp"))
+
+
+def _assigned_view(pod: Mapping[str, Any]) -> tuple[Any, ...]:
+    """What of an assigned pod other pods' verdicts can see: its node, labels and container resources."""
+    meta = _sub(pod, "metadata")
+    spec = _spec(pod)
+    raw = spec.get("containers")
+    containers: list[Any] = raw if isinstance(raw, list) else []
+    resources = [c.get("resources") for c in containers if isinstance(c, Mapping)]
+    return (node_name_of(pod), meta.get("labels"), resources, spec.get("overhead"))
+
+
+class LiveScheduler:
+    """See the module docstring. :meth:`start`, then :meth:`wait`, then :meth:`shutdown`."""
+
+    def __init__(self, client: RestClient, policy_set: PolicySet, evaluator: Evaluator, options: Options,
+                 *, engine: str = "") -> None:
+        self.client = client
+        self.options = options
+        self.engine = engine
+        self.queue = SchedulingQueue()
+        self.cache = ClusterCache()
+        self.recorder = EventRecorder(client, options.scheduler_name, busy=self._busy)
+        self.binder = Binder(client, lambda: self.cycle, workers=options.bind_workers, on_done=self._bind_done)
+        self.cycle = Cycle(self.queue, self.cache, evaluator, policy_set, self._hand_to_binder,
+                           rng=random.Random(options.seed))
+        self.elector: LeaderElector | None = None
+        if options.leader_elect:
+            self.elector = LeaderElector(client, options.lease_namespace, options.scheduler_name,
+                                         lease_duration=options.lease_duration,
+                                         renew_deadline=options.renew_deadline,
+                                         retry_period=options.retry_period,
+                                         on_started_leading=self._wake_loop,
+                                         on_stopped_leading=self._lost_lease)
+        self.metrics = SchedulerMetrics(options.scheduler_name, pending=self.queue.pending,
+                                        cache=self.cache.counts, leader=lambda: self.leading)
+        self.reflectors = [Reflector(client, kind, self) for kind in RESOURCES]
+        self.server: StatusServer | None = None
+        if options.bind_address is not None:
+            self.server = StatusServer(options.bind_address, self.metrics.registry, self._health, self._ready)
+        self._stopping = threading.Event()
+        self._done = threading.Event()
+        self._wake = threading.Event()
+        self._loop_thread = threading.Thread(target=self._loop, name="scheduling-loop", daemon=True)
+        self._bound: dict[str, tuple[Any, ...]] = {}
+        self._nodes: dict[str, dict[str, Any]] = {}
+        self._namespaces: dict[str, Any] = {}
+        self._warned = 0
+        self.exit_code = 0
+        self.scheduled = 0
+        self.failures = 0
+
+    # -- lifecycle -----------------------------------------------------------------------------------------
+
+    @property
+    def leading(self) -> bool:
+        """True when this replica may schedule (always, without leader election)."""
+        return self.elector is None or self.elector.is_leader
+
+    def start(self) -> None:
+        """Start watches, the status server, the elector and the loop (returns at once)."""
+        if self.server is not None:
+            self.server.start()
+        for reflector in self.reflectors:
+            reflector.start()
+        if self.elector is not None:
+            self.elector.start()
+        self._loop_thread.start()
+
+    def wait_synced(self, timeout: float) -> bool:
+        """True once every watched resource delivered its first list."""
+        return wait_synced(self.reflectors, timeout)
+
+    def wait(self, timeout: float | None = None) -> bool:
+        """Block until the scheduler stopped (lost lease or :meth:`shutdown`); True if it did."""
+        return self._done.wait(timeout)
+
+    def shutdown(self, *, bind_timeout: float = 30.0) -> int:
+        """SIGTERM: stop taking pods, finish in-flight binds, release the lease, stop. Exit status."""
+        self._stopping.set()
+        self.queue.close()
+        self._wake.set()
+        if self._loop_thread.is_alive():
+            self._loop_thread.join(timeout=60)
+        drained = self.binder.drain(bind_timeout)
+        if not drained:
+            log.error("shutdown: %d binds still in flight after %.0fs", self.binder.in_flight, bind_timeout)
+            self.exit_code = self.exit_code or 1
+        self.recorder.shutdown(wait=True)
+        if self.elector is not None:
+            self.elector.release()
+        for reflector in self.reflectors:
+            reflector.stop()
+        if self.server is not None:
+            self.server.stop()
+        self.binder.shutdown()
+        self._done.set()
+        return self.exit_code
+
+    def _lost_lease(self) -> None:
+        """A leader that cannot renew stops scheduling at once (then exits, as kube-scheduler does)."""
+        log.error("leader election lost: scheduling stopped")
+        self.exit_code = 1
+        self._stopping.set()
+        self.queue.close()
+        self._done.set()
+
+    def _busy(self) -> bool:
+        """Pods waiting to be decided or bound: the low-priority event writer holds back."""
+        return self.binder.in_flight > 0 or self.queue.pending()["active"] > 0
+
+    def _wake_loop(self) -> None:
+        self._wake.set()
+
+    def _health(self) -> tuple[bool, str]:
+        if self.elector is not None and self.elector.is_leader:
+            late = self.elector.seconds_since_renew()
+            if late > self.options.lease_duration:
+                return False, f"leader election: last renewal {late:.0f}s ago"
+        return (True, "ok") if not self._done.is_set() else (False, "stopped")
+
+    def _ready(self) -> tuple[bool, str]:
+        missing = [r.kind for r in self.reflectors if not r.synced.is_set()]
+        if missing:
+            return False, "waiting for the first list of " + ", ".join(missing)
+        return True, "ok"
+
+    # -- watch handler -------------------------------------------------------------------------------------
+
+    def on_upsert(self, kind: str, obj: dict[str, Any]) -> None:
+        self.cache.upsert(kind, obj)
+        if kind == "Pod":
+            self._pod_changed(obj)
+        elif kind == "Node":
+            name = str((obj.get("metadata") or {}).get("name"))
+            view = node_facet_view(obj)
+            old = self._nodes.get(name)
+            self._nodes[name] = view
+            if old is None:
+                self.queue.move(ClusterEvent.node_added(name))
+            else:
+                facets = node_facets_changed(old, view)
+                if facets:
+                    self.queue.move(ClusterEvent.node_updated(name, facets))
+        elif kind == "Namespace":
+            name = str((obj.get("metadata") or {}).get("name"))
+            labels = (obj.get("metadata") or {}).get("labels")
+            if name not in self._namespaces or self._namespaces[name] != labels:
+                self._namespaces[name] = labels
+                self.queue.move(ClusterEvent.cluster("NamespaceChange"))
+
+    def on_delete(self, kind: str, obj: dict[str, Any]) -> None:
+        self.cache.remove(kind, obj)
+        if kind == "Pod":
+            key = pod_queue_key(obj)
+            self.queue.delete(key)
+            view = self._bound.pop(key, None)
+            if view is not None:
+                self.queue.move(ClusterEvent.assigned_pod("AssignedPodDelete", view[0]))
+        elif kind == "Node":
+            name = str((obj.get("metadata") or {}).get("name"))
+            if self._nodes.pop(name, None) is not None:
+                self.queue.move(ClusterEvent.node_deleted(name))
+        elif kind == "Namespace":
+            self._namespaces.pop(str((obj.get("metadata") or {}).get("name")), None)
+
+    def on_synced(self, kind: str) -> None:
+        log.info("watch %s: list delivered", kind)
+
+    def on_error(self, kind: str, error: str) -> None:
+        self.metrics.watch_errors.labels(kind).inc()
+        log.warning("watch %s: %s (retrying)", kind, error)
+
+    def _pod_changed(self, pod: dict[str, Any]) -> None:
+        key = pod_queue_key(pod)
+        if node_name_of(pod) is not None:
+            self.queue.delete(key)
+            before = self._bound.get(key)
+            if is_placed(pod):
+                view = _assigned_view(pod)
+                if before is None:
+                    self._bound[key] = view
+                    self.queue.move(ClusterEvent.assigned_pod("AssignedPodAdd", view[0]))
+                elif before != view:
+                    self._bound[key] = view
+                    self.queue.move(ClusterEvent.assigned_pod("AssignedPodUpdate", view[0]))
+            elif before is not None:
+                del self._bound[key]
+                self.queue.move(ClusterEvent.assigned_pod("AssignedPodDelete", before[0]))
+        elif is_ours(pod, self.options.scheduler_name) and _waiting(pod):
+            self.queue.add(key, pod)
+        else:
+            self.queue.delete(key)
+
+    # -- the loop -------------------------------------------------------------------------------------------
+
+    def _may_schedule(self) -> bool:
+        return not self._stopping.is_set() and self.leading
+
+    def _loop(self) -> None:
+        while not self._stopping.is_set():
+            if not self.leading or not all(r.synced.is_set() for r in self.reflectors):
+                self._wake.wait(0.2)
+                self._wake.clear()
+                continue
+            try:
+                attempt = self.cycle.schedule_one(timeout=0.5)
+                if attempt is not None:
+                    self._report(attempt)
+            except Exception:
+                log.exception("scheduling loop: unexpected error")
+                time.sleep(0.1)
+
+    def _hand_to_binder(self, attempt: Attempt) -> None:
+        if not self._may_schedule():  # lost the lease (or stopping) between decision and bind
+            self.cycle.binding_failed(attempt, retry=True, reason="not leading")
+            return
+        self.binder.bind(attempt)
+
+    def _report(self, attempt: Attempt) -> None:
+        """Metrics, events, condition and the one log line of a decision."""
+        self.metrics.attempt(attempt.result if attempt.result != SKIPPED else "skipped", attempt.duration)
+        record = decision_record(attempt, self.cycle.policy_set.digest)
+        decisions.info(record["result"], extra={"fields": record})
+        if attempt.result == UNSCHEDULABLE:
+            self.failures += 1
+            assert attempt.decision is not None
+            if not attempt.reused:
+                self.recorder.failed(attempt.pod, attempt.decision.message or "", reason="Unschedulable")
+        elif attempt.result == ERROR:
+            self.failures += 1
+            self.recorder.failed(attempt.pod, f"scheduler error: {attempt.error}", reason="SchedulerError")
+        warnings = self.cache.warnings
+        if len(warnings) > self._warned:
+            for warning in warnings[self._warned:]:
+                log.warning("malformed object: %s", warning)
+            self._warned = len(warnings)
+
+    def _bind_done(self, attempt: Attempt, result: str, seconds: float, error: str | None) -> None:
+        self.metrics.bound(result, seconds)
+        fields = {"pod": attempt.key, "node": attempt.node, "result": result, "bind_ms": round(seconds * 1000, 2),
+                  "policy_digest": attempt.decision.policy_digest[:12] if attempt.decision is not None else None}
+        if result == "bound":
+            self.scheduled += 1
+            self.recorder.scheduled(attempt.pod, str(attempt.node))
+            first = attempt.entry.initial_attempt
+            if first is not None:
+                self.metrics.scheduled_sli(attempt.entry.attempts, time.monotonic() - first)
+            decisions.info("bound", extra={"fields": fields})
+        else:
+            fields["error"] = error
+            (decisions.warning if result == "error" else decisions.info)("bind " + result, extra={"fields": fields})
+            if result == "error":
+                self.recorder.failed(attempt.pod, f"Binding rejected: {error}", reason="SchedulerError")
+
+
+def decision_record(attempt: Attempt, digest: str) -> dict[str, Any]:
+    """The structured log line of one decision (plain data)."""
+    decision = attempt.decision
+    record: dict[str, Any] = {
+        "result": attempt.result,
+        "pod": attempt.key,
+        "node": attempt.node,
+        "attempt": attempt.entry.attempts,
+        "policy_digest": (decision.policy_digest if decision is not None else digest)[:12],
+        "duration_ms": round(attempt.duration * 1000, 3),
+    }
+    if decision is not None:
+        record["score"] = decision.score
+        record["feasible"] = len(decision.feasible)
+        record["nodes"] = attempt.nodes
+        if decision.node is None:
+            record["message"] = decision.message
+    if attempt.reused:
+        record["reused"] = True
+    if attempt.queue:
+        record["queue"] = attempt.queue
+    if attempt.error:
+        record["error"] = attempt.error
+    return record

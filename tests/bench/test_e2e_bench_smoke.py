@@ -1,0 +1,31 @@
+"""bench/e2e.py at toy sizes: every run kind completes, binds everything, violates nothing, and the
+JSON / markdown / PNG outputs are written."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from bench import e2e
+
+pytestmark = pytest.mark.e2e
+
+
+def test_e2e_bench_smoke(tmp_path: Path) -> None:
+    args = e2e.parse_args(["--nodes", "12", "--pods", "15", "--workloads", "mixed",
+                           "--runs", "ours,kube-100,ceiling", "--latency-pods", "5", "--latency-rate", "20",
+                           "--timeout", "60", "--out", str(tmp_path)])
+    results = e2e.run_all(args, progress=lambda _: None)
+    assert [(r["workload"], r["run"]) for r in results["runs"]] == [
+        (w, k) for w in ("mixed",) for k in ("ours", "kube-100", "ceiling")]
+    for run in results["runs"]:
+        assert run["bound"] == 15 and run["latency_bound"] == 5, run
+        assert run["violations"] == 0, run["violation_examples"]
+        assert run["pods_per_s"] > 0 and run["p99_ms"] >= run["p50_ms"] > 0
+        assert run["cpu_s"] >= 0 and run["peak_rss_mb"] > 0
+    assert json.loads((tmp_path / "e2e.json").read_text())["nodes"] == 12
+    table = (tmp_path / "e2e.md").read_text()
+    assert "| mixed |" in table and "ours/kube-100" in table and "ours/ceiling" in table
+    assert (tmp_path / "e2e.png").read_bytes().startswith(b"\x89PNG\r\n\x1a\n")

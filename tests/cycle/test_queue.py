@@ -1,0 +1,113 @@
+"""The scheduling queue's rules, with a controlled clock."""
+
+from __future__ import annotations
+
+from policyscheduler.cycle import SchedulingQueue
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 100.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def pod(name: str, priority: int | None = None) -> dict:
+    spec = {} if priority is None else {"priority": priority}
+    return {"metadata": {"name": name, "namespace": "default"}, "spec": spec}
+
+
+def drain(q: SchedulingQueue) -> list[str]:
+    out = []
+    while (e := q.pop()) is not None:
+        out.append(e.key)
+        q.done(e)
+    return out
+
+
+def test_higher_priority_first_then_oldest() -> None:
+    clock = Clock()
+    q = SchedulingQueue(clock=clock)
+    q.add("old", pod("old"))
+    clock.now += 1
+    q.add("new", pod("new"))
+    q.add("vip", pod("vip", priority=10))
+    assert drain(q) == ["vip", "old", "new"]
+
+
+def test_backoff_doubles_from_one_to_ten_seconds() -> None:
+    q = SchedulingQueue()
+    assert [q.backoff_duration(k) for k in range(7)] == [0, 1, 2, 4, 8, 10, 10]
+
+
+def test_unschedulable_waits_for_an_event_then_backs_off() -> None:
+    clock = Clock()
+    q = SchedulingQueue(clock=clock)
+    q.add("p", pod("p"))
+    e = q.pop()
+    assert q.add_unschedulable(e) == "unschedulable"
+    clock.now += 60
+    assert q.pop() is None  # no event: it stays
+    assert q.pending() == {"active": 0, "backoff": 0, "unschedulable": 1}
+    assert q.move_all("NodeAdd") == 1
+    e = q.pop()
+    assert e is not None and e.attempts == 2
+    q.add_unschedulable(e)
+    q.move_all("NodeAdd")  # moved right after failing: still backing off (2 s after the 2nd attempt)
+    assert q.pending()["backoff"] == 1 and q.pop() is None
+    clock.now += 2
+    assert q.pop() is not None
+
+
+def test_event_during_the_attempt_sends_the_failed_pod_to_backoff_not_the_pool() -> None:
+    clock = Clock()
+    q = SchedulingQueue(clock=clock)
+    q.add("p", pod("p"))
+    e = q.pop()
+    q.move_all("NodeAdd")  # arrives while p is in flight: its verdict may be stale
+    assert q.add_unschedulable(e) == "backoff"
+    clock.now += 1
+    assert q.pop() is e
+
+
+def test_unschedulable_flushed_after_five_minutes() -> None:
+    clock = Clock()
+    q = SchedulingQueue(clock=clock)
+    q.add("p", pod("p"))
+    q.add_unschedulable(q.pop())
+    clock.now += 299
+    assert q.pop() is None
+    clock.now += 1
+    assert q.pop() is not None
+    assert q.moves == {"UnschedulableTimeout": 1}
+
+
+def test_delete_and_update() -> None:
+    clock = Clock()
+    q = SchedulingQueue(clock=clock)
+    q.add("a", pod("a"))
+    q.add("b", pod("b"))
+    assert q.delete("a")
+    assert drain(q) == ["b"]
+    q.add("c", pod("c"))
+    e = q.pop()
+    q.add_unschedulable(e)
+    updated = pod("c", priority=5)
+    assert q.add("c", updated) is False  # an update moves it back at once (no backoff left: 1 s passed? no)
+    clock.now += 1
+    e = q.pop()
+    assert e is not None and e.pod is updated and e.priority == 5
+    q.delete("c")  # deleted while in flight: a failure does not requeue it
+    assert q.add_unschedulable(e) == "gone" and len(q) == 0
+
+
+def test_failed_bind_retries_after_backoff() -> None:
+    clock = Clock()
+    q = SchedulingQueue(clock=clock)
+    q.add("p", pod("p"))
+    e = q.pop()
+    assert q.add_backoff(e) == "backoff"
+    assert q.pop() is None
+    clock.now += 1
+    assert q.pop() is e

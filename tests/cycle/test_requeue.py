@@ -1,0 +1,162 @@
+"""Requeue by what rules read: an unschedulable pod moves only on events that can change its verdict."""
+
+from __future__ import annotations
+
+import random
+from pathlib import Path
+
+import pytest
+
+from policyscheduler.cycle import UNSCHEDULABLE, ClusterCache, Cycle, SchedulingQueue
+from policyscheduler.cycle.events import ClusterEvent, Interest, facets_of_reads, node_facets_changed
+from policyscheduler.evaluation import make_evaluator
+from policyscheduler.loader import load_policy_set
+from tests.evaluation.policies import default_policies
+
+
+class Clock:
+    now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def node(name: str, cpu: str = "2", labels: dict | None = None, taints: list | None = None) -> dict:
+    obj = {"kind": "Node", "metadata": {"name": name, "labels": {"kubernetes.io/hostname": name, **(labels or {})}},
+           "spec": {}, "status": {"allocatable": {"cpu": cpu, "memory": "8Gi", "pods": "110"}}}
+    if taints:
+        obj["spec"]["taints"] = taints
+    return obj
+
+
+def pod(name: str, cpu: str = "1", selector: dict | None = None, node_name: str | None = None) -> dict:
+    spec: dict = {"containers": [{"name": "c", "image": "x", "resources": {"requests": {"cpu": cpu}}}]}
+    if selector:
+        spec["nodeSelector"] = selector
+    if node_name:
+        spec["nodeName"] = node_name
+    return {"kind": "Pod", "metadata": {"name": name, "namespace": "default", "uid": f"uid-{name}"}, "spec": spec}
+
+
+def unschedulable(objects: list[dict], pending: dict, policy_set=None) -> tuple[Cycle, SchedulingQueue]:
+    queue = SchedulingQueue(clock=Clock())
+    cycle = Cycle(queue, ClusterCache(objects), make_evaluator("reference"), policy_set or default_policies(),
+                  lambda a: None, rng=random.Random(0))
+    queue.add("p", pending)
+    attempt = cycle.schedule_one()
+    assert attempt is not None and attempt.result == UNSCHEDULABLE and attempt.queue == "unschedulable"
+    return cycle, queue
+
+
+def test_facets_of_the_default_rules() -> None:
+    ps = default_policies()
+    fit = ps.analyses["filter node_resources_fit"].reads
+    assert facets_of_reads(fit) == {"allocatable", "pods"}
+    assert facets_of_reads(ps.analyses["filter node_affinity"].reads) == {"labels"}
+    assert facets_of_reads(ps.analyses["filter taint_toleration"].reads) == {"taints"}
+    assert "cluster" in facets_of_reads(ps.analyses["filter pod_topology_spread"].reads)
+    assert facets_of_reads(["Node.brand_new_field"]) == {"node"}
+
+
+def test_node_diff_ignores_heartbeats() -> None:
+    a = node("n1")
+    b = {**a, "status": {**a["status"], "conditions": [{"type": "Ready", "status": "True"}]}}
+    assert node_facets_changed(a, b) == frozenset()
+    c = {**a, "metadata": {**a["metadata"], "labels": {"x": "y"}}}
+    assert node_facets_changed(a, c) == {"labels", "cluster", "node"}
+    d = {**a, "status": {"allocatable": {"cpu": "4"}}}
+    assert node_facets_changed(a, d) == {"allocatable", "node"}
+
+
+def test_label_change_does_not_move_a_pod_rejected_for_cpu() -> None:
+    _, queue = unschedulable([node("n1", cpu="1")], pod("p", cpu="2"))
+    assert queue.move(ClusterEvent.node_updated("n1", frozenset({"labels", "cluster", "node"}))) == 0
+    assert queue.move(ClusterEvent.node_updated("n1", frozenset({"taints", "cluster", "node"}))) == 0
+    assert queue.pending()["unschedulable"] == 1
+    # more allocatable on the node that rejected it for cpu: back it goes
+    assert queue.move(ClusterEvent.node_updated("n1", frozenset({"allocatable", "node"}))) == 1
+
+
+def test_label_change_moves_a_pod_rejected_by_node_affinity_only_for_that_node() -> None:
+    objects = [node("n1", cpu="1"), node("n2")]
+    _, queue = unschedulable(objects, pod("p", selector={"disk": "ssd"}))
+    # n1 and n2 were both rejected by node_affinity (the first failing filter)
+    assert queue.move(ClusterEvent.node_updated("n2", frozenset({"allocatable", "node"}))) == 0
+    assert queue.move(ClusterEvent.node_updated("n2", frozenset({"labels", "cluster", "node"}))) == 1
+
+
+def test_pod_events_are_local_to_their_node() -> None:
+    tainted = node("n2", taints=[{"key": "k", "value": "v", "effect": "NoSchedule"}])
+    _, queue = unschedulable([node("n1", cpu="1"), tainted], pod("p", cpu="2"))
+    # n2 (taint) does not care about pods; n1 (cpu) does
+    assert queue.move(ClusterEvent.assigned_pod("AssignedPodDelete", "n2")) == 0
+    assert queue.move(ClusterEvent.assigned_pod("AssignedPodDelete", "n1")) == 1
+
+
+def test_node_added_and_policy_reload_always_move() -> None:
+    _, queue = unschedulable([node("n1", cpu="1")], pod("p", cpu="2"))
+    assert queue.move(ClusterEvent.node_added("n9")) == 1
+    Clock.now += 2
+    assert queue.pop() is not None
+
+
+def test_node_deleted_or_namespace_change_moves_only_cluster_readers() -> None:
+    _, queue = unschedulable([node("n1", cpu="1")], pod("p", cpu="2"))
+    assert queue.move(ClusterEvent.node_deleted("n1")) == 0
+    assert queue.move(ClusterEvent.cluster("NamespaceChange")) == 0
+    spread = pod("s")
+    spread["metadata"]["labels"] = {"app": "s"}
+    spread["spec"]["topologySpreadConstraints"] = [{
+        "maxSkew": 1, "topologyKey": "zone", "whenUnsatisfiable": "DoNotSchedule",
+        "labelSelector": {"matchLabels": {"app": "s"}}}]
+    objects = [node("a", cpu="8", labels={"zone": "a"}), node("b", cpu="0", labels={"zone": "b"}),
+               pod("x", node_name="a"), {**pod("y", node_name="a"), "metadata": {
+                   "name": "y", "namespace": "default", "uid": "uid-y", "labels": {"app": "s"}}}]
+    objects[2]["metadata"]["labels"] = {"app": "s"}
+    _, queue = unschedulable(objects, spread)
+    assert queue.move(ClusterEvent.cluster("NamespaceChange")) == 1
+
+
+def test_a_user_rule_reading_new_members_is_honoured(tmp_path: Path) -> None:
+    (tmp_path / "gpu.policy").write_text(
+        '## Only nodes labelled gpu.\n'
+        'filter wants_gpu\n'
+        '  reason "node(s) without a gpu label"\n'
+        '  require "gpu" in node.labels\n')
+    loaded = load_policy_set([tmp_path])
+    assert loaded.policy_set is not None, loaded.diagnostics
+    _, queue = unschedulable([node("n1")], pod("p"), loaded.policy_set)
+    assert queue.move(ClusterEvent.assigned_pod("AssignedPodDelete", "n1")) == 0
+    assert queue.move(ClusterEvent.node_updated("n1", frozenset({"labels", "cluster", "node"}))) == 1
+
+
+def test_event_during_the_attempt_is_checked_against_the_pods_interest() -> None:
+    queue = SchedulingQueue(clock=Clock())
+    cycle = Cycle(queue, ClusterCache([node("n1", cpu="1")]), make_evaluator("reference"), default_policies(),
+                  lambda a: None, rng=random.Random(0))
+    queue.add("p", pod("p", cpu="2"))
+    entry = queue.pop()
+    queue.move(ClusterEvent.node_updated("n1", frozenset({"labels", "cluster", "node"})))  # irrelevant
+    attempt = cycle.attempt(entry)
+    assert attempt.queue == "unschedulable"
+    queue.move(ClusterEvent.node_added("n2"))
+    Clock.now += 5
+    entry = queue.pop()
+    queue.move(ClusterEvent.assigned_pod("AssignedPodDelete", "n1"))  # relevant, arrives mid-attempt
+    assert cycle.attempt(entry).queue == "backoff"
+
+
+def test_interest_without_nodes_waits_for_a_node() -> None:
+    _, queue = unschedulable([], pod("p"))
+    assert queue.move(ClusterEvent.cluster("NamespaceChange")) == 0
+    assert queue.move(ClusterEvent.assigned_pod("AssignedPodDelete", "n1")) == 0
+    assert queue.move(ClusterEvent.node_added("n1")) == 1
+
+
+@pytest.mark.parametrize("rule", [None, "no_such_rule"])
+def test_unknown_rule_is_conservative(rule: str | None) -> None:
+    interest = Interest({"n1": rule}, {rule: facets_of_reads(["Node.labels"]) if rule is None else
+                                       frozenset({"labels", "taints", "allocatable", "pods", "cluster", "node",
+                                                  "images", "annotations", "unschedulable"})},
+                        frozenset({"labels"}))
+    assert interest.wants(ClusterEvent.node_updated("n1", frozenset({"labels"})))
