@@ -185,3 +185,79 @@ def summary(diagnostics: Iterable[Diagnostic], files: int) -> str:
         return f"{n} {word}{'' if n == 1 else 's'}"
 
     return f"{plural(errors, 'error')}, {plural(warnings, 'warning')} in {plural(files, 'file')}"
+
+
+# ------------------------------------------------------------------------------------- the catalogue
+
+CODES.update({
+    # lint-only checks (policyscheduler lint; they never stop a set from loading)
+    "duplicate-rule-body": "two rules of the same kind with the same clauses under different names",
+    "unreachable": "a rule or clause that can never run: `applies when` is constantly false, or a clause follows a `require` that always fails",
+    "constant-filter": "a filter whose checks are all constants: it accepts every node or rejects every node",
+    "require-never-fails": "a `require` whose condition always holds (a constant true, `len(x) >= 0`, `x == x`)",
+    "score-range-unproven": "a `normalize none` score whose value cannot be shown to lie in 0..100 (each node outside fails)",
+    "cost-budget": "a rule whose static cost bound is above the lint budget (default 100,000; --cost-budget N)",
+    "pod-only-filter": "a filter without `applies when` whose checks read no node: write it as `reject pod ... when ...`",
+    "label-key-typo": "a string that is one typo away from a well-known Kubernetes label key (`kubernetes.io/hostnmae`)",
+    "unknown-taint-effect": "a taint effect that is not NoSchedule, PreferNoSchedule or NoExecute (`NoSchedul`)",
+    "suppression-needs-reason": "a `# lint: ignore[code]` comment without `because JUSTIFICATION`: it suppresses nothing",
+    "unused-suppression": "a `# lint: ignore[code] because ...` comment that suppresses no diagnostic",
+})
+
+LINT_ONLY_WARNINGS = frozenset({
+    "duplicate-rule-body", "unreachable", "constant-filter", "require-never-fails", "score-range-unproven",
+    "cost-budget", "pod-only-filter", "label-key-typo", "unknown-taint-effect", "suppression-needs-reason",
+    "unused-suppression",
+})
+
+_WARNING_CODES = frozenset({"unused-binding", "empty-aggregate", "no-policy-files"}) | LINT_ONLY_WARNINGS
+
+RATIONALE: dict[str, str] = {
+    "duplicate-rule-body": "Two rules that say the same thing under two names double the work and, for scores, "
+    "silently double the weight. Usually one was copied and never changed; delete one, or change what it checks.",
+    "unreachable": "Code that cannot run is either dead (remove it) or a bug (a condition inverted, a `require false` "
+    "left from debugging). A filter whose `applies when` is always false never protects anything.",
+    "constant-filter": "A filter that does not look at the pod or the node gives the same answer for every node: "
+    "it either does nothing (accepts all) or makes every pod unschedulable (rejects all). Neither is a policy.",
+    "require-never-fails": "A check that cannot fail protects nothing and suggests a mistake (a comparison the "
+    "wrong way round, `>= 0` on a count).",
+    "score-range-unproven": "With `normalize none` a raw value outside 0..100 is a runtime error on that node (the "
+    "node gets 0 for the rule). Show the range (clamp with min/max, or use a normalisation) or suppress with a "
+    "justification when you know better than the analysis.",
+    "cost-budget": "The load-time cost bound is the most expression nodes one evaluation may visit; a rule near the "
+    "hard limit (cost-limit) is slow on large clusters. The budget is a review threshold, not a limit.",
+    "pod-only-filter": "A filter that never reads `node` gives every node the same verdict: as a per-node check it "
+    "costs one evaluation per node and reports N identical reasons. `reject pod REASON when CONDITION` decides "
+    "once per pod and gives kube-scheduler's PreFilter message.",
+    "label-key-typo": "A misspelt label key reads as a missing label (the empty string): the rule then silently "
+    "matches nothing or everything. Well-known keys: kubernetes.io/hostname, topology.kubernetes.io/zone, ...",
+    "unknown-taint-effect": "Kubernetes taints have three effects; a comparison with anything else is never true, "
+    "so the rule silently ignores every taint.",
+    "suppression-needs-reason": "A suppression is a decision someone must be able to review: say why with "
+    "`# lint: ignore[code] because ...`.",
+    "unused-suppression": "A suppression that silences nothing is stale (the code changed) and would hide a future "
+    "finding on that line.",
+}
+
+
+@dataclasses.dataclass(frozen=True)
+class LintCode:
+    """One entry of the catalogue: ``policyscheduler lint --explain CODE``."""
+
+    code: str
+    severity: str
+    summary: str
+    rationale: str
+
+
+def catalogue() -> dict[str, LintCode]:
+    """Every diagnostic code with its default severity, summary and rationale, in a stable order."""
+    out: dict[str, LintCode] = {}
+    for code, summary in CODES.items():
+        severity = WARNING if code in _WARNING_CODES else ERROR
+        rationale = RATIONALE.get(code) or (
+            "A policy set with this problem is refused as a whole (the scheduler keeps the last good set), so "
+            "the problem is caught in CI rather than in a running cluster." if severity == ERROR else
+            "The set loads; the finding points at something that is probably not what was meant.")
+        out[code] = LintCode(code, severity, summary, rationale)
+    return out

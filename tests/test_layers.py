@@ -32,8 +32,9 @@ ALLOWED: dict[str, set[str]] = {
     "cycle": {"compiler", "objects", "state", "evaluation"},
     "kube": {"diagnostics", "compiler", "objects", "state", "evaluation", "loader", "cycle"},
     "simulate": {"diagnostics", "compiler", "objects", "state", "evaluation", "loader", "inputs", "cycle"},
+    "testing": {"diagnostics", "source", "syntax", "loader", "compiler", "objects", "state", "evaluation", "inputs"},
     "cli": {"diagnostics", "source", "loader", "compiler", "objects", "state", "evaluation", "inputs", "simulate",
-            "cycle", "kube"},
+            "cycle", "kube", "testing", "syntax", "checker", "schema"},
     "__init__": {"diagnostics", "loader", "compiler", "objects", "state", "evaluation"},
     "__main__": {"cli"},
 }

@@ -47,12 +47,49 @@ def _parser() -> argparse.ArgumentParser:
         description="Schedule the pending pods of a cluster snapshot one by one under a policy set.",
     )
     simulate.add_arguments(sim)
+    from policyscheduler.cli import run as run_command
+
+    live = commands.add_parser(
+        "run",
+        help="the live scheduler: watch the cluster, decide with the policies, bind",
+        description="Schedule the pods whose spec.schedulerName is ours on a live cluster.",
+    )
+    run_command.add_arguments(live)
     from policyscheduler.cli import policies
 
     policies.add_arguments(commands.add_parser(
         "policies",
         help="about the bundled default policies ('policies path': where they are)",
         description="Print where the bundled default policy set is (the one every command layers your files on).",
+    ))
+    from policyscheduler.cli import explain
+
+    explain.add_arguments(commands.add_parser(
+        "explain",
+        help="why a pod goes where it goes (or fits nowhere): per node, the rule and clause, the scores",
+        description="Explain the scheduler's decision for one pod on a snapshot (--cluster) or a live cluster "
+        "(--kubeconfig), with the same policies and engine the scheduler uses.",
+    ))
+    from policyscheduler.cli import policytest
+
+    policytest.add_arguments(commands.add_parser(
+        "test",
+        help="run policy tests (YAML cases next to the policies); exit 1 on failure",
+        description="Run the policy test cases found under PATH (YAML files with a pod and expectations).",
+    ))
+    from policyscheduler.cli import fmt
+
+    fmt.add_arguments(commands.add_parser(
+        "fmt",
+        help="format .policy files in the canonical layout (--check, --diff)",
+        description="Format .policy files in place in the one canonical layout, keeping every comment.",
+    ))
+    from policyscheduler.cli import docs
+
+    docs.add_arguments(commands.add_parser(
+        "docs",
+        help="write (or --check) the generated language reference grammar/REFERENCE.md",
+        description="Generate the language reference from the schema, the builtins and the lint catalogue.",
     ))
     return parser
 
@@ -68,6 +105,26 @@ def _dispatch(argv: list[str]) -> int:
         from policyscheduler.cli import simulate
 
         return simulate.run(args)
+    if args.command == "run":
+        from policyscheduler.cli import run as run_command
+
+        return run_command.run(args)
+    if args.command == "explain":
+        from policyscheduler.cli import explain
+
+        return explain.run(args)
+    if args.command == "test":
+        from policyscheduler.cli import policytest
+
+        return policytest.run(args)
+    if args.command == "fmt":
+        from policyscheduler.cli import fmt
+
+        return fmt.run(args)
+    if args.command == "docs":
+        from policyscheduler.cli import docs
+
+        return docs.run(args)
     if args.command == "policies":
         from policyscheduler.cli import policies
 

@@ -1,9 +1,15 @@
-"""``policyscheduler lint PATH ... [--format text|json]``: check policy files the way the scheduler will.
+"""``policyscheduler lint PATH ... [--format text|json|sarif|github]``: check policy files the way the scheduler will.
 
 The files are loaded exactly as ``simulate`` (and ``run``) load ``--policies``: layered on the bundled
 defaults (:func:`policyscheduler.loader.load_layered`), directories searched recursively, so a file that
 overrides or replaces a default rule lints clean, a name clash with a default is reported in *your*
 file, and the digest printed is the one the scheduler will report for the same inputs.
+
+Beyond the loader's diagnostics, lint runs the lint-only checks of :mod:`policyscheduler.checker.lint`
+(warnings) on the rules of the files it was given. ``--explain CODE`` prints a code's default severity
+and rationale. A warning is silenced on its line by ``# lint: ignore[code] because JUSTIFICATION`` (at the
+end of that line, or on its own line just above; the justification is required). ``--format sarif``
+writes SARIF 2.1.0 for code-scanning UIs, ``--format github`` workflow annotations for CI logs.
 
 Exit 0 when there are no errors (warnings allowed), 1 when some diagnostic is an error (an unreadable
 path, a path without policy files and a set without filters included), 2 for bad usage (argparse).
@@ -14,17 +20,23 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Sequence
+from typing import Any
 
-from policyscheduler.diagnostics import render_json, render_text, summary
+from policyscheduler.diagnostics import Diagnostic, render_json, render_text, summary
 from policyscheduler.loader import LoadResult, load_layered
 
 
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="policyscheduler lint", description="Check .policy files.")
-    p.add_argument("paths", nargs="+", metavar="PATH",
+    p.add_argument("paths", nargs="*", metavar="PATH",
                    help="policy files or directories of *.policy files (searched recursively); checked on top of "
                         "the bundled defaults, as simulate and run load them")
-    p.add_argument("--format", choices=("text", "json"), default="text", help="output format (default: text)")
+    p.add_argument("--format", choices=("text", "json", "sarif", "github"), default="text",
+                   help="output format: text, json, sarif (SARIF 2.1.0) or github (workflow annotations)")
+    p.add_argument("--explain", metavar="CODE", help="print what a diagnostic code means, its default severity "
+                   "and why it matters ('all' lists every code)")
+    p.add_argument("--cost-budget", type=int, default=None, metavar="N",
+                   help="warn (cost-budget) about rules whose static cost bound exceeds N (default 100,000)")
     p.add_argument("--allow-empty", action="store_true",
                    help="accept paths without policy files and a set without filter rules (errors otherwise)")
     p.add_argument("--costs", action="store_true",
@@ -96,6 +108,52 @@ def report_json(result: LoadResult) -> str:
     )
 
 
+def lint_configmaps(args: argparse.Namespace, manifests: list[str]) -> int:
+    """``lint`` of ConfigMap manifests (YAML/JSON files) and kustomization directories: one policy set per
+    ConfigMap (its ``*.policy`` keys in key order, plus the plain policy paths given), loaded as
+    ``run --policies-configmap`` loads it, with diagnostics at the YAML line and column (or in the file a
+    ``configMapGenerator`` read). Several ConfigMaps: one report each (JSON: a list)."""
+    import dataclasses
+    import json
+
+    from policyscheduler.diagnostics import ERROR, Diagnostic, Span
+    from policyscheduler.inputs.configmap import PolicyConfigMap, read_manifests
+    from policyscheduler.source import SourceFile
+
+    plain = [p for p in args.paths if p not in manifests]
+    found = read_manifests(manifests)
+    problems = [Diagnostic(p.code, ERROR, p.message, Span(p.file, max(p.line, 1), max(p.col, 1), max(p.line, 1),
+                                                          max(p.col, 1) + 1)) for p in found.problems]
+    runs: list[tuple[PolicyConfigMap | None, LoadResult]] = []
+    for configmap in found.configmaps:
+        names = [name for name, _ in configmap.texts()]
+        result = load_layered(plain, texts=configmap.texts(), allow_empty=args.allow_empty)
+        result = with_lint_checks(result, [*plain, *names], cost_budget=args.cost_budget)
+        runs.append((configmap, configmap.relocate(result, SourceFile)))
+    if not runs:
+        runs = [(None, LoadResult(None, []))]
+    if problems:  # reported once, with the first set; they fail the run
+        first_cm, first = runs[0]
+        runs[0] = (first_cm, dataclasses.replace(first, diagnostics=problems + first.diagnostics, policy_set=None))
+    if args.format == "json":
+        docs = [{**json.loads(report_json(r)), "configmap": cm.ref if cm else None, "source": cm.source if cm else None}
+                for cm, r in runs]
+        print(json.dumps(docs[0] if len(docs) == 1 else docs, indent=2))
+    for cm, r in runs if args.format != "json" else []:
+        if len(runs) > 1 and cm is not None and args.format == "text":
+            print(f"configmap {cm.ref} ({cm.source}):")
+        if args.format == "sarif":
+            print(report_sarif(r))
+        elif args.format == "github":
+            out = report_github(r)
+            if out:
+                print(out)
+            print(report_text(r, False).splitlines()[-1])
+        else:
+            print(report_text(r, args.costs))
+    return 1 if any(r.errors for _, r in runs) else 0
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run lint; returns the exit status (0 clean, 1 errors, 2 bad usage)."""
     parser = _parser()
@@ -103,12 +161,176 @@ def main(argv: Sequence[str] | None = None) -> int:
         args = parser.parse_args(list(sys.argv[1:] if argv is None else argv))
     except SystemExit as exc:
         return 2 if exc.code not in (0, None) else 0
+    if args.explain is not None:
+        return explain_code(args.explain)
+    if not args.paths:
+        parser.print_usage(sys.stderr)
+        sys.stderr.write("policyscheduler lint: error: give PATH ... (or --explain CODE)\n")
+        return 2
+    from policyscheduler.inputs.configmap import is_manifest
+
+    manifests = [p for p in args.paths if is_manifest(p)]
+    if manifests:  # ConfigMap manifests or kustomization directories: positions in the YAML
+        return lint_configmaps(args, manifests)
     result = load_layered(args.paths, allow_empty=args.allow_empty)
+    result = with_lint_checks(result, args.paths, cost_budget=args.cost_budget)
     if args.format == "json":
         print(report_json(result))
+    elif args.format == "sarif":
+        print(report_sarif(result))
+    elif args.format == "github":
+        out = report_github(result)
+        if out:
+            print(out)
+        print(report_text(result, False).splitlines()[-1])
     else:
         print(report_text(result, args.costs))
     return 1 if result.errors else 0
+
+
+def explain_code(code: str) -> int:
+    """``--explain CODE``: 0 when the code exists, 2 otherwise (with the close names)."""
+    import difflib
+
+    from policyscheduler.diagnostics import catalogue
+
+    cat = catalogue()
+    if code == "all":
+        for c in cat.values():
+            print(f"{c.code} ({c.severity}): {c.summary}")
+        return 0
+    entry = cat.get(code)
+    if entry is None:
+        close = difflib.get_close_matches(code, list(cat), n=3)
+        hint = f"; did you mean {' or '.join(close)}?" if close else "; 'lint --explain all' lists them"
+        sys.stderr.write(f"policyscheduler lint: unknown code {code!r}{hint}\n")
+        return 2
+    print(f"{entry.code} (default severity: {entry.severity})\n\n{entry.summary}\n\n{entry.rationale}")
+    from policyscheduler.checker.examples import EXAMPLES
+
+    example = EXAMPLES.get(code)
+    if example is not None and example.text is not None:
+        print("\nExample that triggers it:\n\n" + "\n".join("    " + ln for ln in example.text.splitlines()))
+    if entry.severity == "warning":
+        print(f"\nSilence one finding with a justification: # lint: ignore[{code}] because ...")
+    return 0
+
+
+def _in_scope(result: LoadResult, paths: Sequence[str]) -> set[str]:
+    """Resolved paths of the policy files under ``paths`` (the rules lint-only checks look at)."""
+    from pathlib import Path
+
+    found: set[str] = set()
+    for raw in paths:
+        p = Path(raw)
+        files = sorted(p.rglob("*.policy")) if p.is_dir() else [p]
+        found.update(str(f.resolve()) for f in files)
+    return found
+
+
+def with_lint_checks(result: LoadResult, paths: Sequence[str], *, cost_budget: int | None = None) -> LoadResult:
+    """The result with the lint-only warnings added and suppressions applied (a new LoadResult)."""
+    import dataclasses
+    from pathlib import Path
+
+    from policyscheduler.checker.lint import COST_BUDGET, lint_rules
+    from policyscheduler.diagnostics import sort_key, warning
+    from policyscheduler.syntax.comments import suppressions
+
+    scope = _in_scope(result, paths)
+    diags = list(result.diagnostics)
+    if result.policy_set is not None:
+        rules = [r.checked for r in result.policy_set.rules
+                 if r.checked is not None and str(Path(r.span.file).resolve()) in scope]
+        diags += lint_rules(rules, cost_budget=COST_BUDGET if cost_budget is None else cost_budget)
+    kept: list[Diagnostic] = []
+    used: set[tuple[str, int, int]] = set()
+    by_file = {name: suppressions(src.text) for name, src in result.sources.items()
+               if str(Path(name).resolve()) in scope}
+    for d in diags:
+        sups = by_file.get(d.span.file, []) if d.span is not None else []
+        hit = None
+        for s in sups:
+            if d.severity == "warning" and d.code in s.codes and s.reason and d.span is not None and \
+                    d.span.line <= s.target_line <= d.span.end_line:
+                hit = s
+                break
+        if hit is None:
+            kept.append(d)
+        else:
+            used.add((d.span.file if d.span else "", hit.line, hit.col))
+    from policyscheduler.diagnostics import Span
+
+    for name, sups in by_file.items():
+        for s in sups:
+            span = Span(name, s.line, s.col, s.line, s.col + 1)
+            if not s.reason:
+                kept.append(warning("suppression-needs-reason", "this suppression has no justification, so it "
+                                    "suppresses nothing: write '# lint: ignore[" + ", ".join(s.codes)
+                                    + "] because WHY'", span))
+            elif (name, s.line, s.col) not in used:
+                kept.append(warning("unused-suppression", f"nothing to suppress here ({', '.join(s.codes)}); "
+                                    "remove the comment", span))
+    return dataclasses.replace(result, diagnostics=sorted(kept, key=sort_key))
+
+
+def report_sarif(result: LoadResult) -> str:
+    """SARIF 2.1.0: one run, the catalogue as the tool's rules, one result per diagnostic."""
+    import json
+    from pathlib import Path
+
+    from policyscheduler.diagnostics import catalogue
+
+    cat = catalogue()
+    ids = list(cat)
+    rules = [{"id": c.code, "name": c.code, "shortDescription": {"text": c.summary},
+              "fullDescription": {"text": c.rationale},
+              "help": {"text": f"{c.summary}. {c.rationale} (policyscheduler lint --explain {c.code})"},
+              "defaultConfiguration": {"level": "error" if c.severity == "error" else "warning"}} for c in cat.values()]
+    results = []
+    for d in result.diagnostics:
+        item: dict[str, Any] = {"ruleId": d.code, "level": "error" if d.severity == "error" else "warning",
+                      "message": {"text": d.message}}
+        if d.code in cat:
+            item["ruleIndex"] = ids.index(d.code)
+        if d.span is not None:
+            uri = Path(d.span.file)
+            try:
+                text_uri = uri.resolve().relative_to(Path.cwd()).as_posix()
+            except ValueError:
+                text_uri = uri.resolve().as_uri() if uri.is_absolute() else uri.as_posix()
+            region = {"startLine": max(1, d.span.line), "startColumn": max(1, d.span.col)}
+            if d.span.end_line >= d.span.line:
+                region["endLine"] = max(1, d.span.end_line)
+                if d.span.end_col > 0:
+                    region["endColumn"] = max(1, d.span.end_col)
+            item["locations"] = [{"physicalLocation": {"artifactLocation": {"uri": text_uri}, "region": region}}]
+        results.append(item)
+    doc = {
+        "$schema": "https://json.schemastore.org/sarif-2.1.0.json",
+        "version": "2.1.0",
+        "runs": [{"tool": {"driver": {"name": "policyscheduler-lint", "informationUri":
+                                      "https://github.com/policyscheduler/policyscheduler", "rules": rules}},
+                  "results": results}],
+    }
+    return json.dumps(doc, indent=2)
+
+
+def _gh_escape(text: str, prop: bool = False) -> str:
+    text = text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+    return text.replace(":", "%3A").replace(",", "%2C") if prop else text
+
+
+def report_github(result: LoadResult) -> str:
+    """GitHub Actions workflow commands: one ``::error``/``::warning`` annotation per diagnostic."""
+    lines = []
+    for d in result.diagnostics:
+        props = [f"title={_gh_escape(d.code, True)}"]
+        if d.span is not None:
+            props = [f"file={_gh_escape(d.span.file, True)}", f"line={d.span.line}", f"col={d.span.col}",
+                     f"endLine={d.span.end_line}", f"endColumn={d.span.end_col}", *props]
+        lines.append(f"::{'error' if d.severity == 'error' else 'warning'} {','.join(props)}::{_gh_escape(d.message)}")
+    return "\n".join(lines)
 
 
 if __name__ == "__main__":

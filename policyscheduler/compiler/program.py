@@ -256,3 +256,149 @@ def _filter_steps(r: ast.FilterRule, ec: ExprCompiler, default_reason: str | Non
 
             steps.append(reject_each)
     return steps
+
+
+# ------------------------------------------------------------------------------------------- tracing
+#
+# Additive: ``explain`` and the policy test runner ask *which clause* decided a verdict. The closures
+# above run a rule's clauses as one function; these entry points re-run them one clause at a time with
+# the same reference closures (compiled from the same checked rule), recording each clause's outcome.
+# They are never on the scheduling path.
+
+
+@dataclasses.dataclass(frozen=True)
+class ClauseTrace:
+    """One clause of a rule as it ran on one node (or once per pod, for pod-level clauses).
+
+    ``outcome``: ``"pass"`` (a check that held), ``"fail"`` (a check that emitted ``reasons``),
+    ``"bound"`` (a ``let`` evaluated), ``"true"``/``"false"`` (``applies when``, ``ignore node when``),
+    ``"value"`` (a score ``value``, in ``value``), ``"error"`` (the clause failed at run time).
+    """
+
+    keyword: str
+    span: Span
+    outcome: str
+    reasons: tuple[str, ...] = ()
+    value: Any = None
+
+
+@dataclasses.dataclass(frozen=True)
+class RuleTrace:
+    """A rule run clause by clause: what ran, in order, and where it stopped."""
+
+    rule: str
+    kind: str
+    clauses: tuple[ClauseTrace, ...]
+    applies: bool
+    reasons: tuple[str, ...] = ()
+    """A filter's emitted reasons (empty: the node passes); for a pod-level rejection, its one reason."""
+    error: PolicyRuntimeError | None = None
+    pod_rejected: bool = False
+
+    @property
+    def rejecting(self) -> tuple[ClauseTrace, ...]:
+        """The clauses that emitted a reason (a filter rejects the node iff this is not empty)."""
+        return tuple(c for c in self.clauses if c.outcome == "fail")
+
+
+def _clause_tracers(checked: CheckedRule) -> list[tuple[ast.Clause, str, tuple[Fn, ...]]]:
+    ec = ExprCompiler(checked.info)
+    out: list[tuple[ast.Clause, str, tuple[Fn, ...]]] = []
+    for c in checked.rule.clauses:
+        kw = ast.CLAUSE_KEYWORDS[type(c)]
+        if isinstance(c, ast.Reason):
+            continue
+        if isinstance(c, (ast.Applies, ast.IgnoreWhen)):
+            out.append((c, kw, (ec.compile(c.cond),)))
+        elif isinstance(c, ast.Let):
+            out.append((c, kw, (ec.compile(c.value),)))
+        elif isinstance(c, ast.Require):
+            why = ec.as_type(c.else_, STRING) if c.else_ is not None else _always(checked.reason or "")
+            out.append((c, kw, (ec.compile(c.cond), why)))
+        elif isinstance(c, (ast.Reject, ast.RejectPod)):
+            out.append((c, kw, (ec.compile(c.when), ec.compile(c.reason))))
+        elif isinstance(c, ast.RejectEach):
+            out.append((c, kw, (ec.compile(c.reasons),)))
+        elif isinstance(c, ast.Value):
+            out.append((c, kw, (ec.compile(c.value),)))
+    return out
+
+
+_TRACERS: dict[int, tuple[CheckedRule, list[tuple[ast.Clause, str, tuple[Fn, ...]]]]] = {}
+
+
+def _tracers(checked: CheckedRule) -> list[tuple[ast.Clause, str, tuple[Fn, ...]]]:
+    hit = _TRACERS.get(id(checked))
+    if hit is None or hit[0] is not checked:
+        hit = _TRACERS[id(checked)] = (checked, _clause_tracers(checked))
+    return hit[1]
+
+
+def trace_rule(rule: FilterRule | ScoreRule, env: Env, *, pod_level_only: bool = False) -> RuleTrace:
+    """Run ``rule`` clause by clause on ``env`` (``pod``, ``node``, ``cluster``) with the reference closures.
+
+    A filter's trace ends at its first ``require`` that fails (as the rule does) and lists every clause
+    that emitted a reason; ``pod_level_only`` stops after the pod-level clauses (``applies when``,
+    ``reject pod``), for a pod with no node to look at. Runtime errors stop the trace with ``error`` set,
+    on the clause that failed. Needs the checked rule (every rule the loader compiles has it).
+    """
+    if rule.checked is None:
+        raise ValueError(f"rule {rule.name} has no checked form to trace")
+    kind = "filter" if isinstance(rule, FilterRule) else "score"
+    frame: Frame = dict(env)
+    done: list[ClauseTrace] = []
+    reasons: list[str] = []
+    for clause, kw, fns in _tracers(rule.checked):
+        node_level = not isinstance(clause, (ast.Applies, ast.RejectPod))
+        if pod_level_only and node_level:
+            break
+        try:
+            if isinstance(clause, (ast.Applies, ast.IgnoreWhen)):
+                ok = bool(fns[0](frame))
+                done.append(ClauseTrace(kw, clause.span, "true" if ok else "false"))
+                if isinstance(clause, ast.Applies) and not ok:
+                    return RuleTrace(rule.name, kind, tuple(done), False)
+                if isinstance(clause, ast.IgnoreWhen) and ok:
+                    return RuleTrace(rule.name, kind, tuple(done), True)
+            elif isinstance(clause, ast.Let):
+                assert isinstance(clause, ast.Let)
+                frame[clause.name] = fns[0](frame)
+                done.append(ClauseTrace(kw, clause.span, "bound", value=frame[clause.name]))
+            elif isinstance(clause, ast.Require):
+                if fns[0](frame):
+                    done.append(ClauseTrace(kw, clause.span, "pass"))
+                else:
+                    why = str(fns[1](frame))
+                    done.append(ClauseTrace(kw, clause.span, "fail", (why,)))
+                    reasons.append(why)
+                    break
+            elif isinstance(clause, ast.RejectPod):
+                if fns[0](frame):
+                    why = str(fns[1](frame))
+                    done.append(ClauseTrace(kw, clause.span, "fail", (why,)))
+                    return RuleTrace(rule.name, kind, tuple(done), True, (why,), pod_rejected=True)
+                done.append(ClauseTrace(kw, clause.span, "pass"))
+            elif isinstance(clause, ast.Reject):
+                if fns[0](frame):
+                    why = str(fns[1](frame))
+                    done.append(ClauseTrace(kw, clause.span, "fail", (why,)))
+                    reasons.append(why)
+                else:
+                    done.append(ClauseTrace(kw, clause.span, "pass"))
+            elif isinstance(clause, ast.RejectEach):
+                many = tuple(str(s) for s in fns[0](frame))
+                done.append(ClauseTrace(kw, clause.span, "fail" if many else "pass", many))
+                reasons.extend(many)
+            elif isinstance(clause, ast.Value):
+                done.append(ClauseTrace(kw, clause.span, "value", value=fns[0](frame)))
+        except Exception as failure:  # noqa: BLE001 -- reported like the rule reports it
+            try:
+                _run(rule.name, clause.span, functools.partial(_reraise, failure), frame)
+            except PolicyRuntimeError as err:
+                done.append(ClauseTrace(kw, clause.span, "error", (err.message,)))
+                return RuleTrace(rule.name, kind, tuple(done), True, tuple(reasons), err)
+    return RuleTrace(rule.name, kind, tuple(done), True, tuple(reasons))
+
+
+def _reraise(exc: BaseException, frame: Frame) -> Any:
+    raise exc

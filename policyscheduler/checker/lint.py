@@ -1,0 +1,247 @@
+"""Lint-only checks over checked rules: findings that never stop a set from loading (all warnings).
+
+``policyscheduler lint`` runs them after the loader; the scheduler does not. Each has a stable code in
+:data:`policyscheduler.diagnostics.CODES` with a rationale (``lint --explain CODE``).
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from policyscheduler.checker.analysis import analyse, clause_expressions
+from policyscheduler.checker.passes import CheckedRule
+from policyscheduler.diagnostics import Diagnostic, warning
+from policyscheduler.syntax import ast
+from policyscheduler.syntax.visitor import children, walk
+
+__all__ = ["COST_BUDGET", "WELL_KNOWN_LABELS", "TAINT_EFFECTS", "lint_rules"]
+
+COST_BUDGET = 100_000
+TAINT_EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")
+WELL_KNOWN_LABELS = (
+    "kubernetes.io/hostname", "kubernetes.io/os", "kubernetes.io/arch", "topology.kubernetes.io/zone",
+    "topology.kubernetes.io/region", "node.kubernetes.io/instance-type", "node-role.kubernetes.io/control-plane",
+    "node.kubernetes.io/unschedulable", "node.kubernetes.io/not-ready", "node.kubernetes.io/unreachable",
+    "node.kubernetes.io/memory-pressure", "node.kubernetes.io/disk-pressure", "node.kubernetes.io/pid-pressure",
+    "node.kubernetes.io/network-unavailable", "app.kubernetes.io/name", "app.kubernetes.io/instance",
+    "app.kubernetes.io/component", "app.kubernetes.io/part-of", "failure-domain.beta.kubernetes.io/zone",
+    "failure-domain.beta.kubernetes.io/region", "beta.kubernetes.io/instance-type", "pod-template-hash",
+)
+
+
+# ------------------------------------------------------------------------------ constants, intervals
+
+_NO_VALUE = object()
+
+
+def _const(e: ast.Expr) -> Any:
+    """The value of ``e`` when it reads nothing (literals and operators only), else ``_NO_VALUE``."""
+    if isinstance(e, (ast.IntLit, ast.FloatLit, ast.BoolLit)):
+        return e.value
+    if isinstance(e, ast.StringLit):
+        return e.raw
+    if isinstance(e, ast.Unary):
+        v = _const(e.operand)
+        if v is _NO_VALUE:
+            return _NO_VALUE
+        if e.op == "not" and isinstance(v, bool):
+            return not v
+        if e.op == "-" and isinstance(v, (int, float)) and not isinstance(v, bool):
+            return -v
+        return _NO_VALUE
+    if isinstance(e, ast.Binary):
+        a, b = _const(e.left), _const(e.right)
+        if e.op == "and" and (a is False or b is False):
+            return False
+        if e.op == "or" and (a is True or b is True):
+            return True
+        if a is _NO_VALUE or b is _NO_VALUE:
+            return _NO_VALUE
+        try:
+            ops = {"and": lambda: a and b, "or": lambda: a or b, "==": lambda: a == b, "!=": lambda: a != b,
+                   "<": lambda: a < b, "<=": lambda: a <= b, ">": lambda: a > b, ">=": lambda: a >= b,
+                   "+": lambda: a + b, "-": lambda: a - b, "*": lambda: a * b}
+            return ops[e.op]() if e.op in ops else _NO_VALUE
+        except TypeError:
+            return _NO_VALUE
+    return _NO_VALUE
+
+
+Interval = tuple[float, float]
+_INF = float("inf")
+
+
+def _interval(e: ast.Expr, lets: dict[str, Interval]) -> Interval:
+    """A sound over-approximation of an int expression's range (``(-inf, inf)`` when unknown)."""
+    unknown = (-_INF, _INF)
+    if isinstance(e, ast.IntLit):
+        return (e.value, e.value)
+    if isinstance(e, ast.Name):
+        return lets.get(e.id, unknown)
+    if isinstance(e, ast.IfExpr):
+        a, b = _interval(e.then, lets), _interval(e.else_, lets)
+        return (min(a[0], b[0]), max(a[1], b[1]))
+    if isinstance(e, ast.Unary) and e.op == "-":
+        lo, hi = _interval(e.operand, lets)
+        return (-hi, -lo)
+    if isinstance(e, ast.Call) and isinstance(e.func, ast.Name):
+        name = e.func.id
+        if name in ("min", "max") and e.args:
+            parts = [_interval(a, lets) for a in e.args]
+            if name == "min":
+                return (min(p[0] for p in parts), min(p[1] for p in parts))
+            return (max(p[0] for p in parts), max(p[1] for p in parts))
+        if name == "len":
+            return (0, _INF)
+        if name in ("trunc", "round", "int") and len(e.args) == 1:
+            return _interval(e.args[0], lets)
+    if isinstance(e, ast.Aggregate) and e.kind == "count":
+        return (0, _INF)
+    if isinstance(e, ast.Binary) and e.op in ("+", "-", "*"):
+        left: Interval = _interval(e.left, lets)
+        right: Interval = _interval(e.right, lets)
+        lo1, hi1 = left
+        lo2, hi2 = right
+        if e.op == "+":
+            return (lo1 + lo2, hi1 + hi2)
+        if e.op == "-":
+            return (lo1 - hi2, hi1 - lo2)
+        if unknown in (left, right):
+            return unknown
+        prods = [x * y for x in (lo1, hi1) for y in (lo2, hi2) if not ({x, y} >= {0} and _INF in (abs(x), abs(y)))]
+        return (min(prods), max(prods)) if prods else unknown
+    return unknown
+
+
+# ---------------------------------------------------------------------------------------- the checks
+
+
+def _names(e: ast.Expr) -> set[str]:
+    return {x.id for x in walk(e) if isinstance(x, ast.Name)}
+
+
+def _checks(rule: ast.Rule) -> list[ast.Clause]:
+    return [c for c in rule.clauses if isinstance(c, (ast.Require, ast.Reject, ast.RejectEach, ast.RejectPod))]
+
+
+def _strip(obj: Any) -> Any:
+    from policyscheduler.syntax.format import strip_spans
+
+    return strip_spans(obj)
+
+
+def _never_fails(cond: ast.Expr) -> bool:
+    if _const(cond) is True:
+        return True
+    if isinstance(cond, ast.Binary):
+        if cond.op in (">=",) and isinstance(cond.right, ast.IntLit) and cond.right.value == 0 and (
+                (isinstance(cond.left, ast.Call) and isinstance(cond.left.func, ast.Name) and cond.left.func.id == "len")
+                or (isinstance(cond.left, ast.Aggregate) and cond.left.kind == "count")):
+            return True
+        if cond.op in ("==", "<=", ">=") and not any(isinstance(x, ast.Call) for x in walk(cond)) and \
+                _strip(cond.left) == _strip(cond.right):
+            return True
+    return False
+
+
+def _effect_strings(e: ast.Expr) -> Iterable[ast.StringLit]:
+    """String literals compared with a ``.effect`` field, or the effect argument of ``taint(k, v, effect)``."""
+    for x in walk(e):
+        if isinstance(x, ast.Binary) and x.op in ("==", "!=", "in", "not in"):
+            sides = (x.left, x.right)
+            if any(isinstance(s, ast.Attr) and s.name == "effect" for s in sides):
+                for s in sides:
+                    if isinstance(s, ast.StringLit):
+                        yield s
+                    elif isinstance(s, ast.ListLit):
+                        yield from (i for i in s.items if isinstance(i, ast.StringLit))
+        elif (isinstance(x, ast.Call) and isinstance(x.func, ast.Name) and x.func.id == "taint"
+              and len(x.args) == 3 and isinstance(x.args[2], ast.StringLit)):
+            yield x.args[2]
+
+
+def lint_rules(rules: Sequence[CheckedRule], *, cost_budget: int = COST_BUDGET) -> list[Diagnostic]:
+    """The lint-only findings over ``rules`` (the rules of the files being linted)."""
+    out: list[Diagnostic] = []
+    seen_bodies: dict[tuple[str, Any, Any], ast.Rule] = {}
+    for checked in rules:
+        r = checked.rule
+        kind = r.kind
+        body = (kind, _strip(r.clauses), getattr(r, "normalize", None))
+        first = seen_bodies.get(body)
+        if first is not None:
+            out.append(warning("duplicate-rule-body", f"{kind} '{r.name}' has the same clauses as {kind} "
+                               f"'{first.name}' ({first.name_span}); remove one or make them differ", r.name_span))
+        else:
+            seen_bodies[body] = r
+        applies = [c for c in r.clauses if isinstance(c, ast.Applies)]
+        if applies and _const(applies[0].cond) is False:
+            out.append(warning("unreachable", f"'applies when' is always false: {kind} '{r.name}' never runs",
+                               applies[0].span))
+        for i, c in enumerate(r.clauses):
+            if isinstance(c, ast.Require) and _const(c.cond) is False and i + 1 < len(r.clauses):
+                out.append(warning("unreachable", "this clause never runs: the 'require' before it always fails",
+                                   r.clauses[i + 1].span))
+                break
+        if isinstance(r, ast.FilterRule):
+            checks = _checks(r)
+            conds: list[ast.Expr] = []
+            for c in checks:
+                if isinstance(c, ast.Require):
+                    conds.append(c.cond)
+                elif isinstance(c, (ast.Reject, ast.RejectPod)):
+                    conds.append(c.when)
+                elif isinstance(c, ast.RejectEach):
+                    conds.append(c.reasons)
+            if checks and all(_const(x) is not _NO_VALUE for x in conds):
+                out.append(warning("constant-filter", f"filter '{r.name}' reads neither the pod nor the node: it "
+                                   "gives every node the same verdict", r.name_span))
+            for c in checks:
+                if isinstance(c, ast.Require) and _never_fails(c.cond):
+                    out.append(warning("require-never-fails", "this 'require' always holds, so it rejects nothing",
+                                       c.span))
+            if not applies and checks and not any(isinstance(c, ast.RejectPod) for c in checks):
+                analysis = analyse(checked)
+                node_level = [e for c in r.clauses if not isinstance(c, ast.Reason) for e in clause_expressions(c)]
+                if node_level and not any(analysis.depends_on_node(e) for e in node_level) and not all(
+                        _const(x) is not _NO_VALUE for x in conds):
+                    out.append(warning("pod-only-filter", f"filter '{r.name}' never reads the node, so every node "
+                                       "gets the same verdict; write 'reject pod REASON when CONDITION' (decided "
+                                       "once per pod)", r.name_span))
+        if isinstance(r, ast.ScoreRule) and checked.normalize == "none":
+            lets: dict[str, tuple[float, float]] = {}
+            for c in r.clauses:
+                if isinstance(c, ast.Let):
+                    lets[c.name] = _interval(c.value, lets)
+                elif isinstance(c, ast.Value):
+                    lo, hi = _interval(c.value, lets)
+                    if (lo, hi) != (-_INF, _INF) and (lo > 100 or hi < 0):
+                        continue  # a constant out of range is the checker's score-range error
+                    if not (lo >= 0 and hi <= 100):
+                        shown = f"{lo:g}..{hi:g}".replace("inf", "∞")
+                        out.append(warning("score-range-unproven", f"with 'normalize none' the value must lie in "
+                                           f"0..100; lint can only show {shown}; clamp it (min(100, max(0, ...))) "
+                                           "or use 'normalize scale'", c.value.span))
+        if checked.cost > cost_budget:
+            out.append(warning("cost-budget", f"{kind} '{r.name}' may evaluate up to {checked.cost:,} expression "
+                               f"nodes per node, above the lint budget of {cost_budget:,}", r.name_span))
+        for c in r.clauses:
+            for top in clause_expressions(c):
+                for s in _effect_strings(top):
+                    if s.raw not in TAINT_EFFECTS and s.raw != "":
+                        close = difflib.get_close_matches(s.raw, TAINT_EFFECTS, n=1, cutoff=0.6)
+                        hint = f"; did you mean '{close[0]}'?" if close else ""
+                        out.append(warning("unknown-taint-effect", f"'{s.raw}' is not a taint effect (NoSchedule, "
+                                           f"PreferNoSchedule, NoExecute){hint}", s.span))
+                for x in walk(top):
+                    if isinstance(x, ast.StringLit) and ("/" in x.raw or "." in x.raw) and x.raw not in WELL_KNOWN_LABELS:
+                        close = difflib.get_close_matches(x.raw, WELL_KNOWN_LABELS, n=1, cutoff=0.88)
+                        if close:
+                            out.append(warning("label-key-typo", f"'{x.raw}' looks like a misspelling of the "
+                                               f"well-known label key '{close[0]}'", x.span))
+    return out
+
+
+__all__ += ["children"]

@@ -1,0 +1,304 @@
+"""``policyscheduler explain POD``: why a pod goes where it goes, or why it fits nowhere.
+
+The decision is the scheduler's own: the same PolicySet (:func:`policyscheduler.loader.load_layered`,
+the same ``--policies``; the digest is printed) evaluated by the same engine
+(:func:`policyscheduler.evaluation.make_evaluator`). ``explain`` adds only what a Decision does not
+keep: for every rejected node, the *clause* that rejected it, found by re-running the rejecting rule
+clause by clause with the reference closures (:func:`policyscheduler.compiler.program.trace_rule`); the
+trace's reasons are checked against the verdict's, so the two can never silently disagree.
+
+Sources: a snapshot (``--cluster PATH...``, read like ``simulate`` reads its inputs; default: the
+bundled demo) or a live cluster (``--kubeconfig``; nodes, pods and the objects default spreading reads
+are listed with the raw-JSON client). A bound pod is explained as if it were pending (it is taken out
+of its node first). Exit 0 when the pod was explained, 2 for bad input, an unknown pod or bad policies.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, TextIO
+
+__all__ = ["add_arguments", "explain", "run"]
+
+EXIT_OK = 0
+EXIT_BAD_INPUT = 2
+
+_LIVE_LISTS = (
+    ("/api/v1/nodes", "Node"),
+    ("/api/v1/pods", "Pod"),
+    ("/api/v1/namespaces", "Namespace"),
+    ("/api/v1/services", "Service"),
+    ("/api/v1/replicationcontrollers", "ReplicationController"),
+    ("/apis/apps/v1/replicasets", "ReplicaSet"),
+    ("/apis/apps/v1/statefulsets", "StatefulSet"),
+)
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """The ``explain`` options."""
+    parser.add_argument("pod", metavar="POD", help="the pod: NAMESPACE/NAME (or NAME in namespace default)")
+    parser.add_argument("--cluster", nargs="+", metavar="PATH", action="extend",
+                        help="snapshot: YAML/JSON files or folders of Kubernetes objects (default: the bundled demo)")
+    parser.add_argument("--kubeconfig", metavar="PATH",
+                        help="explain against the live cluster this kubeconfig reaches (read only)")
+    parser.add_argument("--context", metavar="NAME", help="kubeconfig context (live mode)")
+    parser.add_argument("--policies", metavar="DIR", action="append",
+                        help="policy folder or file (repeatable), layered on the bundled defaults exactly as "
+                        "simulate and run layer them")
+    parser.add_argument("--allow-empty", action="store_true", help="accept a policy set without filters")
+    parser.add_argument("--node", metavar="NAME", help="show only this node")
+    parser.add_argument("--docs", action="store_true", help="print the ## documentation of the rules involved")
+    parser.add_argument("--output", "-o", choices=("table", "json"), default="table")
+    parser.add_argument("--engine", choices=("vector", "reference"), default="vector",
+                        help="the engine deciding (the scheduler's default: vector); clauses are always "
+                        "traced with the reference closures")
+    parser.add_argument("--seed", type=int, default=0, help="seed for breaking score ties (default: 0)")
+
+
+# ---------------------------------------------------------------------------------------------- core
+
+
+def _location(span: Any) -> str:
+    return f"{span.file}:{span.line}:{span.col}"
+
+
+def explain(policy_set: Any, snapshot: Any, pod: dict[str, Any], *, engine: str = "vector",
+            sources: dict[str, Any] | None = None, seed: int = 0) -> dict[str, Any]:
+    """The explanation of ``pod`` on ``snapshot`` as a JSON-ready dict (see the module docstring).
+
+    ``decision`` (the evaluator's :class:`Decision`) is kept under the private key ``"_decision"`` for
+    callers that want to compare; :func:`to_json` drops it.
+    """
+    from policyscheduler.compiler.program import trace_rule
+    from policyscheduler.evaluation import make_evaluator
+
+    evaluator = make_evaluator(engine)
+    decision = evaluator.evaluate(policy_set, snapshot, pod, rng=random.Random(seed))
+    sources = sources or {}
+    filters = {r.name: r for r in policy_set.filters}
+    scores = {r.name: r for r in policy_set.scores}
+
+    def source_line(span: Any) -> str:
+        src = sources.get(span.file)
+        return src.line(span.line).strip() if src is not None else ""
+
+    pod_rec = snapshot.pod_record(pod)
+    nodes_out: list[dict[str, Any]] = []
+    by_name = {n.name: n for n in snapshot.nodes}
+    verdicts = decision.verdicts
+    feasible = set(decision.feasible)
+    for node in snapshot.nodes:
+        v = verdicts.get(node.name)
+        entry: dict[str, Any] = {"name": node.name, "feasible": node.name in feasible}
+        if v is not None and v.rule is not None:
+            entry.update(rule=v.rule, reasons=list(v.reasons), error=v.error)
+            rule = filters.get(v.rule)
+            clauses: list[dict[str, Any]] = []
+            if rule is not None and rule.checked is not None:
+                env = {"pod": pod_rec, "node": by_name[node.name], "cluster": snapshot.context(pod_rec)}
+                tr = trace_rule(rule, env)
+                for c in tr.clauses:
+                    if c.outcome in ("fail", "error"):
+                        clauses.append({"keyword": c.keyword, "location": _location(c.span),
+                                        "source": source_line(c.span), "reasons": list(c.reasons),
+                                        "error": c.outcome == "error"})
+                traced = [r for c in tr.clauses if c.outcome == "fail" for r in c.reasons]
+                if v.error is None and traced != list(v.reasons):
+                    entry["trace_mismatch"] = traced  # never expected: the engines are tested against the reference
+                entry["location"] = _location(rule.span)
+            entry["clauses"] = clauses
+            entry["total"] = None
+        else:
+            entry.update(rule=None, reasons=[], error=None, clauses=[])
+            per_rule: dict[str, Any] = {}
+            for name, per_node in decision.scores.items():
+                s = per_node.get(node.name)
+                if s is not None:
+                    per_rule[name] = {"raw": s.raw, "normalized": s.normalized, "weighted": s.weighted,
+                                      "weight": scores[name].weight if name in scores else None,
+                                      "ignored": s.ignored}
+            entry["scores"] = per_rule
+            entry["total"] = decision.totals.get(node.name)
+        nodes_out.append(entry)
+    rules_doc = {f"{'filter' if r in policy_set.filters else 'score'} {r.name}":
+                 {"location": _location(r.span), "doc": r.doc} for r in policy_set.rules}
+    return {
+        "pod": decision.pod,
+        "policy_digest": decision.policy_digest,
+        "engine": engine,
+        "node": decision.node,
+        "score": decision.score,
+        "top": list(decision.top),
+        "message": decision.message,
+        "score_errors": [e.to_json() for e in decision.score_errors],
+        "nodes": nodes_out,
+        "rules": rules_doc,
+        "_decision": decision,
+    }
+
+
+def to_json(doc: dict[str, Any], *, node: str | None = None, docs: bool = False) -> dict[str, Any]:
+    """The ``--output json`` document (``nodes`` narrowed to ``node``; ``rules`` only with ``docs``)."""
+    out = {k: v for k, v in doc.items() if not k.startswith("_")}
+    if node is not None:
+        out["nodes"] = [n for n in out["nodes"] if n["name"] == node]
+    if not docs:
+        out.pop("rules")
+    return out
+
+
+def render_table(doc: dict[str, Any], *, node: str | None = None, docs: bool = False) -> str:
+    """A human-readable explanation."""
+    lines: list[str] = []
+    nodes = [n for n in doc["nodes"] if node is None or n["name"] == node]
+    feasible = sum(1 for n in doc["nodes"] if n["feasible"])
+    lines.append(f"pod {doc['pod']}: {len(doc['nodes'])} nodes, {feasible} feasible "
+                 f"(policy digest {doc['policy_digest'][:12]}, engine {doc['engine']})")
+    if doc["node"] is not None:
+        ties = doc["top"]
+        tie = f"; tied with {', '.join(t for t in ties if t != doc['node'])} (seeded tie-break)" if len(ties) > 1 else ""
+        lines.append(f"chosen: {doc['node']} with total {doc['score']}{tie}")
+    else:
+        lines.append(f"fits nowhere: {doc['message']}")
+    used: set[str] = set()
+    for n in nodes:
+        lines.append("")
+        if n["rule"] is not None:
+            lines.append(f"{n['name']}: rejected by filter {n['rule']}"
+                         + (f" ({n['location']})" if n.get("location") else ""))
+            used.add(f"filter {n['rule']}")
+            if n["error"]:
+                lines.append(f"    error: {n['error']}")
+            for c in n["clauses"]:
+                lines.append(f"    {c['location']}: {c['keyword']}: " + "; ".join(c["reasons"]))
+                if c["source"]:
+                    lines.append(f"        {c['source']}")
+            if not n["clauses"] and not n["error"]:
+                lines.append("    reasons: " + "; ".join(n["reasons"]))
+        else:
+            star = " (chosen)" if n["name"] == doc["node"] else " (best, tied)" if n["name"] in doc["top"] else ""
+            lines.append(f"{n['name']}: feasible, total {n['total']}{star}")
+            width = max((len(r) for r in n["scores"]), default=4)
+            lines.append(f"    {'rule':<{width}}  {'raw':>6}  {'norm':>4}  {'weight':>6}  {'points':>6}")
+            for rule, s in n["scores"].items():
+                used.add(f"score {rule}")
+                note = "  (ignored)" if s["ignored"] else ""
+                lines.append(f"    {rule:<{width}}  {s['raw']:>6}  {s['normalized']:>4}  {s['weight'] or '':>6}  "
+                             f"{s['weighted']:>6}{note}")
+    for e in doc["score_errors"]:
+        lines.append(f"warning: {e['location'] or ''}: score rule {e['rule']} failed on {e['node'] or 'every node'}: "
+                     f"{e['message']}")
+    if docs:
+        lines.append("")
+        lines.append("rules:")
+        for key, info in doc["rules"].items():
+            if key not in used:
+                continue
+            lines.append(f"  {key} ({info['location']})")
+            for d in (info["doc"] or "(no ## documentation)").splitlines():
+                lines.append(f"      {d}")
+    return "\n".join(lines) + "\n"
+
+
+# ---------------------------------------------------------------------------------------------- inputs
+
+
+def _split_pod(text: str) -> tuple[str, str]:
+    ns, _, name = text.rpartition("/")
+    return (ns or "default", name)
+
+
+def _find_pod(objects: Sequence[dict[str, Any]], wanted: str) -> dict[str, Any] | None:
+    ns, name = _split_pod(wanted)
+    for obj in objects:
+        meta = obj.get("metadata") or {}
+        if obj.get("kind") == "Pod" and meta.get("name") == name and (meta.get("namespace") or "default") == ns:
+            return obj
+    return None
+
+
+def live_objects(kubeconfig: str | None, context: str | None) -> list[dict[str, Any]]:
+    """Nodes, pods and the objects default spreading reads, listed from the API server (raw JSON)."""
+    from policyscheduler.kube.config import load_connection
+    from policyscheduler.kube.rest import RestClient
+
+    client = RestClient(load_connection(kubeconfig, context))
+    objects: list[dict[str, Any]] = []
+    for path, kind in _LIVE_LISTS:
+        listed = client.get(path) or {}
+        for item in listed.get("items") or []:
+            item.setdefault("kind", kind)
+            objects.append(item)
+    return objects
+
+
+def run(args: argparse.Namespace, *, stdout: TextIO | None = None, stderr: TextIO | None = None) -> int:
+    """Execute ``explain``; returns the exit status."""
+    from policyscheduler.diagnostics import render_text
+    from policyscheduler.inputs import read_objects
+    from policyscheduler.loader import load_layered
+    from policyscheduler.simulate.defaults import demo_cluster_dir
+    from policyscheduler.simulate.run import prepare
+
+    out = stdout if stdout is not None else sys.stdout
+    err = stderr if stderr is not None else sys.stderr
+    loaded = load_layered(list(args.policies or []), allow_empty=args.allow_empty)
+    if loaded.diagnostics:
+        err.write(render_text(loaded.diagnostics, loaded.sources).rstrip("\n") + "\n")
+    if loaded.policy_set is None:
+        err.write("policyscheduler explain: the policies have errors\n")
+        return EXIT_BAD_INPUT
+    if args.kubeconfig is not None and args.cluster:
+        err.write("policyscheduler explain: give --cluster or --kubeconfig, not both\n")
+        return EXIT_BAD_INPUT
+    if args.kubeconfig is not None:
+        try:
+            objects = live_objects(args.kubeconfig, getattr(args, "context", None))
+        except Exception as exc:  # noqa: BLE001 -- configuration or API errors: a message, not a traceback
+            err.write(f"policyscheduler explain: cannot read the cluster: {exc}\n")
+            return EXIT_BAD_INPUT
+    else:
+        paths: list[str | Path] = list(args.cluster or []) or [demo_cluster_dir()]
+        read = read_objects(paths)
+        for w in read.warnings:
+            err.write(f"warning: {w}\n")
+        if read.errors:
+            for e in read.errors:
+                err.write(f"error: {e}\n")
+            err.write("policyscheduler explain: bad input\n")
+            return EXIT_BAD_INPUT
+        objects = list(read.objects)
+    pod = _find_pod(objects, args.pod)
+    if pod is None:
+        ns, name = _split_pod(args.pod)
+        known = sorted(f"{(o.get('metadata') or {}).get('namespace') or 'default'}/{(o.get('metadata') or {}).get('name')}"
+                       for o in objects if o.get("kind") == "Pod")
+        import difflib
+
+        close = difflib.get_close_matches(f"{ns}/{name}", known, n=3)
+        hint = f"; did you mean {' or '.join(close)}?" if close else ""
+        err.write(f"policyscheduler explain: no pod {ns}/{name} in the input ({len(known)} pods){hint}\n")
+        return EXIT_BAD_INPUT
+    if (pod.get("spec") or {}).get("nodeName"):
+        err.write(f"note: pod {args.pod} is bound to {pod['spec']['nodeName']}; explained as if it were pending\n")
+        objects = [o for o in objects if o is not pod]
+        pod = json.loads(json.dumps(pod))
+        pod["spec"].pop("nodeName", None)
+    if args.node is not None and not any(o.get("kind") == "Node" and (o.get("metadata") or {}).get("name") == args.node
+                                         for o in objects):
+        err.write(f"policyscheduler explain: no node {args.node} in the input\n")
+        return EXIT_BAD_INPUT
+    others = [o for o in objects if not (o.get("kind") == "Pod" and not (o.get("spec") or {}).get("nodeName"))]
+    prepared = prepare(others)
+    doc = explain(loaded.policy_set, prepared.snapshot, pod, engine=args.engine, sources=loaded.sources,
+                  seed=args.seed)
+    if args.output == "json":
+        out.write(json.dumps(to_json(doc, node=args.node, docs=args.docs), indent=2) + "\n")
+    else:
+        out.write(render_table(doc, node=args.node, docs=args.docs))
+    return EXIT_OK

@@ -1,0 +1,93 @@
+"""``policyscheduler test [PATH...]``: run policy tests (see :mod:`policyscheduler.testing.runner`).
+
+PASS/FAIL per case, a diff of expected and actual for each failing expectation, rule and clause coverage
+of the policies under test. Exit 0 when every case passes, 1 when one fails, 2 for bad input (a missing
+path, a malformed test file, policies that do not load, no test found).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import sys
+from typing import Any, TextIO
+
+__all__ = ["add_arguments", "run", "render_text"]
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("paths", nargs="*", metavar="PATH", default=["."],
+                        help="folders or files: YAML test files and the .policy files under test (default: .)")
+    parser.add_argument("--policies", metavar="DIR", action="append", default=[],
+                        help="more policy files or folders, layered like simulate's --policies")
+    parser.add_argument("--run", metavar="REGEX", help="only the cases whose FILE::NAME matches REGEX")
+    parser.add_argument("--output", "-o", choices=("text", "json"), default="text")
+    parser.add_argument("--engine", choices=("vector", "reference"), default="vector")
+    parser.add_argument("--coverage", action="store_true", help="list every uncovered clause (text output)")
+    parser.add_argument("-v", "--verbose", action="store_true", help="print passing cases too")
+
+
+def _show(x: Any) -> str:
+    return json.dumps(x, sort_keys=True)
+
+
+def render_text(run: Any, *, verbose: bool = False, clauses: bool = False) -> str:
+    lines: list[str] = []
+    for r in run.results:
+        if r.status == "pass":
+            if verbose:
+                lines.append(f"PASS {r.case.id}")
+            continue
+        if r.status == "error":
+            lines.append(f"ERROR {r.case.id}: {r.error}")
+            continue
+        lines.append(f"FAIL {r.case.id}")
+        for f in r.failures:
+            lines.append(f"  {f.path}:")
+            lines.append(f"    - expected: {_show(f.expected)}")
+            lines.append(f"    + actual:   {_show(f.actual)}")
+    cov = run.coverage
+    passed = sum(1 for r in run.results if r.status == "pass")
+    lines.append(f"{passed}/{len(run.results)} cases passed"
+                 + (f", {len(run.results) - passed} failed" if passed != len(run.results) else "")
+                 + f" (policy digest {', '.join(d[:12] for d in run.digests)})")
+    hit = len(cov.rules_hit & set(cov.rules))
+    lines.append(f"coverage: {cov.rule_percent}% of rules ({hit}/{len(cov.rules)}), "
+                 f"{cov.clause_percent}% of clauses ({len(cov.clauses_hit & set(cov.clauses))}/{len(cov.clauses)})")
+    for rule, loc in cov.rules.items():
+        if rule not in cov.rules_hit:
+            lines.append(f"  not covered: {rule} ({loc})")
+    uncovered = [(loc, what) for loc, what in cov.clauses.items() if loc not in cov.clauses_hit]
+    if clauses:
+        for loc, what in uncovered:
+            lines.append(f"  clause not covered: {loc}: {what}")
+    elif uncovered:
+        lines.append(f"  {len(uncovered)} clause(s) not covered (--coverage lists them)")
+    return "\n".join(lines) + "\n"
+
+
+def run(args: argparse.Namespace, *, stdout: TextIO | None = None, stderr: TextIO | None = None) -> int:
+    from policyscheduler.testing.runner import run_tests
+
+    out = stdout if stdout is not None else sys.stdout
+    err = stderr if stderr is not None else sys.stderr
+    if args.run:
+        try:
+            re.compile(args.run)
+        except re.error as exc:
+            err.write(f"policyscheduler test: bad --run pattern: {exc}\n")
+            return 2
+    result, errors = run_tests(args.paths or ["."], extra_policies=args.policies, run=args.run, engine=args.engine)
+    if result is None:
+        for e in errors:
+            err.write(f"error: {e}\n")
+        err.write("policyscheduler test: nothing was run\n")
+        return 2
+    if args.output == "json":
+        out.write(json.dumps(result.to_json(), indent=2) + "\n")
+    else:
+        out.write(render_text(result, verbose=args.verbose, clauses=args.coverage))
+    if any(r.status == "error" for r in result.results):
+        return 2 if all(r.status == "error" for r in result.results) else 1
+    return 1 if result.failed else 0
