@@ -5,8 +5,11 @@ hand-over (in-flight binds finished, lease released), 1 when the lease was lost 
 a replica that cannot renew stops and lets its Deployment restart it), 2 for bad flags, a policy set
 that does not load or no usable cluster configuration -- with the reason on stderr.
 
-SIGHUP reloads the policy files: a set that loads replaces the running one (unschedulable pods get
-another chance); a broken one is reported and the last good set stays in force.
+Policies: the bundled defaults, ``--policies`` paths and the ``--policies-configmap`` ConfigMap's
+``*.policy`` keys, layered as ``lint`` layers them. The paths and the ConfigMap are watched and reloaded
+live (:mod:`policyscheduler.kube.policysource`); SIGHUP reloads at once. A set that loads replaces the
+running one between two scheduling cycles (unschedulable pods get another chance); a broken one is
+reported (event, log, metrics) and the last good set stays in force.
 """
 
 from __future__ import annotations
@@ -16,7 +19,6 @@ import signal
 import sys
 import threading
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any, TextIO
 
 __all__ = ["add_arguments", "main", "run"]
@@ -32,7 +34,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--scheduler-name", default="policy-scheduler",
                         help="schedule the pods whose spec.schedulerName is this (default: policy-scheduler)")
     parser.add_argument("--policies", metavar="DIR", action="append",
-                        help="policy folder or file (repeatable); default: the bundled default policy set")
+                        help="policy folder or file (repeatable), layered on the bundled defaults; "
+                             "watched and reloaded live")
+    parser.add_argument("--policies-configmap", metavar="NAMESPACE/NAME",
+                        help="a ConfigMap whose *.policy keys are policy files (in key order); watched and "
+                             "reloaded live")
+    parser.add_argument("--policies-poll-interval", type=float, default=1.0, metavar="SECONDS",
+                        help="how often --policies paths are checked for changes (default: 1)")
     parser.add_argument("--leader-elect", action="store_true", help="run as one of several replicas behind a Lease")
     parser.add_argument("--leader-elect-lease-namespace", default="kube-system", metavar="NS",
                         help="namespace of the Lease named after the scheduler (default: kube-system)")
@@ -59,11 +67,15 @@ def _evaluator(name: str | None, err: TextIO) -> tuple[Any, str]:
         return make_evaluator("reference"), "reference"
 
 
-def _load_policies(paths: list[str | Path], err: TextIO) -> Any:
+def _load_policies(sources: Any, client: Any, err: TextIO) -> Any:
     from policyscheduler.diagnostics import render_text
-    from policyscheduler.loader import load_policy_set
+    from policyscheduler.kube.policysource import PolicySourceError
 
-    loaded = load_policy_set(paths)
+    try:
+        loaded = sources.load_initial(client)
+    except PolicySourceError as exc:
+        err.write(f"policyscheduler run: {exc}\n")
+        return None
     if loaded.diagnostics:
         err.write(render_text(loaded.diagnostics, loaded.sources).rstrip("\n") + "\n")
     return loaded.policy_set
@@ -73,20 +85,23 @@ def run(args: argparse.Namespace, *, stderr: TextIO | None = None, ready: thread
     """Execute ``run`` with parsed ``args``; blocks until SIGTERM/SIGINT or a lost lease."""
     from policyscheduler.kube import ConfigError, LiveScheduler, Options, RestClient, load_connection
     from policyscheduler.kube.logs import configure
+    from policyscheduler.kube.policysource import PolicySources, parse_configmap_ref
     from policyscheduler.kube.server import parse_bind_address
-    from policyscheduler.simulate.defaults import default_policies_dir
 
     err = stderr if stderr is not None else sys.stderr
     try:
         bind_address = parse_bind_address(args.bind_address)
         if not 0 < args.leader_elect_retry_period < args.leader_elect_renew_deadline < args.leader_elect_lease_duration:
             raise ValueError("leader election needs 0 < retry period < renew deadline < lease duration")
+        configmap = parse_configmap_ref(args.policies_configmap) if args.policies_configmap else None
+        if not args.policies_poll_interval > 0:
+            raise ValueError("--policies-poll-interval must be positive")
     except ValueError as exc:
         err.write(f"policyscheduler run: {exc}\n")
         return EXIT_USAGE
-    policy_paths: list[str | Path] = list(args.policies or [default_policies_dir()])
-    policy_set = _load_policies(policy_paths, err)
-    if policy_set is None:
+    sources = PolicySources(list(args.policies or []), configmap, poll_interval=args.policies_poll_interval)
+    policy_set: Any = _load_policies(sources, None, err) if configmap is None else None
+    if configmap is None and policy_set is None:
         err.write("policyscheduler run: the policies have errors; not starting\n")
         return EXIT_USAGE
     try:
@@ -94,6 +109,12 @@ def run(args: argparse.Namespace, *, stderr: TextIO | None = None, ready: thread
     except ConfigError as exc:
         err.write(f"policyscheduler run: {exc}\n")
         return EXIT_USAGE
+    client = RestClient(connection)
+    if configmap is not None:
+        policy_set = _load_policies(sources, client, err)
+        if policy_set is None:
+            err.write("policyscheduler run: the policies do not load; not starting\n")
+            return EXIT_USAGE
     evaluator, engine = _evaluator(args.engine, err)
     configure(args.verbosity, err)
     options = Options(scheduler_name=args.scheduler_name, leader_elect=args.leader_elect,
@@ -102,7 +123,7 @@ def run(args: argparse.Namespace, *, stderr: TextIO | None = None, ready: thread
                       renew_deadline=args.leader_elect_renew_deadline,
                       retry_period=args.leader_elect_retry_period, bind_address=bind_address, seed=args.seed)
     try:
-        scheduler = LiveScheduler(RestClient(connection), policy_set, evaluator, options, engine=engine)
+        scheduler = LiveScheduler(client, policy_set, evaluator, options, engine=engine, policies=sources)
     except OSError as exc:  # the status port is taken, for instance
         err.write(f"policyscheduler run: cannot listen on {args.bind_address}: {exc}\n")
         return EXIT_USAGE
@@ -113,7 +134,7 @@ def run(args: argparse.Namespace, *, stderr: TextIO | None = None, ready: thread
         stop.set()
 
     def on_hup(signum: int, frame: object) -> None:
-        threading.Thread(target=_reload, args=(scheduler, policy_paths, err), daemon=True).start()
+        sources.reload("SIGHUP")
 
     previous = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGTERM, signal.SIGINT)}
     previous[signal.SIGHUP] = signal.signal(signal.SIGHUP, on_hup)
@@ -125,7 +146,8 @@ def run(args: argparse.Namespace, *, stderr: TextIO | None = None, ready: thread
         address = scheduler.server.address if scheduler.server is not None else None
         log.info("started", extra={"fields": {
             "scheduler_name": options.scheduler_name, "policy_digest": policy_set.digest[:12], "engine": engine,
-            "rules": len(policy_set.filters) + len(policy_set.scores), "server": connection.server,
+            "rules": len(policy_set.filters) + len(policy_set.scores), "policy_sources": sources.description,
+            "server": connection.server,
             "status_address": f"{address[0]!s}:{address[1]}" if address else None,
             "leader_elect": options.leader_elect}})
         if ready is not None:
@@ -143,18 +165,6 @@ def run(args: argparse.Namespace, *, stderr: TextIO | None = None, ready: thread
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
-
-
-def _reload(scheduler: Any, paths: list[str | Path], err: TextIO) -> None:
-    import logging
-
-    log = logging.getLogger("policyscheduler.run")
-    policy_set = _load_policies(paths, err)
-    if policy_set is None:
-        log.error("policy reload failed; keeping the running set")
-        return
-    moved = scheduler.cycle.set_policy_set(policy_set)
-    log.info("policies reloaded", extra={"fields": {"policy_digest": policy_set.digest[:12], "requeued": moved}})
 
 
 def main(argv: Sequence[str] | None = None) -> int:

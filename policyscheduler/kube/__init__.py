@@ -5,6 +5,8 @@
 * :mod:`.watch`: list + watch per resource (bookmarks, timeouts, 410 -> relist, backoff).
 * :mod:`.binder` (async ``pods/binding``), :mod:`.events` (events.k8s.io/v1 + PodScheduled condition),
   :mod:`.lease` (leader election), :mod:`.metrics` and :mod:`.server` (/metrics, /healthz, /readyz).
+* :mod:`.policysource`: the policy sources of ``run`` (``--policies-configmap`` watched by name,
+  ``--policies`` folders polled) feeding :mod:`policyscheduler.reload`, and the reload's events and metrics.
 * :mod:`.scheduler` wires them around the project's one scheduling cycle (:mod:`policyscheduler.cycle`).
 """
 

@@ -47,6 +47,8 @@ def _sub(obj: Mapping[str, Any], key: str) -> Mapping[str, Any]:
     return value if isinstance(value, Mapping) else {}
 
 NOTE_LIMIT = 1024
+DIGEST_ANNOTATION = "policyscheduler.io/policy-digest"
+"""Annotation on every Scheduled / FailedScheduling event: the digest of the policy set that decided."""
 log = logging.getLogger("policyscheduler.events")
 
 
@@ -85,7 +87,7 @@ class EventRecorder:
         self._busy = busy
         self.max_delay = max_delay
         self.max_backlog = max_backlog
-        self._lazy: deque[tuple[float, Mapping[str, Any], str, int]] = deque()
+        self._lazy: deque[tuple[float, Mapping[str, Any], str, int, str | None]] = deque()
         self._lazy_pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="events-lazy-post")
         self._lazy_pause = 0.0
         self._lazy_ready = threading.Condition(self._lock)
@@ -123,15 +125,15 @@ class EventRecorder:
         if err.status != 404:  # the pod went away meanwhile: nothing to report on
             log.warning("api write failed: %s", err)
 
-    def scheduled(self, pod: Mapping[str, Any], node: str) -> None:
-        """The ``Scheduled`` event for a successful bind."""
+    def scheduled(self, pod: Mapping[str, Any], node: str, *, digest: str | None = None) -> None:
+        """The ``Scheduled`` event for a successful bind (``digest``: of the policy set that decided)."""
         meta = _meta(pod)
         note = f"Successfully assigned {meta.get('namespace')}/{meta.get('name')} to {node}"
         with self._lock:
             if len(self._lazy) >= self.max_backlog:
                 self._lazy.popleft()
                 self.dropped += 1
-            self._lazy.append((time.monotonic(), pod, note, 0))
+            self._lazy.append((time.monotonic(), pod, note, 0, digest))
             self._lazy_ready.notify()
 
     @property
@@ -147,7 +149,7 @@ class EventRecorder:
                     self._lazy_ready.wait()
                 if not self._lazy:
                     return
-                queued, pod, note, tries = self._lazy[0]
+                queued, pod, note, tries, digest = self._lazy[0]
                 flush = self._flush
                 pause = self._lazy_pause - time.monotonic()
             if pause > 0:  # the API server failed us: give it a moment (retries are re-queued, never slept on)
@@ -164,20 +166,20 @@ class EventRecorder:
                 self._lazy.popleft()
             self._lazy_slots.acquire()  # posted on the pool, a few at a time: a backlog drains fast
             try:
-                self._lazy_pool.submit(self._lazy_post, pod, note, tries)
+                self._lazy_pool.submit(self._lazy_post, pod, note, tries, digest)
             except RuntimeError:  # the pool is shut down (shutdown without wait)
                 self._lazy_slots.release()
                 return
 
-    def _lazy_post(self, pod: Mapping[str, Any], note: str, tries: int) -> None:
+    def _lazy_post(self, pod: Mapping[str, Any], note: str, tries: int, digest: str | None = None) -> None:
         try:
-            self._event(pod, "Normal", "Scheduled", "Binding", note)
+            self._event(pod, "Normal", "Scheduled", "Binding", note, digest)
             with self._lock:
                 self.sent += 1
         except ApiError as err:
             if (err.status == 0 or err.status >= 500) and tries < 6:  # ~30 s of retries, like the broadcaster
                 with self._lock:
-                    self._lazy.appendleft((time.monotonic() - self.max_delay, pod, note, tries + 1))
+                    self._lazy.appendleft((time.monotonic() - self.max_delay, pod, note, tries + 1, digest))
                     self._lazy_pause = time.monotonic() + min(2.0**tries, 8.0)
                     self._lazy_ready.notify()
             else:
@@ -185,19 +187,35 @@ class EventRecorder:
         finally:
             self._lazy_slots.release()
 
-    def failed(self, pod: Mapping[str, Any], message: str, *, reason: str = "Unschedulable") -> None:
+    def failed(self, pod: Mapping[str, Any], message: str, *, reason: str = "Unschedulable",
+               digest: str | None = None) -> None:
         """The ``FailedScheduling`` event and the ``PodScheduled=False`` condition."""
-        self._submit(self._event, pod, "Warning", "FailedScheduling", "Scheduling", truncate_note(message))
+        self._submit(self._event, pod, "Warning", "FailedScheduling", "Scheduling", truncate_note(message), digest)
         self._submit(self._condition, pod, reason, message)
 
-    def _event(self, pod: Mapping[str, Any], type_: str, reason: str, action: str, note: str) -> None:
+    def object_event(self, regarding: Mapping[str, Any], type_: str, reason: str, action: str, note: str) -> None:
+        """An event about any object (``regarding``: an ObjectReference with ``namespace``), posted at once
+        with the failure writer's retries; e.g. policy reloads on the policy ConfigMap."""
+        self._submit(self._post, dict(regarding), type_, reason, action, truncate_note(note), None)
+
+    def _event(self, pod: Mapping[str, Any], type_: str, reason: str, action: str, note: str,
+               digest: str | None = None) -> None:
         meta = _meta(pod)
-        namespace = str(meta.get("namespace") or "default")
+        regarding = {"apiVersion": "v1", "kind": "Pod", "namespace": str(meta.get("namespace") or "default"),
+                     "name": meta.get("name"), "uid": meta.get("uid"), "resourceVersion": meta.get("resourceVersion")}
+        self._post(regarding, type_, reason, action, note, digest)
+
+    def _post(self, regarding: dict[str, Any], type_: str, reason: str, action: str, note: str,
+              digest: str | None) -> None:
+        namespace = str(regarding.get("namespace") or "default")
         now = _now()
+        metadata: dict[str, Any] = {"name": f"{regarding.get('name')}.{time.time_ns():x}", "namespace": namespace}
+        if digest:
+            metadata["annotations"] = {DIGEST_ANNOTATION: digest[:12]}
         body = {
             "apiVersion": "events.k8s.io/v1",
             "kind": "Event",
-            "metadata": {"name": f"{meta.get('name')}.{time.time_ns():x}", "namespace": namespace},
+            "metadata": metadata,
             "eventTime": micro_time(now),
             "reportingController": self.scheduler_name,
             "reportingInstance": self.instance,
@@ -205,8 +223,7 @@ class EventRecorder:
             "reason": reason,
             "type": type_,
             "note": note,
-            "regarding": {"apiVersion": "v1", "kind": "Pod", "namespace": namespace, "name": meta.get("name"),
-                          "uid": meta.get("uid"), "resourceVersion": meta.get("resourceVersion")},
+            "regarding": {k: v for k, v in regarding.items() if v is not None},
         }
         self.client.post(f"/apis/events.k8s.io/v1/namespaces/{quote(namespace, safe='')}/events", body)
 

@@ -20,8 +20,10 @@ _SLI_BUCKETS = tuple(0.01 * 2**i for i in range(20))  # 10 ms x 2^0..19
 
 class _Sizes(Collector):
     def __init__(self, pending: Callable[[], dict[str, int]], cache: Callable[[], dict[str, int]],
-                 leader: Callable[[], bool], name: str) -> None:
+                 leader: Callable[[], bool], name: str, digest: Callable[[], str] | None,
+                 reload_ok: Callable[[], bool]) -> None:
         self._pending, self._cache, self._leader, self._name = pending, cache, leader, name
+        self._digest, self._reload_ok = digest, reload_ok
 
     def collect(self):  # type: ignore[no-untyped-def]
         pending = GaugeMetricFamily("policyscheduler_pending_pods", "Pending pods by queue.", labels=["queue"])
@@ -37,13 +39,22 @@ class _Sizes(Collector):
                                    "1 while this replica holds the lease.", labels=["name"])
         leader.add_metric([self._name], 1 if self._leader() else 0)
         yield leader
+        if self._digest is not None:
+            info = GaugeMetricFamily("policyscheduler_policy_info",
+                                     "1 for the digest of the policy set in force.", labels=["digest"])
+            info.add_metric([self._digest()[:12]], 1)
+            yield info
+            yield GaugeMetricFamily("policyscheduler_policy_last_reload_successful",
+                                    "0 while the policy sources do not load (the last good set is in force).",
+                                    value=1 if self._reload_ok() else 0)
 
 
 class SchedulerMetrics:
     """The scheduler's metrics; ``registry`` is what /metrics serves."""
 
     def __init__(self, profile: str, *, pending: Callable[[], dict[str, int]],
-                 cache: Callable[[], dict[str, int]], leader: Callable[[], bool]) -> None:
+                 cache: Callable[[], dict[str, int]], leader: Callable[[], bool],
+                 policy_digest: Callable[[], str] | None = None) -> None:
         self.profile = profile
         self.registry = CollectorRegistry()
         r = self.registry
@@ -63,7 +74,13 @@ class SchedulerMetrics:
                                     ["resource"], registry=r)
         self.relists = Counter("policyscheduler_watch_relists", "Relists after 410 Gone by resource.",
                                ["resource"], registry=r)
-        r.register(_Sizes(pending, cache, leader, profile))
+        self.policy_reloads = Counter("policyscheduler_policy_reloads", "Policy reloads by result.",
+                                      ["result"], registry=r)
+        for result in ("success", "error"):
+            self.policy_reloads.labels(result)
+        self.reload_ok = True
+        """False while the latest policy sources do not load (or the ConfigMap is gone)."""
+        r.register(_Sizes(pending, cache, leader, profile, policy_digest, lambda: self.reload_ok))
 
     def attempt(self, result: str, seconds: float) -> None:
         self.attempts.labels(result, self.profile).inc()

@@ -13,7 +13,8 @@ Cluster events (:mod:`policyscheduler.cycle.events`), each checked against what 
 rejected a pod read: node added (moves every pod); node updated (the facets that changed: labels,
 taints, unschedulable, allocatable, images, annotations -- heartbeats change none and move nothing); node
 deleted; an assigned pod added, changed (labels, resources) or deleted on its node; a failed bind
-(resources freed); a namespace's labels changed; policies reloaded (every pod).
+(resources freed); a namespace's labels changed; policies reloaded (every pod; the sources, the reload
+worker and its reporting are :mod:`.policysource`).
 """
 
 from __future__ import annotations
@@ -48,6 +49,7 @@ from policyscheduler.kube.watch import RESOURCES, Reflector, wait_synced
 if TYPE_CHECKING:
     from policyscheduler.compiler import PolicySet
     from policyscheduler.evaluation import Evaluator
+    from policyscheduler.kube.policysource import PolicySources
 
 __all__ = ["LiveScheduler", "Options", "pod_queue_key", "is_ours"]
 
@@ -116,7 +118,7 @@ class LiveScheduler:
     """See the module docstring. :meth:`start`, then :meth:`wait`, then :meth:`shutdown`."""
 
     def __init__(self, client: RestClient, policy_set: PolicySet, evaluator: Evaluator, options: Options,
-                 *, engine: str = "") -> None:
+                 *, engine: str = "", policies: PolicySources | None = None) -> None:
         self.client = client
         self.options = options
         self.engine = engine
@@ -135,7 +137,11 @@ class LiveScheduler:
                                          on_started_leading=self._wake_loop,
                                          on_stopped_leading=self._lost_lease)
         self.metrics = SchedulerMetrics(options.scheduler_name, pending=self.queue.pending,
-                                        cache=self.cache.counts, leader=lambda: self.leading)
+                                        cache=self.cache.counts, leader=lambda: self.leading,
+                                        policy_digest=lambda: self.cycle.policy_set.digest)
+        self.policies = policies  # watched sources + hot reload (kube/policysource.py)
+        if policies is not None:
+            policies.attach(self)
         self.reflectors = [Reflector(client, kind, self) for kind in RESOURCES]
         self.server: StatusServer | None = None
         if options.bind_address is not None:
@@ -167,6 +173,8 @@ class LiveScheduler:
             reflector.start()
         if self.elector is not None:
             self.elector.start()
+        if self.policies is not None:
+            self.policies.start()
         self._loop_thread.start()
 
     def wait_synced(self, timeout: float) -> bool:
@@ -182,6 +190,8 @@ class LiveScheduler:
         self._stopping.set()
         self.queue.close()
         self._wake.set()
+        if self.policies is not None:
+            self.policies.stop()
         if self._loop_thread.is_alive():
             self._loop_thread.join(timeout=60)
         drained = self.binder.drain(bind_timeout)
@@ -328,10 +338,12 @@ class LiveScheduler:
             self.failures += 1
             assert attempt.decision is not None
             if not attempt.reused:
-                self.recorder.failed(attempt.pod, attempt.decision.message or "", reason="Unschedulable")
+                self.recorder.failed(attempt.pod, attempt.decision.message or "", reason="Unschedulable",
+                                     digest=attempt.decision.policy_digest)
         elif attempt.result == ERROR:
             self.failures += 1
-            self.recorder.failed(attempt.pod, f"scheduler error: {attempt.error}", reason="SchedulerError")
+            self.recorder.failed(attempt.pod, f"scheduler error: {attempt.error}", reason="SchedulerError",
+                                 digest=record["policy_digest"])
         warnings = self.cache.warnings
         if len(warnings) > self._warned:
             for warning in warnings[self._warned:]:
@@ -340,11 +352,12 @@ class LiveScheduler:
 
     def _bind_done(self, attempt: Attempt, result: str, seconds: float, error: str | None) -> None:
         self.metrics.bound(result, seconds)
+        digest = attempt.decision.policy_digest[:12] if attempt.decision is not None else None
         fields = {"pod": attempt.key, "node": attempt.node, "result": result, "bind_ms": round(seconds * 1000, 2),
-                  "policy_digest": attempt.decision.policy_digest[:12] if attempt.decision is not None else None}
+                  "policy_digest": digest}
         if result == "bound":
             self.scheduled += 1
-            self.recorder.scheduled(attempt.pod, str(attempt.node))
+            self.recorder.scheduled(attempt.pod, str(attempt.node), digest=digest)
             first = attempt.entry.initial_attempt
             if first is not None:
                 self.metrics.scheduled_sli(attempt.entry.attempts, time.monotonic() - first)
@@ -353,7 +366,8 @@ class LiveScheduler:
             fields["error"] = error
             (decisions.warning if result == "error" else decisions.info)("bind " + result, extra={"fields": fields})
             if result == "error":
-                self.recorder.failed(attempt.pod, f"Binding rejected: {error}", reason="SchedulerError")
+                self.recorder.failed(attempt.pod, f"Binding rejected: {error}", reason="SchedulerError",
+                                     digest=digest)
 
 
 def decision_record(attempt: Attempt, digest: str) -> dict[str, Any]:

@@ -102,6 +102,7 @@ class Reflector:
         handler: WatchHandler,
         *,
         path: str | None = None,
+        selector: Mapping[str, str] | None = None,
         page_size: int = 500,
         min_timeout: int = 300,
         initial_backoff: float = 0.5,
@@ -111,6 +112,8 @@ class Reflector:
         self.client = client
         self.kind = kind
         self.path = path or RESOURCES[kind]
+        self.selector = dict(selector or {})
+        """Extra query parameters of every list and watch (``fieldSelector``, ``labelSelector``)."""
         self.handler = handler
         self.page_size = page_size
         self.min_timeout = min_timeout
@@ -171,7 +174,7 @@ class Reflector:
         query: dict[str, Any] = {"limit": self.page_size}
         while True:
             try:
-                page = self.client.get(self.path, **query)
+                page = self.client.get(self.path, **self.selector, **query)
             except ApiError as err:
                 if err.status == 410 and "continue" in query:  # the continue token expired: one full list
                     query = {}
@@ -211,8 +214,8 @@ class Reflector:
 
     def _watch(self) -> None:
         timeout = int(self.min_timeout * (1 + random.random()))
-        query = {"watch": "true", "resourceVersion": self.resource_version, "allowWatchBookmarks": "true",
-                 "timeoutSeconds": timeout}
+        query = {**self.selector, "watch": "true", "resourceVersion": self.resource_version,
+                 "allowWatchBookmarks": "true", "timeoutSeconds": timeout}
         try:
             stream = self.client.stream(self.path, query, read_timeout=timeout + 30)
         except ApiError as err:

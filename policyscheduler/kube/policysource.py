@@ -1,0 +1,317 @@
+"""Where the running scheduler's policies come from, and how a reload is reported.
+
+Sources (``policyscheduler run``), layered by :func:`policyscheduler.loader.load_layered` exactly as
+``lint`` layers them (bundled defaults, then ``--policies`` paths in argument order, then the ConfigMap's
+keys), so ``lint`` of the same inputs prints the digest the scheduler runs:
+
+* ``--policies-configmap NAMESPACE/NAME``: read once at start-up (``get``), then list+watched by name
+  (``fieldSelector=metadata.name=NAME``, which is what RBAC's ``resourceNames`` allows for list/watch).
+  Every ``data`` key ending in ``.policy`` is a file, in key order. Deleted: the set in force stays and a
+  Warning event says so; recreated: loaded like any edit.
+* ``--policies DIR`` (repeatable): polled on disk (:class:`policyscheduler.reload.DirectoryWatcher`),
+  including the ``..data`` symlink swap of a mounted ConfigMap volume.
+* neither: the bundled default set (nothing to watch; SIGHUP still reloads).
+
+A change goes to the :class:`policyscheduler.reload.Reloader` (loads off the scheduling thread, swaps a set
+without errors in between two cycles, keeps the last good one otherwise). :class:`PolicySources` reports
+every outcome where operators look:
+
+* a log line (logger ``policyscheduler.policies``): ``policies reloaded`` / ``policy reload failed`` (with
+  the diagnostics) / ``policy source missing``, each with the digest in force;
+* metrics ``policyscheduler_policy_reloads_total{result="success"|"error"}``,
+  ``policyscheduler_policy_info{digest}`` (1 for the set in force) and
+  ``policyscheduler_policy_last_reload_successful``;
+* events.k8s.io/v1 Events, posted by the leader only, regarding the ConfigMap (or, for ``--policies``
+  alone, the scheduler's own Pod when ``POD_NAME``/``POD_NAMESPACE`` are set through the downward API):
+  Normal ``PoliciesLoaded`` naming the new digest, Warning ``PolicyLoadFailed`` with the first diagnostics
+  (``file:line:col: error code: message``, cut to the 1 KiB note limit), Warning ``PolicySourceMissing``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import os
+import time
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+from urllib.parse import quote
+
+from policyscheduler.kube.events import NOTE_LIMIT
+from policyscheduler.kube.rest import ApiError, RestClient
+from policyscheduler.kube.watch import Reflector
+from policyscheduler.reload import DirectoryWatcher, Outcome, Reloader, fingerprint, format_diagnostics
+
+if TYPE_CHECKING:
+    from policyscheduler.compiler import PolicySet
+    from policyscheduler.kube.scheduler import LiveScheduler
+    from policyscheduler.loader import LoadResult
+
+__all__ = ["PolicySourceError", "PolicySources", "parse_configmap_ref", "policy_texts", "reload_note"]
+
+log = logging.getLogger("policyscheduler.policies")
+
+POLICY_SUFFIX = ".policy"
+
+
+class PolicySourceError(RuntimeError):
+    """The ConfigMap cannot be read at start-up (not found, forbidden, API server unreachable)."""
+
+
+def parse_configmap_ref(text: str) -> tuple[str, str]:
+    """``NAMESPACE/NAME`` -> (namespace, name); ValueError otherwise."""
+    namespace, sep, name = text.partition("/")
+    if not sep or not namespace or not name or "/" in name:
+        raise ValueError(f"--policies-configmap takes NAMESPACE/NAME, not {text!r}")
+    return namespace, name
+
+
+def policy_texts(configmap: Mapping[str, Any]) -> list[tuple[str, str]]:
+    """(key, text) for every ``data`` key ending in ``.policy``, in key order (the display name is the key;
+    the digest looks at base names only, so it is the one ``lint`` computes for the same keys)."""
+    data = configmap.get("data")
+    if not isinstance(data, Mapping):
+        return []
+    return [(k, v) for k, v in sorted(data.items()) if isinstance(k, str) and k.endswith(POLICY_SUFFIX)
+            and isinstance(v, str)]
+
+
+def configmap_path(namespace: str, name: str | None = None) -> str:
+    base = f"/api/v1/namespaces/{quote(namespace, safe='')}/configmaps"
+    return f"{base}/{quote(name, safe='')}" if name else base
+
+
+def read_configmap(client: RestClient, namespace: str, name: str, *, wait: float = 30.0) -> dict[str, Any]:
+    """GET the ConfigMap; connection failures and 5xx are retried for ``wait`` seconds."""
+    deadline = time.monotonic() + wait
+    delay = 0.5
+    while True:
+        try:
+            return dict(client.get(configmap_path(namespace, name)))
+        except ApiError as err:
+            if err.status == 404:
+                raise PolicySourceError(f"ConfigMap {namespace}/{name} not found") from err
+            if (err.status == 0 or err.status >= 500) and time.monotonic() + delay < deadline:
+                time.sleep(delay)
+                delay = min(delay * 2, 5.0)
+                continue
+            raise PolicySourceError(f"cannot read ConfigMap {namespace}/{name}: {err}") from err
+
+
+def reload_note(outcome: Outcome, source: str, limit: int = NOTE_LIMIT) -> str:
+    """The event note of a reload outcome (whole diagnostic lines while they fit in ``limit``)."""
+    if outcome.result == "success":
+        if outcome.changed:
+            note = (f"policy set {outcome.digest[:12]} in force (was {outcome.previous[:12]}): {outcome.rules} rules "
+                    f"from {source}")
+            if outcome.requeued:
+                note += f"; {outcome.requeued} unschedulable pod(s) retried"
+            return note
+        return f"policies from {source} load again; policy set {outcome.digest[:12]} stays in force"
+    if outcome.result == "missing":
+        return f"{source} is gone; keeping policy set {outcome.digest[:12]} until it is back"
+    errors = outcome.errors
+    head = (f"{source} not loaded ({len(errors)} error{'s' if len(errors) != 1 else ''}); "
+            f"keeping policy set {outcome.digest[:12]}:")
+    lines = [head]
+    used = len(head)
+    for line in format_diagnostics(outcome.diagnostics):
+        if used + 1 + len(line) > limit - 4:
+            if len(lines) == 1:  # not even one line fits: cut it
+                lines.append(line[: max(0, limit - used - 5)])
+            lines.append("...")
+            break
+        lines.append(line)
+        used += 1 + len(line)
+    return "\n".join(lines)[:limit]
+
+
+def _own_pod() -> dict[str, Any] | None:
+    name, namespace = os.environ.get("POD_NAME"), os.environ.get("POD_NAMESPACE")
+    if name and namespace:
+        return {"apiVersion": "v1", "kind": "Pod", "namespace": namespace, "name": name}
+    return None
+
+
+class PolicySources:
+    """The ``run`` policy sources: the start-up load, then watching, reloading and reporting."""
+
+    def __init__(self, paths: Sequence[str | Path] = (), configmap: tuple[str, str] | None = None, *,
+                 poll_interval: float = 1.0) -> None:
+        self.paths = list(paths)
+        self.configmap = configmap
+        self.poll_interval = poll_interval
+        self.reloader: Reloader | None = None
+        self.reflector: Reflector | None = None
+        self.watcher: DirectoryWatcher | None = None
+        self._scheduler: LiveScheduler | None = None
+        self._texts: list[tuple[str, str]] | None = None
+        self._object: dict[str, Any] = {}
+        self._present = False
+
+    @property
+    def description(self) -> str:
+        parts = [f"ConfigMap {self.configmap[0]}/{self.configmap[1]}"] if self.configmap else []
+        parts += [str(p) for p in self.paths]
+        return ", ".join(parts) or "the bundled default set"
+
+    # -- start-up ---------------------------------------------------------------------------------------
+
+    def load_initial(self, client: RestClient | None = None) -> LoadResult:
+        """Read the sources and load them once (the ConfigMap through ``client``); PolicySourceError when
+        the ConfigMap cannot be read."""
+
+        if self.configmap is not None:
+            if client is None:
+                raise PolicySourceError("a ConfigMap source needs a connection to the API server")
+            obj = read_configmap(client, *self.configmap)
+            self._remember(obj)
+            self._texts = policy_texts(obj)
+        return self._load(self.paths, self._texts or ())
+
+    @staticmethod
+    def _load(paths: Sequence[str | Path], texts: Sequence[tuple[str, str]]) -> LoadResult:
+        """:func:`load_layered`, except that a watched folder holding no ``*.policy`` file *yet* (an empty
+        ConfigMap volume, a folder to be filled later) is a warning, not an error: it is watched, and its
+        files are loaded when they appear. Anything else is exactly what ``lint`` says."""
+        from policyscheduler.diagnostics import Span, warning
+        from policyscheduler.loader import load_layered
+
+        empty = [p for p in paths if Path(p).is_dir() and not fingerprint([p])]
+        result = load_layered([p for p in paths if p not in empty], texts=texts)
+        if not empty:
+            return result
+        notes = [warning("no-policy-files", f"{p} holds no *.policy files yet; watching it", Span(str(p), 1, 1, 1, 1))
+                 for p in empty]
+        return dataclasses.replace(result, diagnostics=[*notes, *result.diagnostics])
+
+    def attach(self, scheduler: LiveScheduler) -> None:
+        """Wire the watches and the reloader to a scheduler (whose cycle holds the start-up set)."""
+        self._scheduler = scheduler
+        cycle = scheduler.cycle
+        self.reloader = Reloader(cycle.policy_set, cycle.set_policy_set, self._report, paths=self.paths,
+                                 texts=self._texts, load=self._load, prepare=_warm(cycle.evaluator))
+        if self.configmap is not None:
+            namespace, name = self.configmap
+            self.reflector = Reflector(scheduler.client, "ConfigMap", self, path=configmap_path(namespace),
+                                       selector={"fieldSelector": f"metadata.name={name}"})
+        if self.paths:
+            self.watcher = DirectoryWatcher(self.paths, lambda why: self._trigger(why),
+                                            interval=self.poll_interval)
+
+    def start(self) -> None:
+        for part in (self.reloader, self.reflector, self.watcher):
+            if part is not None:
+                part.start()
+
+    def stop(self) -> None:
+        for part in (self.watcher, self.reflector):
+            if part is not None:
+                part.stop()
+        if self.reloader is not None:
+            self.reloader.stop()
+
+    def reload(self, reason: str = "SIGHUP") -> None:
+        """Load the sources again now (SIGHUP); the outcome is reported even when nothing changed."""
+        if self.reloader is not None:
+            self.reloader.trigger(reason, force=True)
+
+    def _trigger(self, why: str) -> None:
+        if self.reloader is not None:
+            self.reloader.trigger(why)
+
+    # -- the ConfigMap watch (Reflector handler; its thread) ---------------------------------------------
+
+    def _remember(self, obj: Mapping[str, Any]) -> None:
+        meta = obj.get("metadata") if isinstance(obj.get("metadata"), Mapping) else {}
+        assert isinstance(meta, Mapping)
+        self._object = {k: meta.get(k) for k in ("uid", "resourceVersion")}
+        self._present = True
+
+    def on_upsert(self, kind: str, obj: dict[str, Any]) -> None:
+        self._remember(obj)
+        version = (obj.get("metadata") or {}).get("resourceVersion")
+        if self.reloader is not None:
+            self.reloader.set_texts(policy_texts(obj), f"ConfigMap {self._ref()} resourceVersion {version}")
+
+    def on_delete(self, kind: str, obj: dict[str, Any]) -> None:
+        self._present = False
+        if self.reloader is not None:
+            self.reloader.missing(f"ConfigMap {self._ref()} deleted")
+
+    def on_synced(self, kind: str) -> None:
+        if not self._present and self.reloader is not None:
+            self.reloader.missing(f"ConfigMap {self._ref()} not found")
+
+    def on_error(self, kind: str, error: str) -> None:
+        if self._scheduler is not None:
+            self._scheduler.metrics.watch_errors.labels(kind).inc()
+        log.warning("watch ConfigMap %s: %s (retrying)", self._ref(), error)
+
+    def _ref(self) -> str:
+        return f"{self.configmap[0]}/{self.configmap[1]}" if self.configmap else "-"
+
+    # -- reporting ------------------------------------------------------------------------------------
+
+    def _regarding(self) -> dict[str, Any] | None:
+        if self.configmap is not None:
+            namespace, name = self.configmap
+            ref = {"apiVersion": "v1", "kind": "ConfigMap", "namespace": namespace, "name": name}
+            if self._present:
+                ref.update({k: v for k, v in self._object.items() if v})
+            return ref
+        return _own_pod()
+
+    def _report(self, outcome: Outcome) -> None:
+        scheduler = self._scheduler
+        assert scheduler is not None
+        source = self.description
+        fields: dict[str, Any] = {"policy_digest": outcome.digest[:12], "trigger": outcome.trigger, "source": source}
+        if outcome.result == "success":
+            scheduler.metrics.policy_reloads.labels("success").inc()
+            scheduler.metrics.reload_ok = True
+            fields.update(previous_digest=outcome.previous[:12], rules=outcome.rules, requeued=outcome.requeued,
+                          load_ms=round(outcome.seconds * 1000, 1))
+            if outcome.changed or outcome.notify:
+                msg = ("policies reloaded" if outcome.changed else
+                       "policies load again" if outcome.recovered else "policies unchanged")
+                log.info(msg, extra={"fields": fields})
+            else:
+                log.debug("policies unchanged", extra={"fields": fields})
+        elif outcome.result == "error":
+            scheduler.metrics.policy_reloads.labels("error").inc()
+            scheduler.metrics.reload_ok = False
+            fields["errors"] = format_diagnostics(outcome.errors, 10)
+            fields["error_count"] = len(outcome.errors)
+            log.error("policy reload failed; keeping the running set", extra={"fields": fields})
+        else:
+            scheduler.metrics.reload_ok = False
+            if outcome.notify:
+                log.warning("policy source missing; keeping the running set", extra={"fields": fields})
+        if not outcome.notify or not scheduler.leading:
+            return
+        regarding = self._regarding()
+        if regarding is None:
+            return
+        note = reload_note(outcome, f"ConfigMap {self._ref()}" if outcome.result == "missing" else source)
+        if outcome.result == "success":
+            scheduler.recorder.object_event(regarding, "Normal", "PoliciesLoaded", "Reload", note)
+        elif outcome.result == "error":
+            scheduler.recorder.object_event(regarding, "Warning", "PolicyLoadFailed", "Reload", note)
+        else:
+            scheduler.recorder.object_event(regarding, "Warning", "PolicySourceMissing", "Reload", note)
+
+
+def _warm(evaluator: Any) -> Any:
+    """Prepare a new set for the engine off the scheduling thread (the vector engine's lowering)."""
+    backend = getattr(evaluator, "backend", None)
+    if backend is None or type(backend).__name__ != "VectorBackend":
+        return None
+
+    def prepare(policy_set: PolicySet) -> None:
+        from policyscheduler.evaluation.vector.backend import lowered
+
+        lowered(policy_set)
+
+    return prepare

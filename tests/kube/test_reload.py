@@ -1,0 +1,232 @@
+"""Hot reload without an API server: the reload worker, the directory watcher, ConfigMap texts, notes,
+reload events and metrics."""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+from prometheus_client import generate_latest
+
+from policyscheduler.kube.events import DIGEST_ANNOTATION, NOTE_LIMIT, EventRecorder
+from policyscheduler.kube.metrics import SchedulerMetrics
+from policyscheduler.kube.policysource import parse_configmap_ref, policy_texts, reload_note
+from policyscheduler.loader import load_layered
+from policyscheduler.reload import DirectoryWatcher, Outcome, Reloader, fingerprint
+from tests.kube.test_events import FakeClient, wait
+
+GOOD = 'filter no_xy\n  reason "node(s) have x=y"\n  require node.labels["x"] != "y"\n'
+OTHER = 'filter no_xz\n  reason "node(s) have x=z"\n  require node.labels["x"] != "z"\n'
+BROKEN = 'filter no_xy\n  reason "x"\n  require node.allocatable["memory"] >= 5Xi\n'
+
+
+class Target:
+    """What the reloader drives: the cycle's set_policy_set and a report sink."""
+
+    def __init__(self) -> None:
+        self.applied: list[str] = []
+        self.outcomes: list[Outcome] = []
+
+    def apply(self, policy_set: Any) -> int:
+        self.applied.append(policy_set.digest)
+        return 3
+
+    def report(self, outcome: Outcome) -> None:
+        self.outcomes.append(outcome)
+
+
+def _reloader(texts: list[tuple[str, str]] | None = None, paths: list[Path] | None = None) -> tuple[Reloader, Target]:
+    start = load_layered(paths or [], texts=texts or [])
+    assert start.policy_set is not None
+    target = Target()
+    return Reloader(start.policy_set, target.apply, target.report, paths=paths or [], texts=texts), target
+
+
+def test_good_set_is_applied_broken_one_is_not_and_errors_are_reported_once() -> None:
+    reloader, target = _reloader([("site.policy", GOOD)])
+    first = reloader.current.digest
+    assert not reloader.set_texts([("site.policy", GOOD)], "same texts")  # nothing to do
+
+    assert reloader.set_texts([("site.policy", OTHER)], "edit")
+    ok = reloader.process("edit")
+    assert (ok.result, ok.changed, ok.notify, ok.requeued) == ("success", True, True, 3)
+    assert target.applied == [ok.digest] and ok.previous == first and reloader.current.digest == ok.digest
+
+    reloader.set_texts([("site.policy", BROKEN)], "broken")
+    bad = reloader.process("broken")
+    assert bad.result == "error" and bad.notify and not bad.changed
+    assert bad.digest == ok.digest and target.applied == [ok.digest]  # the last good set stays
+    assert next(str(d) for d in bad.errors).startswith("site.policy:3:")
+    assert "bad-quantity" in str(bad.errors[0])
+    again = reloader.process("resync")
+    assert again.result == "error" and not again.notify  # the same error is not news
+
+    reloader.set_texts([("site.policy", OTHER)], "fixed back")
+    back = reloader.process("fixed back")
+    assert back.result == "success" and back.recovered and back.notify and not back.changed
+    assert target.applied == [ok.digest]  # same digest: nothing to swap
+
+
+def test_missing_configmap_keeps_the_set_and_is_reported_once_then_recreation_loads() -> None:
+    reloader, _target = _reloader([("site.policy", GOOD)])
+    digest = reloader.current.digest
+    reloader.missing("deleted")
+    gone = reloader.process("deleted")
+    assert (gone.result, gone.digest, gone.notify) == ("missing", digest, True)
+    reloader.missing("deleted again")
+    assert reloader.process("relist").notify is False
+    assert reloader.set_texts([("site.policy", GOOD)], "recreated")  # same texts, but it is back
+    back = reloader.process("recreated")
+    assert back.result == "success" and back.recovered and back.notify and back.digest == digest
+
+
+def test_the_worker_thread_coalesces_triggers_and_loads_the_latest_texts() -> None:
+    loads: list[tuple[tuple[str, str], ...]] = []
+    gate = threading.Event()
+    start = load_layered([], texts=[("site.policy", GOOD)])
+    assert start.policy_set is not None
+    target = Target()
+
+    def slow_load(paths: Any, texts: Any) -> Any:
+        gate.wait(5)
+        loads.append(tuple(texts))
+        return load_layered(paths, texts=texts)
+
+    reloader = Reloader(start.policy_set, target.apply, target.report, texts=[("site.policy", GOOD)], load=slow_load)
+    reloader.start()
+    try:
+        reloader.set_texts([("site.policy", BROKEN)], "v2")
+        time.sleep(0.05)  # the worker is inside the first load now
+        reloader.set_texts([("site.policy", GOOD + "\n")], "v3")
+        reloader.set_texts([("site.policy", OTHER)], "v4")
+        gate.set()
+        assert reloader.idle(10)
+    finally:
+        reloader.stop()
+    assert loads[-1] == (("site.policy", OTHER),) and len(loads) == 2
+    assert [o.result for o in target.outcomes] == ["error", "success"]
+    assert target.outcomes[-1].trigger == "v3; v4"
+
+
+def kubelet_volume(root: Path, files: dict[str, str], stamp: str) -> None:
+    """A ConfigMap volume as the kubelet writes it: ``..<stamp>/`` with the files, ``..data`` -> it
+    (swapped atomically by renaming a new symlink over it), and one symlink per key through ``..data``."""
+    data_dir = root / f"..{stamp}"
+    data_dir.mkdir()
+    for key, text in files.items():
+        (data_dir / key).write_text(text)
+    tmp = root / "..data_tmp"
+    tmp.symlink_to(data_dir.name)
+    os.rename(tmp, root / "..data")
+    for key in files:
+        link = root / key
+        if not link.is_symlink():
+            link.symlink_to(f"..data/{key}")
+
+
+def test_directory_watcher_sees_the_kubelet_data_symlink_swap(tmp_path: Path) -> None:
+    kubelet_volume(tmp_path, {"site.policy": GOOD}, "2026_11_30_10_00_00.000000001")
+    changes: list[str] = []
+    watcher = DirectoryWatcher([tmp_path], changes.append, interval=0.05)
+    before = fingerprint([tmp_path])
+    assert [entry[0] for entry in before] == [str(tmp_path / "site.policy")]  # ..data and ..2026.. are hidden
+    assert not watcher.poll()
+    kubelet_volume(tmp_path, {"site.policy": GOOD}, "2026_11_30_10_01_00.000000002")  # same text, new target
+    assert watcher.poll() and len(changes) == 1
+    assert not watcher.poll()
+    (tmp_path / "extra.policy").write_text(OTHER)
+    assert watcher.poll()
+    (tmp_path / "extra.policy").unlink()
+    assert watcher.poll() and len(changes) == 3
+
+
+def test_the_reloader_reads_the_swapped_volume(tmp_path: Path) -> None:
+    kubelet_volume(tmp_path, {"site.policy": GOOD}, "2026_11_30_10_00_00.1")
+    reloader, _target = _reloader(paths=[tmp_path])
+    watcher = DirectoryWatcher([tmp_path], reloader.trigger, interval=0.05)
+    kubelet_volume(tmp_path, {"site.policy": BROKEN}, "2026_11_30_10_00_00.2")
+    assert watcher.poll()
+    assert reloader.process("swap").result == "error"
+    kubelet_volume(tmp_path, {"site.policy": OTHER}, "2026_11_30_10_00_00.3")
+    assert watcher.poll()
+    ok = reloader.process("swap")
+    assert ok.result == "success" and ok.changed
+    assert ok.digest == load_layered([], texts=[("site.policy", OTHER)]).policy_set.digest  # type: ignore[union-attr]
+
+
+def test_configmap_texts_are_the_policy_keys_in_key_order() -> None:
+    cm = {"data": {"b.policy": "B", "a.policy": "A", "README.md": "x", "c.policy.bak": "y"},
+          "binaryData": {"d.policy": "AAAA"}}
+    assert policy_texts(cm) == [("a.policy", "A"), ("b.policy", "B")]
+    assert policy_texts({}) == [] and policy_texts({"data": None}) == []
+
+
+def test_configmap_digest_is_lints_digest_for_the_same_keys() -> None:
+    """lint names ConfigMap texts ``configmap:<file>#ns/name/<key>``; only the key counts for the digest."""
+    ours = load_layered([], texts=[("site.policy", GOOD)]).policy_set
+    lints = load_layered([], texts=[("configmap:deploy#ns/cm/site.policy", GOOD)]).policy_set
+    assert ours is not None and lints is not None and ours.digest == lints.digest
+
+
+@pytest.mark.parametrize("text", ["ns", "/name", "ns/", "a/b/c", ""])
+def test_configmap_ref_must_be_namespace_slash_name(text: str) -> None:
+    with pytest.raises(ValueError):
+        parse_configmap_ref(text)
+    assert parse_configmap_ref("policyscheduler-system/p") == ("policyscheduler-system", "p")
+
+
+def test_error_note_keeps_whole_diagnostic_lines_within_the_note_limit() -> None:
+    texts = [(f"f{i:02}.policy", BROKEN.replace("no_xy", f"r{i}")) for i in range(40)]
+    result = load_layered([], texts=texts)
+    assert result.policy_set is None
+    outcome = Outcome("error", "edit", "a" * 64, "a" * 64, diagnostics=tuple(result.diagnostics))
+    note = reload_note(outcome, "ConfigMap ns/cm")
+    assert len(note) <= NOTE_LIMIT
+    lines = note.splitlines()
+    assert lines[0] == "ConfigMap ns/cm not loaded (40 errors); keeping policy set aaaaaaaaaaaa:"
+    assert lines[1].startswith("f00.policy:3:") and " error bad-quantity: " in lines[1]
+    assert lines[-1] == "..."
+    ok = Outcome("success", "edit", "b" * 64, "a" * 64, loaded="b" * 64, rules=17, requeued=2)
+    assert reload_note(ok, "ConfigMap ns/cm") == ("policy set bbbbbbbbbbbb in force (was aaaaaaaaaaaa): 17 rules "
+                                                  "from ConfigMap ns/cm; 2 unschedulable pod(s) retried")
+
+
+def test_reload_events_regard_the_object_and_decision_events_carry_the_digest() -> None:
+    client = FakeClient()
+    recorder = EventRecorder(client, "policy-scheduler")  # type: ignore[arg-type]
+    cm = {"apiVersion": "v1", "kind": "ConfigMap", "namespace": "sys", "name": "pols", "uid": "u9"}
+    recorder.object_event(cm, "Warning", "PolicyLoadFailed", "Reload", "x" * 5000)
+    pod = {"metadata": {"name": "p", "namespace": "ns", "uid": "u1"}, "status": {}}
+    recorder.scheduled(pod, "n1", digest="0123456789abcdef")
+    recorder.failed(pod, "0/1 nodes are available: 1 Insufficient cpu.", digest="fedcba9876543210")
+    recorder.flush(5)
+    wait(lambda: len(client.posts) == 3)
+    recorder.shutdown()
+    by_reason = {body["reason"]: (path, body) for path, body in client.posts}
+    path, body = by_reason["PolicyLoadFailed"]
+    assert path == "/apis/events.k8s.io/v1/namespaces/sys/events"
+    assert body["regarding"] == cm and body["type"] == "Warning" and len(body["note"]) == NOTE_LIMIT
+    assert "annotations" not in body["metadata"]
+    assert by_reason["Scheduled"][1]["metadata"]["annotations"] == {DIGEST_ANNOTATION: "0123456789ab"}
+    assert by_reason["FailedScheduling"][1]["metadata"]["annotations"] == {DIGEST_ANNOTATION: "fedcba987654"}
+    assert by_reason["Scheduled"][1]["regarding"]["kind"] == "Pod"
+
+
+def test_policy_metrics() -> None:
+    digest = ["d" * 64]
+    metrics = SchedulerMetrics("p", pending=dict, cache=dict, leader=lambda: True, policy_digest=lambda: digest[0])
+    text = generate_latest(metrics.registry).decode()
+    assert 'policyscheduler_policy_info{digest="dddddddddddd"} 1.0' in text
+    assert 'policyscheduler_policy_reloads_total{result="error"} 0.0' in text
+    assert "policyscheduler_policy_last_reload_successful 1.0" in text
+    digest[0] = "e" * 64
+    metrics.policy_reloads.labels("success").inc()
+    metrics.reload_ok = False
+    text = generate_latest(metrics.registry).decode()
+    assert 'policyscheduler_policy_info{digest="eeeeeeeeeeee"} 1.0' in text and "dddddddd" not in text
+    assert 'policyscheduler_policy_reloads_total{result="success"} 1.0' in text
+    assert "policyscheduler_policy_last_reload_successful 0.0" in text
