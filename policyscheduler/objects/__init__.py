@@ -5,7 +5,9 @@
 
 Layout: ``selectors`` (label / node selector matching), ``requests`` (PodRequests and its non-zero variant), ``records`` (the frozen records), ``parse`` and
 ``builders`` (object dicts -> records, warnings instead of exceptions), ``topology`` and ``affinity``
-(PodTopologySpread / InterPodAffinity bookkeeping), ``cluster`` (the per-pod ``Cluster`` with lazy
+(PodTopologySpread / InterPodAffinity bookkeeping), ``domains`` (the ``PodSelector`` and per-domain
+counts behind ``cluster.pods_with`` / ``count_in_domain`` ...: other pods by topology domain, for rules
+written in policy text), ``cluster`` (the per-pod ``Cluster`` with lazy
 caches, over the ``ClusterIndex`` that the cluster state implements). ``ClusterSnapshot`` moved to
 :mod:`policyscheduler.state`; the name is still forwarded from here, lazily (state imports objects, not
 the other way round). Heavy primitives live here; the rules that combine
@@ -22,7 +24,7 @@ from typing import Any
 
 from policyscheduler.objects.builtins import taint
 from policyscheduler.objects.cluster import Cluster
-from policyscheduler.quantity import parse_quantity
+from policyscheduler.objects.domains import PodSelector
 from policyscheduler.objects.records import (
     HostPort,
     Node,
@@ -36,6 +38,7 @@ from policyscheduler.objects.records import (
     Toleration,
     WeightedPodAffinityTerm,
 )
+from policyscheduler.quantity import parse_quantity
 from policyscheduler.schema import ROOTS
 
 ROOTS.update({"pod": Pod, "node": Node, "cluster": Cluster})
@@ -62,6 +65,7 @@ __all__ = [
     "NodeSelectorTerm",
     "PreferredSchedulingTerm",
     "PodAffinityTerm",
+    "PodSelector",
     "WeightedPodAffinityTerm",
     "SpreadConstraint",
     "parse_quantity",

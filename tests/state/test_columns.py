@@ -52,6 +52,8 @@ def _calls(cl: Cluster, pod: Any) -> list[tuple[str, tuple[Any, ...]]]:
                                       "preferred_anti_affinity_weight", "existing_required_affinity_count",
                                       "existing_preferred_affinity_weight", "existing_preferred_anti_affinity_weight")]
     calls += [("scaled_image_size", (image,)) for image in (*pod.images, "img0:latest", "absent:latest")]
+    calls += [("count_in_domain", (cl.pods_with("app", "a").honor_node_affinity(), "rack")),
+              ("count_in_domain", (cl.pods_with("app", "b").in_all_namespaces(), "topology.kubernetes.io/zone"))]
     return calls
 
 
