@@ -155,6 +155,7 @@ class _Scored(NamedTuple):
     raw: npt.NDArray[Any]
     ignored: npt.NDArray[np.bool_]
     failed: list[str | None] | None
+    any_ignored: bool
 
 
 class _NodeNames:
@@ -173,8 +174,9 @@ class _NodeNames:
     def get(self, snapshot: ClusterSnapshot) -> list[str]:
         changed = getattr(snapshot, "changed_nodes_since", None)
         generation = getattr(snapshot, "generation", None)
+        count = len(snapshot.nodes)
         if (self._owner is snapshot and changed is not None and isinstance(generation, int)
-                and changed(self._generation) is not None and len(self._names) == len(snapshot.nodes)):
+                and changed(self._generation) is not None and len(self._names) == count):
             self._generation = generation
             return self._names
         self._owner = snapshot
@@ -233,7 +235,7 @@ class Driver:
             active = _record(codes, table, active, outcome.codes, outcome.verdicts)
         if active.size == 0:
             return _unschedulable(key, names, codes, table, digest)
-        cluster.set_feasible([names[i] for i in active.tolist()])  # kube's PreScore sees the filtered nodes
+        _set_feasible(cluster, active, n, names)  # kube's PreScore sees the filtered nodes
 
         # 3. Score: raw values rule by rule. A failure (or a value the mode cannot take) costs the node
         #    this rule's points and is recorded; it never makes the node infeasible.
@@ -250,18 +252,22 @@ class Driver:
                 scored.append(srule)
                 continue
             out = run.score(srule, active)
-            errors, verdicts = out.errors.copy(), list(out.verdicts)
-            usable = (errors < 0) & ~out.ignored
-            if usable.any():
-                _mode_errors(srule, out.raw, usable, errors, verdicts)
+            raw, ignored = out.raw, out.ignored
+            any_ignored = bool(ignored.any())
+            any_failed = bool(out.verdicts) and bool((out.errors >= 0).any())
+            usable = None if not (any_ignored or any_failed) else (out.errors < 0) & ~ignored
+            bad = _mode_bad(srule.normalize, raw, usable)
             failures: list[str | None] | None = None
-            if (errors >= 0).any():
+            if any_failed or bad is not None:
+                errors, verdicts = out.errors.copy(), list(out.verdicts)
+                if bad is not None:
+                    _mode_errors(srule, raw, bad, errors, verdicts)
                 failures = [None] * int(active.size)
                 for j in np.flatnonzero(errors >= 0).tolist():
                     error = _score_error(srule, names[int(active[j])], verdicts[int(errors[j])])
                     score_errors.append(error)
                     failures[j] = error.message
-            scored.append(_Scored(srule, out.raw, out.ignored, failures))
+            scored.append(_Scored(srule, raw, ignored, failures, any_ignored))
 
         # 4. Normalise over the kept (feasible, not ignored, not failed) nodes; weight; sum; pick among the best.
         kept = active
@@ -271,14 +277,25 @@ class Driver:
             if not isinstance(item, _Scored):
                 per_rule.append((item.name, None))
                 continue
-            norm = np.zeros(kept.size, dtype=np.int64)
-            take = ~item.ignored
-            if item.failed is not None:
-                take &= np.array([f is None for f in item.failed], dtype=np.bool_)
-            if take.any():
-                norm[take] = normalize_array(item.rule.normalize, item.raw[take])
-            totals += norm * item.rule.weight
-            per_rule.append((item.rule.name, (item.raw, norm, item.ignored, item.rule.weight, item.failed)))
+            if item.failed is None and not item.any_ignored:  # every kept node takes part
+                raw = item.raw
+                if item.rule.normalize == "none" and raw.dtype == np.int64:  # already checked within 0..100
+                    norm = raw.copy()
+                else:
+                    norm = normalize_array(item.rule.normalize, raw)
+            else:
+                norm = np.zeros(kept.size, dtype=np.int64)
+                take = ~item.ignored
+                if item.failed is not None:
+                    take &= np.array([f is None for f in item.failed], dtype=np.bool_)
+                if take.any():
+                    norm[take] = normalize_array(item.rule.normalize, item.raw[take])
+            weight = item.rule.weight
+            if weight == 1:
+                totals += norm
+            elif weight:
+                totals += norm * weight
+            per_rule.append((item.rule.name, (item.raw, norm, item.ignored, weight, item.failed)))
         best = int(totals.max())
         top_idx = kept[totals == best]
         top = [names[i] for i in top_idx.tolist()]
@@ -342,6 +359,18 @@ def _pre_filter(rules: Sequence[FilterRule], pod_env: dict[str, Any]) -> tuple[_
     return filters, None
 
 
+def _set_feasible(cluster: Cluster, active: Indexes, n: int, names: list[str]) -> None:
+    """Hand the feasible nodes to the context: one boolean per slot when it takes a mask (no per-node
+    Python), else their names."""
+    by_mask = getattr(cluster, "set_feasible_mask", None)
+    if by_mask is None:
+        cluster.set_feasible([names[i] for i in active.tolist()])
+        return
+    mask = np.zeros(n, dtype=np.bool_)
+    mask[active] = True
+    by_mask(mask)
+
+
 def _intern(table: list[NodeVerdict], verdict: NodeVerdict) -> int:
     table.append(verdict)
     return len(table) - 1
@@ -350,6 +379,8 @@ def _intern(table: list[NodeVerdict], verdict: NodeVerdict) -> int:
 def _record(codes: Codes, table: list[NodeVerdict], active: Indexes, out_codes: Codes,
             verdicts: Sequence[NodeVerdict]) -> Indexes:
     """Write the verdicts of the nodes of ``active`` that failed into ``codes``; the nodes that passed."""
+    if not verdicts:  # codes index the verdicts: none, so every node passed
+        return active
     bad = out_codes >= 0
     if not bad.any():
         return active
@@ -358,18 +389,27 @@ def _record(codes: Codes, table: list[NodeVerdict], active: Indexes, out_codes: 
     return active[~bad]
 
 
-def _mode_errors(rule: ScoreRule, raw: npt.NDArray[Any], usable: npt.NDArray[np.bool_], errors: Codes,
-                 verdicts: list[NodeVerdict]) -> None:
-    """Turn raw values the rule's normalisation cannot take into error codes (appended to ``verdicts``)."""
-    mode = rule.normalize
+def _mode_bad(mode: str, raw: npt.NDArray[Any], usable: npt.NDArray[np.bool_] | None) -> npt.NDArray[np.bool_] | None:
+    """The usable nodes (all when ``usable`` is None) whose raw value the normalisation ``mode`` cannot
+    take, or None when there is none (decided with one or two reductions in the common case)."""
     if mode == "none":
-        bad = usable & ((raw < 0) | (raw > 100)).astype(np.bool_)
+        lo_ok, hi = 0, 100
     elif mode in ("scale", "reverse", "spread"):
-        bad = usable & (raw < 0).astype(np.bool_)
+        lo_ok, hi = 0, None
     else:
-        return
-    if not bad.any():
-        return
+        return None
+    vals = raw if usable is None else raw[usable]
+    if vals.size == 0 or (vals.min() >= lo_ok and (hi is None or vals.max() <= hi)):
+        return None
+    out = (raw < lo_ok) if hi is None else ((raw < lo_ok) | (raw > hi))
+    out = np.asarray(out, dtype=np.bool_)
+    return out if usable is None else out & usable
+
+
+def _mode_errors(rule: ScoreRule, raw: npt.NDArray[Any], bad: npt.NDArray[np.bool_], errors: Codes,
+                 verdicts: list[NodeVerdict]) -> None:
+    """Turn the raw values of ``bad`` nodes (see :func:`_mode_bad`) into error codes (appended to ``verdicts``)."""
+    mode = rule.normalize
     for j in np.flatnonzero(bad).tolist():
         problem = raw_error(mode, int(raw[j]))
         assert problem is not None

@@ -20,7 +20,7 @@ node at once (int64, in the order of the context's nodes) for the vectorised bac
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
@@ -28,13 +28,19 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from policyscheduler.objects import affinity, topology
+from policyscheduler.objects import affinity, domains, topology
+from policyscheduler.objects.domains import PodSelector
 from policyscheduler.objects.records import Node, Pod, PodAffinityTerm, SpreadConstraint
 from policyscheduler.schema import exposed, record
 
 __all__ = ["Cluster", "make_cluster", "COLUMNS"]
 
 IntArray = npt.NDArray[np.int64]
+
+
+_HONOR_AFFINITY = SpreadConstraint(1, "", "DoNotSchedule", 1, "Honor", "Ignore", [], None)
+"""A constraint shape whose ``_Included`` mask is "the pod's node affinity allows the node", so the
+domain primitives share that per-pod mask with PodTopologySpread instead of computing it again."""
 
 
 class _State:
@@ -56,8 +62,17 @@ class _State:
         self.hard = hard
         self.soft = soft
         self.require_all = require_all
-        self.feasible: list[Node] | None = None
         self.feasible_mask: npt.NDArray[np.bool_] | None = None
+        self.selectors = domains.SelectorPool(pod.namespace)
+        self.domain_tables: dict[tuple[int, str], domains.Domains] = {}
+
+    def feasible_nodes(self) -> tuple[Node, ...] | list[Node]:
+        """The nodes passing the filters (every node before ``set_feasible``), built only when asked."""
+        mask = self.feasible_mask
+        if mask is None:
+            return self.nodes
+        nodes = self.nodes
+        return [nodes[i] for i in np.flatnonzero(mask).tolist()]
 
     @property
     def indexed(self) -> topology.ClusterIndex | None:
@@ -68,6 +83,25 @@ class _State:
     @cached_property
     def included(self) -> topology._Included:
         return topology._Included(self.pod, self.nodes)
+
+    def domains(self, sel: PodSelector, key: str) -> domains.Domains:
+        """The (selector, topology key) table, built once per context (indexed while the index is current).
+
+        Keyed by the selector's identity: selectors are interned in this context's pool, which keeps them
+        alive, so an id is never reused by another selector while the table is cached.
+        """
+        cache_key = (id(sel), key)
+        table = self.domain_tables.get(cache_key)
+        if table is None:
+            if sel._pool is not self.selectors:
+                raise ValueError("a pod selector can only be used with the cluster value that made it")
+            index = self.indexed
+            if index is None:
+                table = domains.walk_domains(sel, key, self.nodes, self.pod)
+            else:
+                table = domains.indexed_domains(sel, key, index, lambda: self.included(_HONOR_AFFINITY))
+            self.domain_tables[cache_key] = table
+        return table
 
     @cached_property
     def spread_filter(self) -> topology.FilterCounts:
@@ -80,7 +114,7 @@ class _State:
     def spread_score(self) -> topology.ScoreCounts:
         index = self.indexed
         if index is None:
-            feasible = self.feasible if self.feasible is not None else self.nodes
+            feasible = self.feasible_nodes()
             return topology.ScoreCounts(self.pod, self.soft, feasible, self.nodes, self.require_all)
         mask = self.feasible_mask if self.feasible_mask is not None else np.ones(len(self.nodes), dtype=bool)
         return topology.IndexedScoreCounts(self.pod, self.soft, mask, self.nodes, self.require_all, index,
@@ -120,10 +154,10 @@ class Cluster:
         self.set_feasible_mask(np.fromiter((n.name in wanted for n in nodes), dtype=bool, count=len(nodes)))
 
     def set_feasible_mask(self, mask: npt.NDArray[np.bool_]) -> None:
-        """:meth:`set_feasible` with one boolean per node (in the context's node order)."""
+        """:meth:`set_feasible` with one boolean per node (in the context's node order); no per-node work
+        (the list of feasible nodes is only built if a non-indexed precomputation asks for it)."""
         state = self._state
         state.feasible_mask = np.asarray(mask, dtype=bool)
-        state.feasible = [n for n, ok in zip(state.nodes, state.feasible_mask.tolist()) if ok]
         state.__dict__.pop("spread_score", None)
 
     @property
@@ -229,6 +263,42 @@ class Cluster:
         """Σ weights of existing pods' preferred anti-affinity terms this pod matches, in the node's domains."""
         return affinity.lookup(self._state.affinity_score.existing_preferred_anti, node)
 
+    # -- Topology: other pods by domain (objects/domains.py; grammar/LANGUAGE.md has the semantics) -----
+
+    @exposed
+    def pods_with(self, key: str, value: str) -> PodSelector:
+        """A selector of the pods in the scheduled pod's namespace labelled ``key=value`` (a label with an
+        empty value matches only pods carrying the key with an empty value). Refine it with
+        ``with_label``, ``in_namespace``, ``in_all_namespaces``, ``honor_node_affinity``; it is made here,
+        not by a free function, because "same namespace" needs the pod being scheduled."""
+        return self._state.selectors.pods_with(key, value)
+
+    @exposed
+    def count_in_domain(self, sel: PodSelector, key: str, node: Node) -> int:
+        """Pods counting for ``sel`` on the counted nodes that share the node's value of label ``key``.
+
+        0 for a node without the key: test ``key in node.labels`` to tell "no domain" from "empty
+        domain". The pod being scheduled is never counted (add ``if sel.matches(pod) then 1 else 0``).
+        """
+        return self._state.domains(sel, key).at(key, node)
+
+    @exposed
+    def domain_count(self, sel: PodSelector, key: str) -> int:
+        """How many distinct values of label ``key`` the counted nodes carry (kube's minDomains check);
+        it depends on ``sel`` only through ``honor_node_affinity``."""
+        return self._state.domains(sel, key).count
+
+    @exposed
+    def min_in_domains(self, sel: PodSelector, key: str) -> int:
+        """The smallest ``count_in_domain`` over the domains of ``key`` (a domain with no matching pod
+        counts 0, as in kube's spread filter); 0 when no counted node carries the key."""
+        return self._state.domains(sel, key).minimum
+
+    @exposed
+    def max_in_domains(self, sel: PodSelector, key: str) -> int:
+        """The largest ``count_in_domain`` over the domains of ``key``; 0 when no counted node carries it."""
+        return self._state.domains(sel, key).maximum
+
     # -- ImageLocality --------------------------------------------------------------------------------
 
     @exposed
@@ -244,13 +314,20 @@ class Cluster:
 
 
 def _image_column(cl: Cluster, index: topology.ClusterIndex, image: str) -> IntArray:
+    """``scaled_image_size`` on every node: one scalar where the node has the image (an image no node
+    has is 0 everywhere); presence per slot comes from the state's image index when it has one."""
     nodes = cl._state.nodes
-    has = np.fromiter((image in n.images for n in nodes), dtype=bool, count=len(nodes))
     state = cl._state.image_states.get(image)
     if state is None or cl.node_count == 0:
         return np.zeros(len(nodes), dtype=np.int64)
+    presence = getattr(index, "image_presence", None)
+    has = presence(image) if presence is not None else None
+    if has is None or has.size != len(nodes):
+        has = np.fromiter((image in n.images for n in nodes), dtype=bool, count=len(nodes))
     size, holders = state
-    return np.where(has, int(float(size) * (float(holders) / float(cl.node_count))), 0).astype(np.int64)
+    out = np.zeros(len(nodes), dtype=np.int64)
+    out[has] = int(float(size) * (float(holders) / float(cl.node_count)))
+    return out
 
 
 def _lookup(attr: str, part: str) -> Callable[[Cluster, topology.ClusterIndex], IntArray]:
@@ -277,6 +354,11 @@ def _spread_score_column(cl: Cluster, index: topology.ClusterIndex, c: SpreadCon
     return counts.column(c)
 
 
+def _domain_column(cl: Cluster, index: topology.ClusterIndex, sel: PodSelector, key: str) -> IntArray:
+    """``count_in_domain`` on every node: the domain table spread back over the nodes by label code."""
+    return index.label_codes(key).column(cl._state.domains(sel, key).per_value)
+
+
 COLUMNS: dict[str, Callable[..., IntArray]] = {
     "spread_count": _spread_filter_column,
     "spread_score_count": _spread_score_column,
@@ -289,6 +371,7 @@ COLUMNS: dict[str, Callable[..., IntArray]] = {
     "existing_preferred_affinity_weight": _lookup("existing_preferred", "affinity_score"),
     "existing_preferred_anti_affinity_weight": _lookup("existing_preferred_anti", "affinity_score"),
     "scaled_image_size": _image_column,
+    "count_in_domain": _domain_column,
 }
 """Builtins with a vector kernel for :meth:`Cluster.column`: every exposed method that takes a ``node``."""
 
@@ -306,8 +389,8 @@ def make_cluster(pod: Pod, snapshot: topology.ClusterIndex) -> Cluster:
     matches_own = bool(own) and all(affinity.incoming_term_matches(t, pod, ns_labels) for t in own)
     return Cluster(
         node_count=len(nodes),
-        hard_spread_constraints=hard,
-        soft_spread_constraints=soft,
+        hard_spread_constraints=hard,  # type: ignore[arg-type]  # lists are stored as tuples (records.py)
+        soft_spread_constraints=soft,  # type: ignore[arg-type]
         spread_require_all_topologies=require_all,
         pod_matches_own_affinity=matches_own,
         _state=_State(pod, nodes, snapshot, ns_labels, snapshot.image_states, hard, soft, require_all),

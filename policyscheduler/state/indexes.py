@@ -75,8 +75,13 @@ class MatchCounts:
         self._arrays.clear()
 
     def namespaces_changed(self) -> None:
-        """Namespace labels changed: drop the arrays whose clauses use a namespace selector."""
-        for key in [k for k in self._arrays if any(ns_sel is not None for _, ns_sel, _ in k[1])]:
+        """Namespace labels changed: drop the arrays whose clauses use a non-empty namespace selector.
+
+        An empty namespace selector ("every namespace": affinity terms' ``namespaceSelector: {}``, the
+        policies' ``in_all_namespaces()`` selectors) matches whatever the labels are, so those arrays stay.
+        """
+        for key in [k for k in self._arrays
+                    if any(ns_sel is not None and not ns_sel.empty for _, ns_sel, _ in k[1])]:
             del self._arrays[key]
 
 

@@ -122,6 +122,7 @@ class ClusterState:
         self.replication_controllers: dict[tuple[str, str], dict[str, str] | None] = {}
         self._images: dict[str, list[int]] = {}  # image -> [size first seen, nodes holding it]
         self._image_states: dict[str, tuple[int, int]] | None = None
+        self._image_slots: dict[str, npt.NDArray[np.bool_]] = {}  # image -> holds it, per slot (built on demand)
         self._with_affinity: dict[str, Pod] = {}
         self._with_anti: dict[str, Pod] = {}
         self._counts = MatchCounts(self.namespace_labels)
@@ -150,6 +151,7 @@ class ClusterState:
         self._floor = gen
         self._journal.clear()
         self._codes.clear()
+        self._image_slots.clear()
 
     def changed_nodes_since(self, generation: int) -> list[int] | None:
         """Slots whose node record changed after ``generation``; None if the node set changed since."""
@@ -198,6 +200,9 @@ class ClusterState:
         old = slot.spec
         self._remove_images(old)
         self._add_images(spec)
+        if self._image_slots and old.images != spec.images:
+            for image, has in self._image_slots.items():
+                has[i] = image in spec.images
         slot.spec = self._bare(spec)
         slot.record = None
         if old.labels != spec.labels:
@@ -248,6 +253,15 @@ class ClusterState:
             if not state[1]:
                 del self._images[image]
         self._image_states = None
+
+    def image_presence(self, image: str) -> npt.NDArray[np.bool_]:
+        """Per slot, whether the node holds ``image`` (built once per image, kept up to date; read-only)."""
+        has = self._image_slots.get(image)
+        if has is None:
+            slots = self._slots
+            has = np.fromiter((image in slot.spec.images for slot in slots), dtype=np.bool_, count=len(slots))
+            self._image_slots[image] = has
+        return has
 
     @property
     def image_states(self) -> dict[str, tuple[int, int]]:

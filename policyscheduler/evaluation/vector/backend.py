@@ -10,6 +10,7 @@ so every answer is the reference's answer.
 
 from __future__ import annotations
 
+import dataclasses
 import weakref
 from collections import Counter
 from typing import TYPE_CHECKING, Any
@@ -27,13 +28,17 @@ from policyscheduler.evaluation.vector.program import (
     run_filter,
     run_score,
 )
+from policyscheduler.evaluation.vector.reuse import ALL_FIELDS, Reuse, Unfreezable, freeze
 from policyscheduler.evaluation.vector.values import Unsupported
+from policyscheduler.objects.records import Pod as PodRecord
 
 if TYPE_CHECKING:
     from policyscheduler.compiler import FilterRule, PolicySet, ScoreRule
     from policyscheduler.objects import Cluster, ClusterSnapshot, Pod
 
 __all__ = ["VectorBackend", "VectorRun", "lowering_report", "lowered"]
+
+_ALL_POD_FIELDS = tuple(f.name for f in dataclasses.fields(PodRecord))
 
 Lowered = dict[int, "FilterProgram | ScoreProgram | str"]
 """id(rule) -> its program, or the reason it runs on the reference."""
@@ -72,11 +77,16 @@ def lowering_report(policy_set: PolicySet) -> dict[str, tuple[str, str]]:
     return report
 
 
+SMALL = 8
+"""Up to this many nodes, a rule is evaluated by the reference closures: on a handful of rows (the
+nodes that changed since the previous pod) their per-node cost beats the vector path's fixed cost."""
+
+
 class VectorRun:
     """One pod over the snapshot's nodes (see the module docstring)."""
 
     def __init__(self, programs: Lowered, tables: Tables, snapshot: ClusterSnapshot, pod: Pod, cluster: Cluster,
-                 stats: Counter[str]) -> None:
+                 stats: Counter[str], reuse: Reuse | None = None) -> None:
         self._programs = programs
         self._stats = stats
         self._state = PodState(tables, pod, cluster)
@@ -84,6 +94,66 @@ class VectorRun:
         self._pod = pod
         self._cluster = cluster
         self._reference: ReferenceRun | None = None
+        self._reuse = reuse
+        self._frozen: dict[str, Any] = {}
+
+    def _fingerprint(self, rule: Any) -> Any:
+        """The pod's values of the fields ``rule`` depends on, or None when its results cannot be reused."""
+        reuse = self._reuse
+        if reuse is None:
+            return None
+        fields = reuse.fields(rule)
+        if fields is None:
+            return None
+        if fields == (ALL_FIELDS,):
+            fields = _ALL_POD_FIELDS
+        frozen = self._frozen
+        out = []
+        try:
+            for f in fields:
+                v = frozen.get(f)
+                if v is None:
+                    v = frozen[f] = freeze(getattr(self._pod, f))
+                out.append(v)
+        except (Unfreezable, AttributeError):
+            return None
+        return tuple(out)
+
+    def filter(self, rule: FilterRule, idx: Indexes) -> FilterOutcome:
+        """The rule's verdicts on ``idx``, reusing the previous pods' results where they must be equal."""
+        key = self._fingerprint(rule)
+        if key is None or not self._reuse.worth(rule, key, int(idx.size)):  # type: ignore[union-attr]
+            return self._filter(rule, idx)
+        assert self._reuse is not None
+        entry = self._reuse.entry(rule, key)
+        stale = entry.stale(idx)
+        if stale is None:
+            out = self._filter(rule, self._all_slots())
+            entry.put_filter(None, out.codes, out.verdicts)
+        elif stale.size:
+            out = self._filter(rule, stale)
+            entry.put_filter(stale, out.codes, out.verdicts)
+        return FilterOutcome(entry.filter_codes(idx), entry.verdicts)
+
+    def score(self, rule: ScoreRule, idx: Indexes) -> ScoreOutcome:
+        """The rule's raw scores on ``idx``, reusing the previous pods' results where they must be equal."""
+        key = self._fingerprint(rule)
+        if key is None or not self._reuse.worth(rule, key, int(idx.size)):  # type: ignore[union-attr]
+            return self._score(rule, idx)
+        assert self._reuse is not None
+        entry = self._reuse.entry(rule, key)
+        stale = entry.stale(idx)
+        if stale is None:
+            out = self._score(rule, self._all_slots())
+            entry.put_score(None, out.raw, out.ignored, out.errors, out.verdicts)
+        elif stale.size:
+            out = self._score(rule, stale)
+            entry.put_score(stale, out.raw, out.ignored, out.errors, out.verdicts)
+        raw, ignored, errors = entry.score_parts(idx)
+        return ScoreOutcome(raw, ignored, errors, entry.verdicts)
+
+    def _all_slots(self) -> Indexes:
+        return np.arange(len(self._state.tables.nodes.objects), dtype=np.int64)
 
     @property
     def reference(self) -> ReferenceRun:
@@ -91,10 +161,10 @@ class VectorRun:
             self._reference = ReferenceRun(self._snapshot, self._pod, self._cluster)
         return self._reference
 
-    def filter(self, rule: FilterRule, idx: Indexes) -> FilterOutcome:
+    def _filter(self, rule: FilterRule, idx: Indexes) -> FilterOutcome:
         """The rule's verdicts on ``idx``: lowered where possible, reference rows merged in."""
         prog = self._programs.get(id(rule))
-        if not isinstance(prog, FilterProgram):
+        if not isinstance(prog, FilterProgram) or idx.size <= SMALL:
             return self.reference.filter(rule, idx)
         codes, verdicts, err = run_filter(prog, self._state, idx)
         if err.any():
@@ -107,10 +177,10 @@ class VectorRun:
             verdicts = [*verdicts, *ref.verdicts]
         return FilterOutcome(codes, verdicts)
 
-    def score(self, rule: ScoreRule, idx: Indexes) -> ScoreOutcome:
+    def _score(self, rule: ScoreRule, idx: Indexes) -> ScoreOutcome:
         """The rule's raw scores on ``idx``: lowered where possible, reference rows merged in."""
         prog = self._programs.get(id(rule))
-        if not isinstance(prog, ScoreProgram):
+        if not isinstance(prog, ScoreProgram) or idx.size <= SMALL:
             return self.reference.score(rule, idx)
         raw, ignored, err = run_score(prog, self._state, idx)
         errors = np.full(idx.size, -1, dtype=np.int32)
@@ -140,8 +210,14 @@ class VectorBackend:
         self.tables = Tables(self.interner)
         self.reference_rows: Counter[str] = Counter()
         """Rows of lowered rules handed to the reference (runtime errors, int64 overflow), per rule."""
+        self.reuse: Reuse | None = Reuse()
+        """The equivalence cache (:mod:`.reuse`); None turns it off."""
 
     def start(self, policy_set: PolicySet, snapshot: ClusterSnapshot, pod: Pod, cluster: Cluster) -> VectorRun:
-        """Bring the node tables up to date and prepare ``pod``'s run."""
-        self.tables.sync(snapshot)
-        return VectorRun(lowered(policy_set), self.tables, snapshot, pod, cluster, self.reference_rows)
+        """Bring the node tables (and the reused results) up to date and prepare ``pod``'s run."""
+        tables = self.tables
+        tables.sync(snapshot)
+        reuse = self.reuse
+        if reuse is not None:
+            reuse.sync(policy_set, tables.epoch, tables.changed, len(tables.nodes.objects))
+        return VectorRun(lowered(policy_set), tables, snapshot, pod, cluster, self.reference_rows, reuse)

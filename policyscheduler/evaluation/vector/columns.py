@@ -28,6 +28,7 @@ import numpy as np
 from policyscheduler.evaluation.vector.values import Arr, Col, from_python
 
 _CHUNK = 64
+_FEW = 8
 
 Getter = Callable[[Any], Any]
 
@@ -120,6 +121,8 @@ class _Column:
     def set_rows(self, rows: Sequence[int], objects: Sequence[Any]) -> bool:
         """Refresh ``rows``; False when the column must be rebuilt (a new quantity denominator)."""
         vals = [self.get(objects[i]) for i in rows]
+        if len(vals) <= _FEW and self._set_few(rows, vals):
+            return True
         col = from_python(vals, self.kind, self.interner)
         if self.kind == "q" and col.den != self.den:
             if col.err is not None or self.den % col.den:
@@ -136,6 +139,48 @@ class _Column:
             if self.err is None:
                 self.err = np.zeros(self.data.size, dtype=np.bool_)
             self.err[ix] = col.err if col.err is not None else False
+        return True
+
+    def _set_few(self, rows: Sequence[int], vals: list[Any]) -> bool:
+        """:meth:`set_rows` for a few plain values, element by element (the per-pod case: the node the
+        previous pod went to); False to take the general path (errors, a new denominator, big numbers)."""
+        kind, data = self.kind, self.data
+        if self.err is not None:
+            return False
+        out: list[Any] = []
+        if kind == "q":
+            den = self.den
+            if not isinstance(den, int):
+                return False
+            for x in vals:
+                if type(x) is int:
+                    num = x * den
+                elif type(x) is Fraction and den % x.denominator == 0:
+                    num = x.numerator * (den // x.denominator)
+                else:
+                    return False
+                if not -(2**62) < num < 2**62:
+                    return False
+                out.append(num)
+        elif kind == "int":
+            for x in vals:
+                if type(x) is not int or not -(2**62) < x < 2**62:
+                    return False
+                out.append(x)
+        elif kind == "bool":
+            out = [bool(x) for x in vals]
+        elif kind == "str":
+            code = self.interner.code
+            for x in vals:
+                if type(x) is not str:
+                    return False
+                out.append(code(x))
+        else:
+            return False
+        for i, x in zip(rows, out):
+            data[i] = x
+        if self.bound is not None and out and kind in ("int", "q"):
+            self.bound = max(self.bound, float(max(abs(x) for x in out)))
         return True
 
     def extend(self, objects: Sequence[Any], start: int) -> None:
@@ -229,7 +274,10 @@ class ElementTable:
         codes: list[int] = []
         for i in slots:
             items = getattr(nodes[i], self.field)
-            if items is self.lists[i]:
+            old = self.lists[i]
+            if items is old or (type(items) is type(old) and len(items) == len(old)
+                                and all(a is b for a, b in zip(items, old))):
+                self.lists[i] = items  # the same records: the arena already holds them
                 continue
             self.lists[i] = items
             self.start[i] = len(self.objects)
@@ -264,9 +312,14 @@ class Tables:
         self._seen: list[Any] = []
         self.nodes: NodeTable = NodeTable([], interner)
         self.elements: dict[str, ElementTable] = {}
+        self.epoch = 0
+        """Grows whenever the tables are rebuilt from scratch (another snapshot, nodes came or went)."""
+        self.changed: list[int] = []
+        """The slots the last :meth:`sync` refreshed (within the same epoch)."""
 
     def sync(self, snapshot: Any) -> None:
         """Bring every built column up to date with ``snapshot`` (O(changed nodes))."""
+        self.changed = []
         nodes = snapshot.nodes
         owner = self._snapshot() if self._snapshot is not None else None
         if owner is not snapshot or len(nodes) != len(self._seen):
@@ -288,6 +341,7 @@ class Tables:
         if not changed:
             return
         changed = sorted(set(changed))
+        self.changed = changed
         for i in changed:
             self._seen[i] = nodes[i]
         self.nodes.objects = self._seen
@@ -296,6 +350,7 @@ class Tables:
             table.update(changed, self._seen)
 
     def _reset(self, snapshot: Any) -> None:
+        self.epoch += 1
         try:
             self._snapshot = weakref.ref(snapshot)
         except TypeError:  # pragma: no cover -- snapshots are plain objects

@@ -782,29 +782,41 @@ class Lowerer:
             raise Unsupported(f"cluster.{name}() returning {sig.ret}")
         fn = sig.fn
 
+        node_set = frozenset(node_params)
+        only_node = len(args) == 1 and node_params == [0]
+
         def column(ctx: Ctx) -> Value:
             vals = [a(ctx) for a in args]
-            nodes = [v for i, v in enumerate(vals) if i in node_params]
-            others = [v for i, v in enumerate(vals) if i not in node_params]
+            if only_node:
+                nodes, others = vals, []
+            else:
+                nodes = [v for i, v in enumerate(vals) if i in node_set]
+                others = [v for i, v in enumerate(vals) if i not in node_set]
             if not all(isinstance(v, Rec) for v in nodes) or not all(isinstance(v, Const) for v in others):
                 raise Poisoned("cluster column arguments")
             rows = nodes[0].rows  # type: ignore[union-attr]
-            if any(v.rows is not rows and not np.array_equal(v.rows, rows) for v in nodes):  # type: ignore[union-attr]
+            if len(nodes) > 1 and any(v.rows is not rows and not np.array_equal(v.rows, rows)  # type: ignore[union-attr]
+                                      for v in nodes):
                 raise Poisoned("two different nodes")
             state = ctx.state
             cluster = state.cluster
             key = (name, *[id(v.value) for v in others])  # type: ignore[union-attr]
-            full = state.cluster_columns.get(key)
-            if full is None:
+            hit = state.cluster_columns.get(key)
+            full = hit[0] if hit is not None else None
+            if hit is None:
                 colfn = getattr(cluster, "column", None)
                 if colfn is not None:
+                    argv = [v.value for v in others]  # type: ignore[union-attr]
                     try:
-                        data = np.asarray(colfn(name, *[v.value for v in others]))  # type: ignore[union-attr]
-                        bound = float(np.abs(data).max()) if kind == "int" and data.size else None
-                        full = state.cluster_columns[key] = Col(kind, data, None, 1, bound)
+                        data = np.asarray(colfn(name, *argv))
+                        full = _uniform_or_col(kind, data)
                     except (KeyError, ValueError, NotImplementedError, TypeError):
                         full = None
-            if full is not None:
+                    # keyed by the arguments' ids: keep them alive so no other object takes an id
+                    state.cluster_columns[key] = (full, argv)
+            if isinstance(full, Const):
+                return full
+            if isinstance(full, Col):
                 return nodes[0].gather(full)  # type: ignore[union-attr]
             objects = state.tables.nodes.objects
             uniq, inv = np.unique(rows, return_inverse=True)
@@ -911,6 +923,20 @@ class Lowerer:
 
 
 # ------------------------------------------------------------------------------------------ helpers
+
+
+def _uniform_or_col(kind: str, data: Any) -> Value:
+    """A whole-cluster builtin column; a :class:`Const` when every node has the same value (no inter-pod
+    term anywhere: all zeros), so the rest of the rule folds with the reference's scalar code."""
+    if data.size and kind in ("int", "bool"):
+        if not data.any():  # the usual uniform column: zeros (one pass)
+            return Const(0 if kind == "int" else False)
+        lo, hi = data.min(), data.max()
+        if lo == hi:
+            return Const(int(lo) if kind == "int" else bool(lo))
+    bound = float(np.abs(data).max()) if kind == "int" and data.size else None
+    return Col(kind, data, None, 1, bound)
+
 
 
 def _children(e: Any) -> list[Any]:

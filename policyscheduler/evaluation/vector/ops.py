@@ -272,15 +272,15 @@ def compare(op: str, a: Value, ka: str, b: Value, kb: str, interner: Any) -> Val
         yi, ey = (as_ints if kb == "int" else as_floats)(b)
         ints = xi if ka == "int" else yi
         e = np.abs(fl(ints)) > EXACT_FLOAT
-        return Col("bool", np.asarray(cmp(fl(xi), fl(yi))), err_or(ex, ey, _nz(e) if isinstance(e, np.ndarray) else (_nz(e))))
+        return Col("bool", np.asarray(cmp(fl(xi), fl(yi))), err_or(ex, ey, _nz(e)))
     if ka in ("int", "q") and kb in ("int", "q"):
         n1, d1, ea = as_quantity(a)
         n2, d2, eb = as_quantity(b)
         if isinstance(d1, int) and isinstance(d2, int) and d1 == d2:
             return Col("bool", np.asarray(cmp(n1, n2)), err_or(ea, eb))
-        l, e1 = int_mul(n1, d2, bound_of(a), _dbound(d2))
-        r, e2 = int_mul(n2, d1, bound_of(b), _dbound(d1))
-        return Col("bool", np.asarray(cmp(l, r)), err_or(ea, eb, e1, e2))
+        lhs, e1 = int_mul(n1, d2, bound_of(a), _dbound(d2))
+        rhs, e2 = int_mul(n2, d1, bound_of(b), _dbound(d1))
+        return Col("bool", np.asarray(cmp(lhs, rhs)), err_or(ea, eb, e1, e2))
     if ka == kb == "str":
         if op in ("==", "!="):
             x = a.value if isinstance(a, Const) else None

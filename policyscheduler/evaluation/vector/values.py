@@ -31,7 +31,7 @@ import numpy.typing as npt
 
 Arr = npt.NDArray[Any]
 Bools = npt.NDArray[np.bool_]
-Mask = Union[Bools, bool]
+Mask = Union[Bools, bool]  # noqa: UP007 -- a runtime alias mypy reads as a Union
 """Per row: an array, or the Python bool ``True``/``False`` for "every row" / "no row"."""
 
 INT_GUARD = float(2**62)
@@ -148,7 +148,7 @@ class RList:
         raise Poisoned("a ragged list cannot leave its loop")
 
 
-Value = Union[Const, Col, Rec, Path, MList, RList]
+Value = Union[Const, Col, Rec, Path, MList, RList]  # noqa: UP007
 
 # ------------------------------------------------------------------------------------------ masks
 

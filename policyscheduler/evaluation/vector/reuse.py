@@ -1,0 +1,301 @@
+"""The equivalence cache: a rule's per-node results reused across pods that look the same to it.
+
+A rule that never mentions ``cluster`` computes, on each node, a function of the node's record and of
+the pod fields it reads -- nothing else. So when the next pod carries *equal* values in those fields
+(``pod.requests``, ``pod.tolerations`` ...; the name and uid of a Deployment's replicas differ, but
+rules rarely read them), the rule's verdict, raw score, ``ignored`` flag and runtime error on every
+node whose record did not change since are exactly the ones already computed, and only the changed
+nodes (the one the previous pod was assumed on, typically) are evaluated again. kube-scheduler once had
+the same idea as its equivalence-class cache; here it is exact by construction:
+
+* which pod fields a rule depends on is read off its AST (:func:`pod_fields`): ``pod.f`` reads ``f``;
+  a method of the pod reads the fields listed in :data:`METHOD_FIELDS`; ``pod`` used any other way
+  (passed to a method, compared, put in a list) makes the rule depend on *every* field (name and uid
+  included, so it effectively never hits); a rule mentioning ``cluster`` is never cached;
+* the values are compared structurally (:func:`freeze`): records by type and every field, maps in
+  order, numbers with their type -- anything :func:`freeze` does not know disables the cache for that
+  pod;
+* node changes come from the node tables' sync (the snapshot's change journal): changed slots are
+  invalidated in every entry; a node set change (or another snapshot) drops everything.
+
+Entries hold one value per node slot over the whole cluster; a pod only reads them at its ``idx``
+(so a filter that saw fewer nodes for one pod fills in the rest for the next one).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections import OrderedDict
+from fractions import Fraction
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from policyscheduler.evaluation.decision import NodeVerdict
+from policyscheduler.objects.records import Pod
+from policyscheduler.syntax import ast
+from policyscheduler.syntax.visitor import children
+
+__all__ = ["ALL_FIELDS", "METHOD_FIELDS", "Entry", "Reuse", "freeze", "pod_fields"]
+
+ALL_FIELDS = "*"
+"""A rule that depends on the whole pod record."""
+
+METHOD_FIELDS: dict[str, tuple[str, ...]] = {
+    "tolerates": ("tolerations",),
+    "matches_node_affinity": ("node_selector", "has_required_node_affinity", "required_node_affinity"),
+}
+"""The pod fields each exposed Pod method reads (objects/records.py); an unlisted method reads them all."""
+
+ENTRIES_PER_RULE = 4
+"""Distinct pod shapes remembered per rule (a mixed queue alternates between a few)."""
+
+
+class Unfreezable(Exception):
+    """A value :func:`freeze` cannot compare structurally."""
+
+
+_POD_FIELDS = frozenset(f.name for f in dataclasses.fields(Pod))
+
+_ATOMS = (str, int, float, bool, Fraction, type(None))
+
+
+def freeze(x: Any) -> Any:
+    """A hashable structural image of a pod field value: equal images mean equal values for every rule."""
+    if isinstance(x, _ATOMS):
+        return (type(x).__name__, x)
+    if isinstance(x, (list, tuple)):
+        return ("L", tuple(freeze(i) for i in x))
+    if isinstance(x, dict):
+        return ("D", tuple((freeze(k), freeze(v)) for k, v in x.items()))
+    if isinstance(x, (set, frozenset)):
+        return ("S", frozenset(freeze(i) for i in x))
+    if dataclasses.is_dataclass(x) and not isinstance(x, type):
+        return (type(x).__qualname__, tuple(freeze(getattr(x, f.name)) for f in dataclasses.fields(x)))
+    raise Unfreezable(type(x).__name__)
+
+
+def _clause_exprs(rule: Any) -> list[Any]:
+    out: list[Any] = []
+    for c in rule.clauses:
+        for name in ("cond", "else_", "when", "reason", "value", "reasons", "text"):
+            e = getattr(c, name, None)
+            if e is not None and not isinstance(e, (str, bool, int, float)):
+                out.append(e)
+    return out
+
+
+def pod_fields(checked: Any) -> tuple[str, ...] | None:
+    """The pod fields a rule's results depend on (``(ALL_FIELDS,)`` for the whole pod), or None when
+    the rule cannot be cached (it reads ``cluster``, or its shape is not understood)."""
+    if checked is None:
+        return None
+    rule = checked.rule
+    fields: set[str] = set()
+    names: set[str] = set()
+    for c in rule.clauses:
+        if isinstance(c, ast.Let):
+            names.add(c.name)
+    try:
+        roots = _clause_exprs(rule)
+    except Exception:  # noqa: BLE001 -- an unknown clause shape: no cache
+        return None
+    whole = False
+    stack: list[tuple[Any, Any]] = [(e, None) for e in roots]
+    while stack:
+        e, parent = stack.pop()
+        if isinstance(e, (ast.Quantifier, ast.Comprehension, ast.Aggregate)):
+            names.update(b.name for b in e.loop.binders)
+        if isinstance(e, ast.Name):
+            if e.id == "cluster":
+                return None
+            if e.id == "pod":
+                if isinstance(parent, ast.Attr) and parent.obj is e and parent.name in _POD_FIELDS:
+                    fields.add(parent.name)
+                else:
+                    whole = True
+        elif isinstance(e, ast.Call) and isinstance(e.func, ast.Attr) and isinstance(e.func.obj, ast.Name) \
+                and e.func.obj.id == "pod":
+            read = METHOD_FIELDS.get(e.func.name)
+            if read is None:
+                whole = True
+            else:
+                fields.update(read)
+            for a in (*e.args, *((e.default,) if getattr(e, "default", None) is not None else ())):
+                stack.append((a, e))
+            continue  # pod.method: the receiver is accounted for
+        try:
+            kids = children(e)
+        except TypeError:
+            return None
+        stack.extend((k, e) for k in kids)
+    if names & {"pod", "cluster"}:
+        return None  # a binder shadowing a global: not worth reasoning about
+    if whole:
+        return (ALL_FIELDS,)
+    return tuple(sorted(fields))
+
+
+class Entry:
+    """One rule's results for one pod shape, on every node slot (see the module docstring).
+
+    The first query computes the rule on *every* slot (not only the nodes asked for), so that later
+    queries only ever recompute the slots invalidated since (``pending``, a handful per pod) and never
+    scan a validity mask. ``any_code`` / ``any_ignored`` say whether any slot was ever rejected / failed
+    / ignored: while they are false a query returns constant arrays instead of gathering.
+    """
+
+    __slots__ = ("any_code", "any_ignored", "codes", "complete", "ignored", "index", "pending", "raw", "verdicts")
+
+    def __init__(self, n: int) -> None:
+        self.complete = False
+        self.pending: set[int] = set()
+        self.codes = np.full(n, -1, dtype=np.int32)  # filter verdicts / score error verdicts
+        self.raw: npt.NDArray[Any] | None = None
+        self.ignored: npt.NDArray[np.bool_] | None = None
+        self.any_code = False
+        self.any_ignored = False
+        self.verdicts: list[NodeVerdict] = []
+        self.index: dict[NodeVerdict, int] = {}
+
+    def stale(self, idx: npt.NDArray[np.int64]) -> npt.NDArray[np.int64] | None:
+        """The slots to (re)compute before answering for ``idx``: every slot (``None``) the first time,
+        then the pending slots that ``idx`` contains (ascending)."""
+        if not self.complete:
+            return None
+        m = idx.size
+        if not self.pending or m == 0:
+            return idx[:0]
+        if len(self.pending) <= 16:  # the usual case: a slot or two, tested one by one
+            hits = [p for p in sorted(self.pending) if (k := int(idx.searchsorted(p))) < m and int(idx[k]) == p]
+            return np.array(hits, dtype=np.int64)
+        wanted = np.fromiter(sorted(self.pending), dtype=np.int64, count=len(self.pending))
+        pos = np.searchsorted(idx, wanted)
+        inside = pos < m
+        inside[inside] = idx[pos[inside]] == wanted[inside]
+        return wanted[inside]
+
+    def _remap(self, codes: npt.NDArray[np.int32], verdicts: Any) -> npt.NDArray[np.int32]:
+        if not len(verdicts):
+            return codes
+        table = np.empty(len(verdicts) + 1, dtype=np.int32)
+        table[0] = -1
+        for k, v in enumerate(verdicts):
+            code = self.index.get(v)
+            if code is None:
+                code = self.index[v] = len(self.verdicts)
+                self.verdicts.append(v)
+            table[k + 1] = code
+        out = table[codes.astype(np.int64) + 1]
+        if not self.any_code and bool((out >= 0).any()):
+            self.any_code = True
+        return out
+
+    def _done(self, rows: npt.NDArray[np.int64] | None) -> None:
+        if rows is None:
+            self.complete = True
+            self.pending.clear()
+        else:
+            self.pending.difference_update(rows.tolist())
+
+    def put_filter(self, rows: npt.NDArray[np.int64] | None, codes: npt.NDArray[np.int32], verdicts: Any) -> None:
+        """Store a filter's outcome on ``rows`` (None: every slot, in order)."""
+        if rows is None:
+            self.codes[:] = self._remap(codes, verdicts)
+        else:
+            self.codes[rows] = self._remap(codes, verdicts)
+        self._done(rows)
+
+    def put_score(self, rows: npt.NDArray[np.int64] | None, raw: npt.NDArray[Any], ignored: npt.NDArray[np.bool_],
+                  errors: npt.NDArray[np.int32], verdicts: Any) -> None:
+        """Store a score rule's outcome on ``rows`` (None: every slot, in order)."""
+        n = self.codes.size
+        if self.raw is None:
+            self.raw = np.zeros(n, dtype=np.int64)
+            self.ignored = np.zeros(n, dtype=np.bool_)
+        if raw.dtype == object and self.raw.dtype != object:
+            self.raw = self.raw.astype(object)
+        assert self.ignored is not None
+        at: Any = slice(None) if rows is None else rows
+        self.raw[at] = raw
+        self.ignored[at] = ignored
+        if not self.any_ignored and bool(ignored.any()):
+            self.any_ignored = True
+        self.codes[at] = self._remap(errors, verdicts)
+        self._done(rows)
+
+    def filter_codes(self, idx: npt.NDArray[np.int64]) -> npt.NDArray[np.int32]:
+        return self.codes.take(idx) if self.any_code else np.full(idx.size, -1, dtype=np.int32)
+
+    def score_parts(self, idx: npt.NDArray[np.int64]) -> tuple[npt.NDArray[Any], npt.NDArray[np.bool_],
+                                                              npt.NDArray[np.int32]]:
+        assert self.raw is not None and self.ignored is not None
+        ignored = self.ignored.take(idx) if self.any_ignored else np.zeros(idx.size, dtype=np.bool_)
+        return self.raw.take(idx), ignored, self.filter_codes(idx)
+
+    def invalidate(self, slots: list[int]) -> None:
+        """Forget the results of ``slots`` (slots whose node changed)."""
+        if not self.complete:
+            return
+        if len(self.verdicts) > 256:  # forget verdicts no row uses any more (they only accumulate)
+            self.complete = False
+            self.pending.clear()
+            self.any_code = False
+            self.any_ignored = False
+            self.verdicts.clear()
+            self.index.clear()
+            return
+        self.pending.update(slots)
+
+
+class Reuse:
+    """Every entry of one backend, keyed by rule and pod shape, kept in step with the node tables."""
+
+    def __init__(self) -> None:
+        self._owner: Any = None
+        self._epoch = -1
+        self._n = 0
+        self._fields: dict[int, tuple[str, ...] | None] = {}
+        self._entries: dict[int, OrderedDict[Any, Entry]] = {}
+
+    def sync(self, policy_set: Any, epoch: int, changed: list[int], n: int) -> None:
+        """Forget everything on another policy set / node set; else invalidate the ``changed`` slots."""
+        if self._owner is not policy_set or epoch != self._epoch or n != self._n:
+            self._owner = policy_set
+            self._epoch = epoch
+            self._n = n
+            self._fields = {}
+            self._entries = {}
+            return
+        if changed:
+            for per_rule in self._entries.values():
+                for entry in per_rule.values():
+                    entry.invalidate(changed)
+
+    def fields(self, rule: Any) -> tuple[str, ...] | None:
+        key = id(rule)
+        if key not in self._fields:
+            self._fields[key] = pod_fields(getattr(rule, "checked", None))
+        return self._fields[key]
+
+    def worth(self, rule: Any, fingerprint: Any, asked: int) -> bool:
+        """Whether to answer through an entry: it exists, or the pod asks for at least half the nodes (a new
+        entry computes every slot, which must not turn a pod pinned to one node into a whole-cluster run)."""
+        if 2 * asked >= self._n:
+            return True
+        per_rule = self._entries.get(id(rule))
+        return per_rule is not None and fingerprint in per_rule
+
+    def entry(self, rule: Any, fingerprint: Any) -> Entry:
+        per_rule = self._entries.get(id(rule))
+        if per_rule is None:
+            per_rule = self._entries[id(rule)] = OrderedDict()
+        entry = per_rule.get(fingerprint)
+        if entry is None:
+            entry = per_rule[fingerprint] = Entry(self._n)
+            if len(per_rule) > ENTRIES_PER_RULE:
+                per_rule.popitem(last=False)
+        else:
+            per_rule.move_to_end(fingerprint)
+        return entry
