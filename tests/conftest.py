@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import re
 import uuid
-from typing import TYPE_CHECKING, Any, Iterator
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
@@ -21,7 +22,7 @@ if TYPE_CHECKING:
 
 
 @pytest.fixture(scope="session")
-def control_plane() -> Iterator["ControlPlane"]:
+def control_plane() -> Iterator[ControlPlane]:
     from tests.controlplane.harness import ControlPlane, ControlPlaneError
 
     error = None
@@ -38,7 +39,7 @@ def control_plane() -> Iterator["ControlPlane"]:
 
 
 @pytest.fixture
-def namespace(control_plane: "ControlPlane", request: pytest.FixtureRequest) -> Iterator[str]:
+def namespace(control_plane: ControlPlane, request: pytest.FixtureRequest) -> Iterator[str]:
     """A namespace unique to this test; its pods are deleted (no grace) afterwards.
 
     No namespace controller runs, so the Namespace itself stays Terminating after
@@ -59,7 +60,7 @@ def namespace(control_plane: "ControlPlane", request: pytest.FixtureRequest) -> 
 class Kube:
     """Per-test helpers bound to the session control plane and the test's namespace."""
 
-    def __init__(self, control_plane: "ControlPlane", namespace: str) -> None:
+    def __init__(self, control_plane: ControlPlane, namespace: str) -> None:
         self.control_plane = control_plane
         self.namespace = namespace
         self.api: Api = control_plane.api()
@@ -84,7 +85,7 @@ class Kube:
 
 
 @pytest.fixture
-def kube(control_plane: "ControlPlane", namespace: str) -> Iterator[Kube]:
+def kube(control_plane: ControlPlane, namespace: str) -> Iterator[Kube]:
     helper = Kube(control_plane, namespace)
     try:
         yield helper

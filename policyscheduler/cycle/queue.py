@@ -83,6 +83,20 @@ def priority_order(entry: QueuedPod) -> tuple[Any, ...]:
     return (-entry.priority, entry.timestamp, entry.seq)
 
 
+_VOLATILE_METADATA = ("resourceVersion", "generation", "managedFields")
+
+
+def scheduling_view(pod: dict[str, Any]) -> dict[str, Any]:
+    """The pod without what changes on every write but never changes a scheduling decision
+    (``status``, ``metadata.resourceVersion``, ``generation``, ``managedFields``), as kube-scheduler
+    compares pods before moving an unschedulable one back."""
+    view = {k: v for k, v in pod.items() if k != "status"}
+    meta = view.get("metadata")
+    if isinstance(meta, dict):
+        view["metadata"] = {k: v for k, v in meta.items() if k not in _VOLATILE_METADATA}
+    return view
+
+
 class SchedulingQueue:
     """See the module docstring."""
 
@@ -150,18 +164,21 @@ class SchedulingQueue:
     def add(self, key: Hashable, pod: dict[str, Any], **extra: Any) -> bool:
         """Queue a new pending pod, or update the object of one already known; True when new.
 
-        An update of a pod waiting in the unschedulable pool moves it back (its new spec may fit);
+        An update of a pod waiting in the unschedulable pool moves it back when something scheduling
+        reads changed (its new spec may fit) -- not for status-only updates such as our own
+        PodScheduled=False patch, which would otherwise buy every failure a second attempt;
         an update of a pod in flight only replaces the object the cycle will requeue.
         """
         with self._lock:
             known = self._find(key)
             now = self._clock()
             if known is not None:
+                changed = scheduling_view(known.pod) != scheduling_view(pod)
                 known.pod = pod
                 known.priority = pod_priority(pod)
                 known.deleted = False
                 known.extra.update(extra)
-                if key in self._unschedulable:
+                if key in self._unschedulable and changed:
                     del self._unschedulable[key]
                     self._requeue(known, now)
                 return False

@@ -177,7 +177,9 @@ class EventRecorder:
             with self._lock:
                 self.sent += 1
         except ApiError as err:
-            if (err.status == 0 or err.status >= 500) and tries < 6:  # ~30 s of retries, like the broadcaster
+            # Unreachable or failing API server: retry for ~80 s (1, 2, 4, then every 8 s), long enough to
+            # ride out an API server restart on a busy machine; a Scheduled event is worth keeping.
+            if (err.status == 0 or err.status >= 500) and tries < 12:
                 with self._lock:
                     self._lazy.appendleft((time.monotonic() - self.max_delay, pod, note, tries + 1, digest))
                     self._lazy_pause = time.monotonic() + min(2.0**tries, 8.0)

@@ -60,7 +60,7 @@ class TinyCA:
     def __init__(self, directory: Path, name: str = "policyscheduler-test-ca") -> None:
         self.directory = directory
         self._key = _new_key()
-        now = dt.datetime.now(dt.timezone.utc)
+        now = dt.datetime.now(dt.UTC)
         subject = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, name)])
         cert = (
             x509.CertificateBuilder()
@@ -87,7 +87,7 @@ class TinyCA:
     def _issue(self, stem: str, subject: x509.Name, usage: x509.ObjectIdentifier,
                sans: list[x509.GeneralName] | None = None) -> KeyPair:
         key = _new_key()
-        now = dt.datetime.now(dt.timezone.utc)
+        now = dt.datetime.now(dt.UTC)
         builder = (
             x509.CertificateBuilder()
             .subject_name(subject)

@@ -13,8 +13,9 @@ exactly what it created.
 from __future__ import annotations
 
 import itertools
+from collections.abc import Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any
 
 from tests.controlplane.api import Api, wait_for
 

@@ -15,9 +15,10 @@ import shutil
 import socket
 import subprocess
 import tempfile
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 import urllib3
 import yaml
@@ -44,7 +45,7 @@ class Binaries:
     kube_scheduler: Path
 
     @classmethod
-    def in_dir(cls, bin_dir: Path) -> "Binaries":
+    def in_dir(cls, bin_dir: Path) -> Binaries:
         return cls(bin_dir / "etcd", bin_dir / "kube-apiserver", bin_dir / "kube-scheduler")
 
     def missing(self) -> list[Path]:
@@ -64,8 +65,7 @@ def ensure_binaries(*, build: bool = True) -> Binaries:
             raise ControlPlaneError(f"${BIN_ENV}={override} lacks: {', '.join(map(str, found.missing()))}")
         return found
     if build:
-        proc = subprocess.run(["bash", str(BUILD_SCRIPT)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                              text=True, check=False)
+        proc = subprocess.run(["bash", str(BUILD_SCRIPT)], capture_output=True, text=True, check=False)
         if proc.returncode != 0:
             raise ControlPlaneError(
                 f"building the control plane failed ({BUILD_SCRIPT}, exit {proc.returncode}):\n"
@@ -147,7 +147,7 @@ class ControlPlane:
 
     @classmethod
     def start(cls, binaries: Binaries | None = None, *, timeout: float = 120.0,
-              apiserver_args: Sequence[str] = (), keep: bool | None = None) -> "ControlPlane":
+              apiserver_args: Sequence[str] = (), keep: bool | None = None) -> ControlPlane:
         """Start etcd and kube-apiserver and wait until the API server is ready."""
         binaries = binaries or ensure_binaries()
         if keep is None:
@@ -164,7 +164,7 @@ class ControlPlane:
             raise
         return cp
 
-    def __enter__(self) -> "ControlPlane":
+    def __enter__(self) -> ControlPlane:
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -407,9 +407,17 @@ def etcd_revision(cp: ControlPlane) -> int:
 
 def compact_etcd(cp: ControlPlane) -> int:
     """Compact etcd up to its current revision, so every older resourceVersion is gone (a watch
-    resuming from one gets 410). Returns the revision compacted to."""
-    revision = etcd_revision(cp)
+    resuming from one gets 410). Returns the revision compacted to.
+
+    A key outside the API server's prefix is written first: a watch whose last bookmark carried the
+    current revision would otherwise resume from the compaction revision itself and never see a 410."""
     http = urllib3.PoolManager(retries=False, timeout=30.0)
+    bump = http.request("POST", cp.etcd_url + "/v3/kv/put",
+                        body=json.dumps({"key": "L3Rlc3RzL2NvbXBhY3Rpb24tYnVtcA==", "value": "MQ=="}).encode(),
+                        headers={"Content-Type": "application/json"})  # /tests/compaction-bump = 1
+    if bump.status != 200:
+        raise ControlPlaneError(f"etcd put failed: HTTP {bump.status}: {bump.data[:300]!r}")
+    revision = etcd_revision(cp)
     resp = http.request("POST", cp.etcd_url + "/v3/kv/compaction",
                         body=json.dumps({"revision": str(revision), "physical": True}).encode(),
                         headers={"Content-Type": "application/json"})

@@ -22,11 +22,11 @@ import signal
 import subprocess
 import sys
 import threading
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Callable, Sequence
 
 _PR_SET_PDEATHSIG = 1
-_live: dict[int, "Child"] = {}
+_live: dict[int, Child] = {}
 _cleanups: list[Callable[[], None]] = []
 _lock = threading.Lock()
 _handlers_installed = False
@@ -58,7 +58,7 @@ class Child:
         self.name = name
         self.argv = list(argv)
         self.log_file = log_file
-        log = open(log_file, "ab")
+        log = open(log_file, "ab")  # noqa: SIM115 -- the child keeps writing to it after __init__ returns
         try:
             self.popen = subprocess.Popen(
                 self.argv,

@@ -111,3 +111,21 @@ def test_failed_bind_retries_after_backoff() -> None:
     assert q.pop() is None
     clock.now += 1
     assert q.pop() is e
+
+
+def test_a_status_only_update_leaves_an_unschedulable_pod_in_the_pool() -> None:
+    clock = Clock()
+    q = SchedulingQueue(clock=clock)
+    q.add("p", pod("p"))
+    q.add_unschedulable(q.pop())
+    # our own PodScheduled=False patch comes back through the watch: status and resourceVersion differ
+    patched = pod("p")
+    patched["metadata"]["resourceVersion"] = "42"
+    patched["status"] = {"conditions": [{"type": "PodScheduled", "status": "False", "reason": "Unschedulable"}]}
+    assert q.add("p", patched) is False
+    clock.now += 60
+    assert q.pop() is None and q.pending()["unschedulable"] == 1
+    relabelled = pod("p")
+    relabelled["metadata"]["labels"] = {"tier": "web"}  # a change scheduling reads moves it back
+    q.add("p", relabelled)
+    assert q.pending()["unschedulable"] == 0

@@ -5,7 +5,6 @@ from __future__ import annotations
 import pytest
 
 from tests.conftest import Kube
-
 from tests.controlplane import fakes
 from tests.controlplane.api import wait_for
 

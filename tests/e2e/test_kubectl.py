@@ -9,7 +9,6 @@ import subprocess
 import pytest
 
 from tests.conftest import Kube
-
 from tests.controlplane.harness import HERE, ControlPlane
 
 pytestmark = pytest.mark.e2e

@@ -35,12 +35,11 @@ def _env(control_plane: ControlPlane) -> dict[str, str]:
 
 def test_exception_inside_the_harness_stops_everything(control_plane: ControlPlane) -> None:
     seen: dict[str, object] = {}
-    with pytest.raises(RuntimeError, match="boom"):
-        with ControlPlane.start(control_plane.binaries) as cp:
-            cp.start_scheduler()
-            seen["pids"], seen["workdir"] = cp.pids(), cp.workdir
-            assert len(cp.pids()) == 3 and all(procs.process_alive(p) for p in cp.pids())
-            raise RuntimeError("boom")
+    with pytest.raises(RuntimeError, match="boom"), ControlPlane.start(control_plane.binaries) as cp:
+        cp.start_scheduler()
+        seen["pids"], seen["workdir"] = cp.pids(), cp.workdir
+        assert len(cp.pids()) == 3 and all(procs.process_alive(p) for p in cp.pids())
+        raise RuntimeError("boom")
     assert _survivors(seen["pids"]) == []  # type: ignore[arg-type]
     assert not Path(seen["workdir"]).exists()  # type: ignore[arg-type]
 

@@ -34,7 +34,7 @@ def _rule(kind: str, name: str):  # type: ignore[no-untyped-def]
 
 
 def test_a_pass_missing_an_expression_class_fails_when_defined() -> None:
-    with pytest.raises(TypeError, match="does not handle expression classes: .*IntLit"):
+    with pytest.raises(TypeError, match=r"does not handle expression classes: .*IntLit"):
         class Incomplete(ExprVisitor[int]):
             def _FloatLit(self, e: ast.FloatLit) -> int:
                 return 0

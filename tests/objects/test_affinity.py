@@ -72,7 +72,7 @@ def test_explicit_namespaces_list():
 
 def test_affinity_counts_need_all_terms():
     # e1 matches app=db but not the second term -> no pod matches all terms
-    nodes, pod, cl = ctx(web({"podAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
+    _nodes, _pod, cl = ctx(web({"podAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
         term({"app": "db"}), term({"tier": "x"}, HOST)]}}))
     assert not cl.has_affinity_matches()
     assert not cl.pod_matches_own_affinity
@@ -92,7 +92,7 @@ def test_anti_affinity_counts():
 
 
 def test_existing_pods_anti_affinity_symmetry():
-    nodes, pod, cl = ctx(web({}))
+    nodes, _pod, cl = ctx(web({}))
     assert cl.has_existing_anti_affinity()
     assert [cl.existing_anti_affinity_count(n) for n in nodes] == [1, 1, 0]  # e3's zone z1
     other_ns = make_pod("web", namespace="other", labels={"app": "web"})
@@ -114,7 +114,7 @@ def test_preferred_scores_both_directions():
         "podAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [{"weight": 10, "podAffinityTerm": term({"app": "db"})}]},
         "podAntiAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [{"weight": 5, "podAffinityTerm": term({"app": "cache"}, HOST)}]},
     })
-    nodes, rec, cl = ctx(pod, base([e4]))
+    nodes, _rec, cl = ctx(pod, base([e4]))
     assert [cl.preferred_affinity_weight(n) for n in nodes] == [10, 10, 0]  # e1 in z1
     assert [cl.preferred_anti_affinity_weight(n) for n in nodes] == [0, 5, 0]  # e3 on n2
     assert [cl.existing_required_affinity_count(n) for n in nodes] == [0, 0, 1]  # e4's zone z2
@@ -138,5 +138,5 @@ def test_match_label_keys_and_mismatch_label_keys():
 
 def test_nil_label_selector_matches_nothing():
     pod = web({"podAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [{"topologyKey": ZONE}]}})
-    nodes, rec, cl = ctx(pod)
+    _nodes, _rec, cl = ctx(pod)
     assert not cl.has_affinity_matches() and not cl.pod_matches_own_affinity

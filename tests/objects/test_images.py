@@ -11,7 +11,7 @@ def test_scaled_sizes_and_normalised_names():
     img = [{"names": ["registry/app:1", "registry/app@sha256:abc"], "sizeBytes": 300 * MiB}]
     snap = ClusterSnapshot.from_objects([
         make_node("a", images=img),
-        make_node("b", images=img + [{"names": ["nginx:latest"], "sizeBytes": 100 * MiB}]),
+        make_node("b", images=[*img, {"names": ["nginx:latest"], "sizeBytes": 100 * MiB}]),
         make_node("c"),
     ])
     pod = snap.pod_record(make_pod("p", containers=[{"name": "x", "image": "nginx"}, {"name": "y", "image": "registry/app:1"}],

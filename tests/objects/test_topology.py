@@ -102,7 +102,7 @@ def test_score_counts_domains_and_ignored_nodes():
         spread(when="ScheduleAnyway"), spread(1, "kubernetes.io/hostname", "ScheduleAnyway")]))
     zone_c, host_c = cl.soft_spread_constraints
     cl.set_feasible(["n1", "n3", "n4"])  # n4 lacks the zone key: ignored (explicit constraints)
-    n1, n2, n3, n4 = snap.nodes
+    n1, _n2, n3, _n4 = snap.nodes
     assert cl.spread_score_domain_count(zone_c) == 2  # a, b among feasible non-ignored
     assert cl.spread_score_domain_count(host_c) == 2  # n1, n3
     assert cl.spread_score_count(zone_c, n1) == 2  # counted over all nodes of zone a (n1 + n2)
@@ -120,7 +120,7 @@ def test_score_domain_only_from_feasible_nodes():
 
 def test_system_default_constraints_from_service():
     svc = {"kind": "Service", "metadata": {"name": "s", "namespace": "default"}, "spec": {"selector": {"app": "web"}}}
-    snap, pod, cl = context(world([svc]), make_pod("p", labels={"app": "web", "x": "y"}))
+    _snap, _pod, cl = context(world([svc]), make_pod("p", labels={"app": "web", "x": "y"}))
     assert cl.hard_spread_constraints == ()
     assert [(c.topology_key, c.max_skew, c.when_unsatisfiable) for c in cl.soft_spread_constraints] == [
         ("kubernetes.io/hostname", 3, "ScheduleAnyway"), ("topology.kubernetes.io/zone", 5, "ScheduleAnyway")]
@@ -137,7 +137,7 @@ def test_default_selector_from_replicaset_owner():
           "spec": {"selector": {"matchExpressions": [{"key": "app", "operator": "In", "values": ["web"]}]}}}
     pod = make_pod("p", labels=WEB)
     pod["metadata"]["ownerReferences"] = [{"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "rs1", "controller": True}]
-    snap, rec, cl = context(world([rs]), pod)
+    snap, _rec, cl = context(world([rs]), pod)
     assert len(cl.soft_spread_constraints) == 2
     cl.set_feasible([n.name for n in snap.nodes])
     assert cl.spread_score_count(cl.soft_spread_constraints[0], snap.nodes[0]) == 2
