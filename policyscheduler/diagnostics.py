@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import re
 from collections.abc import Iterable, Mapping
 
 from policyscheduler.source import SourceFile
@@ -74,7 +75,9 @@ class PolicyRuntimeError(Exception):
 
 CODES: dict[str, str] = {
     # reading and parsing
-    "unreadable-file": "a policy path does not exist, is not readable, or is not UTF-8 text",
+    "unreadable-file": "a policy path does not exist, is not readable, is not UTF-8 text, is not a regular file (a FIFO, a device), is over the 16 MiB size limit, or is a symlink loop",
+    "symlink-loop": "a directory reached again while searching a policy directory (a symlink loop); it is skipped and the rest loads",
+    "too-large": "a literal too large to evaluate safely: an integer outside 64 bits, a quantity with more than 40 digits or an exponent above 60",
     "no-policy-files": "a path given to a command yields no *.policy file (an error for commands, a warning for the library loader)",
     "misplaced-default": "`default D` that is not the last argument of a call",
     "reject-needs-reason": "`reject when C` without the reason between `reject` and `when`",
@@ -139,16 +142,40 @@ def sort_key(d: Diagnostic) -> tuple[str, int, int, int, str]:
     return (d.span.file, d.span.line, d.span.col, 0 if d.severity == ERROR else 1, d.code)
 
 
+_CONTROL = re.compile("[\x00-\x08\x0a-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
+_CONTROL_OR_TAB = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
+
+
+def _escape_one(m: re.Match[str]) -> str:
+    c = m.group(0)
+    return {"\n": "\\n", "\r": "\\r", "\t": "\\t"}.get(c) or (f"\\x{ord(c):02x}" if ord(c) < 0x100 else f"\\u{ord(c):04x}")
+
+
+def escape_controls(text: str, *, keep_tabs: bool = False) -> str:
+    """``text`` with control characters (C0, DEL, C1, line/paragraph separators, bidi overrides) written as
+    escapes (``\\x1b``, ``\\n``, ``\\u202e``): text from inputs and policies never drives the terminal, and
+    one line of output stays one line. ``keep_tabs`` keeps tabs (source excerpts align carets with them)."""
+    pattern = _CONTROL if keep_tabs else _CONTROL_OR_TAB
+    if pattern.search(text) is None:
+        return text
+    return pattern.sub(_escape_one, text)
+
+
 def render_text(diagnostics: Iterable[Diagnostic], sources: Mapping[str, SourceFile] | None = None) -> str:
-    """``file:line:col: severity code: message`` plus the source line and a caret, one block each."""
+    """``file:line:col: severity code: message`` plus the source line and a caret, one block each
+    (control characters escaped: see :func:`escape_controls`)."""
     blocks: list[str] = []
     for d in diagnostics:
-        block = str(d)
+        block = escape_controls(str(d))
         src = sources.get(d.span.file) if (sources is not None and d.span is not None) else None
         if src is not None and d.span is not None:
             excerpt = src.excerpt(d.span.line, d.span.col, d.span.end_line, d.span.end_col)
             if excerpt:
-                block += "\n" + "\n".join("    " + ln for ln in excerpt.split("\n"))
+                text, caret = ([*excerpt.split("\n", 1), ""])[:2]
+                if _CONTROL.search(text):  # escaping widens the line: the caret cannot line up, so leave it out
+                    block += "\n    " + escape_controls(text, keep_tabs=True)
+                else:
+                    block += "\n" + "\n".join("    " + ln for ln in (text, caret))
         blocks.append(block)
     return "\n".join(blocks)
 
@@ -210,9 +237,13 @@ LINT_ONLY_WARNINGS = frozenset({
     "unused-suppression",
 })
 
-_WARNING_CODES = frozenset({"unused-binding", "empty-aggregate", "no-policy-files"}) | LINT_ONLY_WARNINGS
+_WARNING_CODES = frozenset({"unused-binding", "empty-aggregate", "no-policy-files", "symlink-loop"}) | LINT_ONLY_WARNINGS
 
 RATIONALE: dict[str, str] = {
+    "symlink-loop": "A policy directory whose symlinks lead back into itself would be searched forever; the loop is "
+    "cut where it closes and reported, and every file reached before it still loads.",
+    "too-large": "The API server keeps quantities and integers in 64 bits; a literal beyond that range (a 5,000-digit "
+    "quantity) cannot be compared with any real value and would make every evaluation slow, so it is refused.",
     "duplicate-rule-body": "Two rules that say the same thing under two names double the work and, for scores, "
     "silently double the weight. Usually one was copied and never changed; delete one, or change what it checks.",
     "unreachable": "Code that cannot run is either dead (remove it) or a bug (a condition inverted, a `require false` "

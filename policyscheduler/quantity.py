@@ -34,6 +34,14 @@ _DECIMAL = {
 _RE = re.compile(r"^([+-]?)(\d+\.?\d*|\.\d+)(?:([eE])([+-]?\d+)|([A-Za-z]*))$")
 
 
+MAX_DIGITS = 40
+"""Digits a quantity may have: the API server keeps quantities in 64 bits (about 19 digits, plus a scale);
+a 5,000-digit number would make every comparison slow (and Python's int() refuses more than 4,300)."""
+
+MAX_EXPONENT = 60
+"""Largest decimal exponent (``1e60``): beyond, a quantity cannot be a real amount of anything."""
+
+
 class QuantityError(ValueError):
     """A string that is not a Kubernetes quantity (message says why, for snapshot warnings)."""
 
@@ -43,10 +51,12 @@ def _parse(text: str) -> Fraction:
     if not m:
         raise QuantityError(f"invalid quantity {text!r}")
     sign, number, exp_mark, exponent, suffix = m.groups()
+    if len(number) > MAX_DIGITS:
+        raise QuantityError(f"quantity too large: {len(number):,} digits (at most {MAX_DIGITS})")
     value = Fraction(number)
     if exp_mark:
-        if len(exponent.lstrip("+-")) > 4:
-            raise QuantityError(f"quantity exponent out of range in {text!r}")
+        if len(exponent.lstrip("+-")) > 4 or abs(int(exponent)) > MAX_EXPONENT:
+            raise QuantityError(f"quantity too large: exponent out of range in {text!r} (at most {MAX_EXPONENT})")
         value *= Fraction(10) ** int(exponent)
     elif suffix in _BINARY:
         value *= _BINARY[suffix]

@@ -73,14 +73,8 @@ class _NodeDependence:
             dep = iter_dep
             if loop.where is not None:
                 dep = self.expr(loop.where, inner) or dep
-            body: list[ast.Expr] = []
-            if isinstance(e, ast.Quantifier):
-                body.append(e.body)
-            elif isinstance(e, ast.Comprehension):
-                body.append(e.value)
-            elif e.value is not None:
-                body.append(e.value)
-            for b in body:
+            body: ast.Expr | None = e.body if isinstance(e, ast.Quantifier) else e.value
+            for b in ([] if body is None else [body]):
                 dep = self.expr(b, inner) or dep
             if isinstance(e, ast.Aggregate) and e.default is not None:
                 dep = self.expr(e.default, dependent_names) or dep

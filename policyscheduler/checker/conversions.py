@@ -33,7 +33,7 @@ _INT64 = (-(2**63), 2**63 - 1)
 
 def parse_int(text: str) -> int | None:
     """The int ``text`` spells (Go ``strconv.ParseInt(s, 10, 64)``), None when it does not parse."""
-    if not _INT.fullmatch(text):
+    if len(text) > 20 or not _INT.fullmatch(text):  # int64 has 19 digits (and a sign); int() of 5,000 digits raises
         return None
     value = int(text)
     return value if _INT64[0] <= value <= _INT64[1] else None

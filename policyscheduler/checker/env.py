@@ -148,7 +148,7 @@ def _field_hints(cls: type, records: Mapping[str, type], problems: list[str]) ->
     localns = dict(records)
     try:
         return typing.get_type_hints(cls, localns=localns, include_extras=True)
-    except Exception:  # noqa: BLE001, S110 -- fall back to resolving field by field below
+    except Exception:  # noqa: BLE001 -- fall back to resolving field by field below
         pass
     globalns = vars(sys.modules[cls.__module__]) if cls.__module__ in sys.modules else {}
     hints: dict[str, Any] = {}

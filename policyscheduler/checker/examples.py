@@ -24,6 +24,8 @@ _F = 'filter f\n  reason "r"\n'
 EXAMPLES: dict[str, Example] = {
     "unreadable-file": Example(None, "policyscheduler lint does-not-exist.policy"),
     "no-policy-files": Example(None, "policyscheduler lint an-empty-folder/"),
+    "symlink-loop": Example(None, "policyscheduler lint dir/ where dir/loop is a symlink to dir itself"),
+    "too-large": Example(_F + "  require pod.requests[\"cpu\"] < " + "9" * 5000 + "m\n"),
     "misplaced-default": Example('score s weight 1\n  value int(node.labels["x"], default 0, 1)\n'),
     "reject-needs-reason": Example(_F + "  reject when node.unschedulable\n"),
     "parse-error": Example(None, "text that is no policy at all and defeats every specific parse message (rare)"),

@@ -33,7 +33,7 @@ from policyscheduler.checker.types import (
     join,
 )
 from policyscheduler.diagnostics import Diagnostic, Span, error, warning
-from policyscheduler.quantity import parse_quantity
+from policyscheduler.quantity import MAX_EXPONENT, parse_quantity
 from policyscheduler.syntax import ast
 from policyscheduler.syntax.printer import to_source
 from policyscheduler.syntax.visitor import ExprVisitor
@@ -42,6 +42,22 @@ DEFAULT_LIST_BOUND = 256
 """Items assumed in a list whose schema annotation carries no ``Bound``."""
 DEFAULT_MAP_BOUND = 64
 """Entries assumed in a map (labels, annotations, resources)."""
+DEFAULT_STRING_BOUND = 512
+"""Characters assumed in a string read from an object with no tighter bound: names (253), label keys and
+resource names (317), images; annotation values have their own bound."""
+ANNOTATION_VALUE_BOUND = 256 * 1024
+"""Characters in an annotation value (the API server limits all of an object's annotations to 256 KiB)."""
+MAX_STRING_BOUND = 2**20
+"""Largest string a rule may build (concatenation adds lengths): 1 MiB. Above, the rule is refused (``cost-limit``)."""
+LABEL_VALUE_BOUND = 63
+"""Characters in a label value (the API server's limit)."""
+MAP_KEY_BOUND = 317
+"""Characters in a map key: a qualified name, 253 (DNS prefix) + 1 + 63."""
+INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
+"""Integers are 64-bit, as in the API server: a literal beyond is ``too-large``, a result beyond is a runtime
+``overflow`` error at the operator."""
+MAX_QUANTITY_DIGITS = 40
+"""Digits a quantity literal may have (a 5,000-digit quantity is ``too-large``)."""
 
 _ESCAPES = {'"': '"', "\\": "\\", "n": "\n", "t": "\t"}
 
@@ -54,6 +70,8 @@ class Info:
     calls: dict[int, tuple[str, str]] = dataclasses.field(default_factory=dict)  # ("generic"|"builtin"|"method", name)
     literals: dict[int, object] = dataclasses.field(default_factory=dict)
     signatures: dict[int, FuncSig] = dataclasses.field(default_factory=dict)
+    sizes: dict[int, int] = dataclasses.field(default_factory=dict)
+    """Upper bound of the length of each string-typed expression (for the cost of concatenation)."""
 
 
 @dataclasses.dataclass
@@ -62,6 +80,8 @@ class Binding:
     span: Span | None
     kind: str  # "root" | "let" | "loop"
     used: bool = False
+    size: int | None = None
+    """For a string: the bound of its length (a let of a concatenation), None for the default bound."""
 
 
 class Scope:
@@ -138,6 +158,7 @@ class ExprChecker(ExprVisitor[Type]):
         self.info = info
         self.diags = diags
         self.cost = 0
+        self._string_limit_reported = False
         self.pod_level: str | None = None
         """The pod-level clause being checked ("'applies when'"): it runs before any node, so 'node' is out of reach."""
 
@@ -159,7 +180,26 @@ class ExprChecker(ExprVisitor[Type]):
         self.info.types[id(e)] = t
         return t
 
+    def size(self, e: ast.Expr) -> int:
+        """The bound of the length of string expression ``e`` (after it was checked)."""
+        return self.info.sizes.get(id(e), DEFAULT_STRING_BOUND)
+
+    def _string_size(self, e: ast.Expr, size: int) -> None:
+        """Record the length bound of a string ``e`` builds; refuse one above :data:`MAX_STRING_BOUND`."""
+        self.info.sizes[id(e)] = size
+        if size > MAX_STRING_BOUND and not self._string_limit_reported:
+            self._string_limit_reported = True
+            self.diags.append(error("cost-limit", f"this may build a string of up to {size:,} characters (limit "
+                                    f"{MAX_STRING_BOUND:,}); concatenation adds the lengths of its operands",
+                                    e.span))
+
+    def _list_bound(self, t: Type) -> int:
+        return t.bound if isinstance(t, ListT) and t.bound is not None else DEFAULT_LIST_BOUND
+
     def _IntLit(self, e: ast.IntLit, scope: Scope, mult: int) -> Type:
+        if not INT64_MIN <= e.value <= INT64_MAX:
+            return self.err("too-large", "this integer is outside the 64-bit range (-9223372036854775808.."
+                            "9223372036854775807) that integers have", e.span)
         return INT
 
     def _FloatLit(self, e: ast.FloatLit, scope: Scope, mult: int) -> Type:
@@ -169,6 +209,14 @@ class ExprChecker(ExprVisitor[Type]):
         return BOOL
 
     def _QuantityLit(self, e: ast.QuantityLit, scope: Scope, mult: int) -> Type:
+        digits = len(re.match(r"\d*(\.\d*)?", e.text).group(0))  # type: ignore[union-attr]
+        exp = re.fullmatch(r"[\d.]+[eE]([+-]?\d+)", e.text)
+        if exp and (len(exp.group(1)) > 6 or abs(int(exp.group(1))) > MAX_EXPONENT):
+            return self.err("too-large", f"the exponent of {e.text[:40]} is out of range (at most {MAX_EXPONENT})",
+                            e.span)
+        if digits > MAX_QUANTITY_DIGITS:
+            return self.err("too-large", f"this quantity has {digits:,} digits; a quantity literal may have at most "
+                            f"{MAX_QUANTITY_DIGITS} (the API server keeps quantities in 64 bits)", e.span)
         value = parse_quantity(e.text)
         if value is None:
             unit = re.sub(r"^\d+(\.\d+)?", "", e.text)
@@ -182,6 +230,7 @@ class ExprChecker(ExprVisitor[Type]):
         if value is None:
             return self.err("bad-string", "unknown escape in string; use \\\" \\\\ \\n or \\t", e.span)
         self.info.literals[id(e)] = value
+        self.info.sizes[id(e)] = len(value)
         return STRING
 
     def _ListLit(self, e: ast.ListLit, scope: Scope, mult: int) -> Type:
@@ -194,6 +243,8 @@ class ExprChecker(ExprVisitor[Type]):
                 elem = ERROR
             else:
                 elem = j
+        if elem == STRING and e.items:
+            self.info.sizes[id(e)] = max(self.size(i) for i in e.items)  # the bound of each item
         return ListT(elem, len(e.items))
 
     def _Name(self, e: ast.Name, scope: Scope, mult: int) -> Type:
@@ -204,6 +255,8 @@ class ExprChecker(ExprVisitor[Type]):
                                 f"{self.pod_level} cannot use '{e.id}': it is evaluated once per pod, "
                                 "before any node is looked at", e.span)
             b.used = True
+            if b.size is not None:
+                self.info.sizes[id(e)] = b.size
             return b.type
         if e.id in GENERIC_BUILTINS or e.id in self.schema.builtins:
             return self.err("type-mismatch", f"function '{e.id}' must be called", e.span)
@@ -237,6 +290,10 @@ class ExprChecker(ExprVisitor[Type]):
             return t.elem
         if isinstance(t, MapT):
             self.expect(e.index, scope, STRING, "a map key", mult)
+            if isinstance(e.obj, ast.Attr) and e.obj.name in ("labels", "node_selector", "nodeSelector"):
+                self.info.sizes[id(e)] = LABEL_VALUE_BOUND
+            elif isinstance(e.obj, ast.Attr) and e.obj.name == "annotations":
+                self.info.sizes[id(e)] = ANNOTATION_VALUE_BOUND
             return t.value
         self.check(e.index, scope, mult)
         if t == ERROR:
@@ -281,12 +338,18 @@ class ExprChecker(ExprVisitor[Type]):
             return self.err("type-mismatch", f"'{op}' needs two numbers or two strings, got {a} and {b}"
                             + self._mixed_hint(e, a, b), e.span)
         if op == "+" and a == STRING and b == STRING:
+            self._string_size(e, self.size(e.left) + self.size(e.right))  # concatenation adds lengths
             return STRING
         if op == "+" and isinstance(a, ListT) and isinstance(b, ListT):
             j = join(a, b)
             if j is None:
                 return self.err("type-mismatch", f"cannot join {a} and {b}", e.span)
-            return j
+            assert isinstance(j, ListT)
+            bound = self._list_bound(a) + self._list_bound(b)  # concatenation adds sizes (and copies them)
+            self.cost += mult * bound
+            if j.elem == STRING:
+                self.info.sizes[id(e)] = max(self.size(e.left), self.size(e.right))
+            return ListT(j.elem, bound)
         if op in ("/", "%") and is_numeric(b) and _constant(e.right) == 0:
             why = "" if isinstance(e.right, (ast.IntLit, ast.FloatLit, ast.QuantityLit)) else \
                 f" ({to_source(e.right)} is always 0)"
@@ -312,6 +375,8 @@ class ExprChecker(ExprVisitor[Type]):
         self.expect(e.cond, scope, BOOL, "the condition of 'if'", mult)
         a = self.check(e.then, scope, mult)
         b = self.check(e.else_, scope, mult)
+        if a == STRING and b == STRING:
+            self.info.sizes[id(e)] = max(self.size(e.then), self.size(e.else_))
         j = join(a, b)
         if j is None:
             return self.err("type-mismatch", f"'then' and 'else' have different types: {a} and {b}", e.else_.span)
@@ -323,7 +388,7 @@ class ExprChecker(ExprVisitor[Type]):
         t = self.check(loop.iterable, scope, mult)
         names: dict[str, Binding] = {}
         if isinstance(t, ListT):
-            bound = t.bound if t.bound is not None else DEFAULT_LIST_BOUND
+            bound = self._list_bound(t)
             types = [t.elem] if len(loop.binders) == 1 else [INT, t.elem]
         elif isinstance(t, MapT):
             bound = DEFAULT_MAP_BOUND
@@ -333,13 +398,19 @@ class ExprChecker(ExprVisitor[Type]):
             types = [ERROR] * len(loop.binders)
             if t != ERROR:
                 self.err("type-mismatch", f"can only loop over a list or a map, got {t}", loop.iterable.span)
-        for b, bt in zip(loop.binders, types):
+        for i, (b, bt) in enumerate(zip(loop.binders, types)):
             if scope.lookup(b.name) is not None or b.name in names:
                 self.err("shadowed-name", f"'{b.name}' is already bound; choose another name", b.span)
-            names[b.name] = Binding(bt, b.span, "loop")
+            size = None
+            if isinstance(t, MapT) and i == 0:
+                size = MAP_KEY_BOUND
+            elif isinstance(t, ListT) and bt == STRING:
+                size = self.info.sizes.get(id(loop.iterable))  # the bound of each item of a list of strings
+            names[b.name] = Binding(bt, b.span, "loop", size=size)
         self.info.types[id(loop)] = t
         inner = Scope(names, scope)
         inner_mult = mult * max(1, bound)
+        self.cost += inner_mult  # one step per item visited, whatever the body (count(x in L) has none)
         if loop.where is not None:
             self.expect(loop.where, inner, BOOL, "a 'where' condition", inner_mult)
         return inner, inner_mult
@@ -352,8 +423,10 @@ class ExprChecker(ExprVisitor[Type]):
     def _Comprehension(self, e: ast.Comprehension, scope: Scope, mult: int) -> Type:
         inner, m = self._loop(e.loop, scope, mult)
         t = self.check(e.value, inner, m)
+        if t == STRING:
+            self.info.sizes[id(e)] = self.size(e.value)
         it = self.info.types.get(id(e.loop))
-        bound = it.bound if isinstance(it, ListT) else DEFAULT_MAP_BOUND
+        bound = self._list_bound(it) if isinstance(it, ListT) else DEFAULT_MAP_BOUND
         return ListT(t, bound)
 
     def _Aggregate(self, e: ast.Aggregate, scope: Scope, mult: int) -> Type:
@@ -498,10 +571,16 @@ class ExprChecker(ExprVisitor[Type]):
                     return self.err("type-mismatch", f"'{name}' needs strings, got {at}"
                                     + ("; convert a number with str(x)" if is_numeric(at) else ""), a.span)
             if name == "split":
-                return ListT(STRING)
-            return STRING if name == "lower" else BOOL
+                size = self.size(e.args[0])
+                self.info.sizes[id(e)] = size  # for a list of strings: the bound of each item
+                return ListT(STRING, size + 1)
+            if name == "lower":
+                self.info.sizes[id(e)] = self.size(e.args[0])
+                return STRING
+            return BOOL
         if name == "str":
             if t in (BOOL, INT, FLOAT, QUANTITY, STRING):
+                self.info.sizes[id(e)] = self.size(e.args[0]) if t == STRING else 64
                 return STRING
             return self.err("type-mismatch", f"'str' needs a number, bool or string, got {t}", e.args[0].span)
         if name in ("int", "float", "quantity"):

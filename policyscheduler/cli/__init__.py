@@ -16,6 +16,58 @@ from collections.abc import Sequence
 __all__ = ["main", "EXIT_INTERNAL_ERROR"]
 
 EXIT_INTERNAL_ERROR = 70
+EXIT_OUTPUT_ERROR = 2
+
+
+class OutputError(Exception):
+    """Standard output cannot be written (a full disk, an I/O error): the run's output is lost."""
+
+
+class _Stdout:
+    """Standard output that knows the two ways a write can fail.
+
+    * The reader went away (EPIPE: ``lint ... | head``): later writes are dropped, and the command runs to
+      its end, so the exit status is the one the run earned (``lint`` with errors still exits 1).
+    * Anything else (ENOSPC: ``> /dev/full``, EIO): :class:`OutputError`, reported as "cannot write
+      output: ..." with exit 2 -- a problem of the environment, not a bug of ours (exit 70).
+    """
+
+    def __init__(self, inner: object) -> None:
+        self.inner = inner
+        self.closed_pipe = False
+
+    def _call(self, name: str, *args: object) -> object:
+        if self.closed_pipe:
+            return len(args[0]) if name == "write" and args and isinstance(args[0], str) else None
+        try:
+            return getattr(self.inner, name)(*args)
+        except BrokenPipeError:
+            self._drop()
+            return None
+        except OSError as exc:
+            raise OutputError(exc.strerror or str(exc)) from None
+
+    def _drop(self) -> None:
+        self.closed_pipe = True
+        try:  # keep Python's own flush at exit from failing on the same pipe
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, self.inner.fileno())  # type: ignore[attr-defined]
+            os.close(devnull)
+        except (OSError, ValueError, AttributeError):
+            pass
+
+    def write(self, text: str) -> int:
+        return self._call("write", text) or 0  # type: ignore[return-value]
+
+    def writelines(self, lines: object) -> None:
+        for line in lines:  # type: ignore[attr-defined]
+            self.write(line)
+
+    def flush(self) -> None:
+        self._call("flush")
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(self.inner, name)
 
 
 def _version() -> str:
@@ -23,7 +75,7 @@ def _version() -> str:
         from importlib.metadata import version
 
         return version("policyscheduler")
-    except Exception:  # not installed (plain source checkout)
+    except Exception:  # noqa: BLE001 -- not installed (plain source checkout): any failure means "unknown"
         return "0+unknown"
 
 
@@ -91,6 +143,13 @@ def _parser() -> argparse.ArgumentParser:
         help="write (or --check) the generated language reference grammar/REFERENCE.md",
         description="Generate the language reference from the schema, the builtins and the lint catalogue.",
     ))
+    from policyscheduler.cli import config as config_command
+
+    config_command.add_arguments(commands.add_parser(
+        "config",
+        help="the configuration file: 'config import' a KubeSchedulerConfiguration, 'config check' a file",
+        description="Work with PolicySchedulerConfiguration files (--config).",
+    ))
     return parser
 
 
@@ -125,6 +184,10 @@ def _dispatch(argv: list[str]) -> int:
         from policyscheduler.cli import docs
 
         return docs.run(args)
+    if args.command == "config":
+        from policyscheduler.cli import config as config_command
+
+        return config_command.run(args)
     if args.command == "policies":
         from policyscheduler.cli import policies
 
@@ -136,10 +199,15 @@ def _dispatch(argv: list[str]) -> int:
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the CLI; returns the process exit status."""
     args = list(sys.argv[1:] if argv is None else argv)
+    inner = sys.stdout
+    sys.stdout = _Stdout(inner)  # type: ignore[assignment,unused-ignore]
     try:
         status = _dispatch(args)
-        sys.stdout.flush()  # surface a closed pipe here, not in the interpreter's shutdown
+        sys.stdout.flush()  # surface a closed pipe or a full disk here, not in the interpreter's shutdown
         return status
+    except OutputError as exc:
+        sys.stderr.write(f"policyscheduler: cannot write output: {exc}\n")
+        return EXIT_OUTPUT_ERROR
     except SystemExit as exc:  # argparse usage errors (2), --help/--version (0)
         code = exc.code
         return code if isinstance(code, int) else (0 if code is None else 2)
@@ -150,7 +218,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         # The reader went away (`... | head`): stop quietly, and keep Python from complaining at exit.
         try:
             devnull = os.open(os.devnull, os.O_WRONLY)
-            os.dup2(devnull, sys.stdout.fileno())
+            os.dup2(devnull, inner.fileno())
         except (OSError, ValueError):
             pass
         return 0
@@ -163,3 +231,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             "POLICYSCHEDULER_DEBUG=1 for a traceback and report it\n"
         )
         return EXIT_INTERNAL_ERROR
+    finally:
+        if isinstance(sys.stdout, _Stdout):
+            sys.stdout = sys.stdout.inner  # type: ignore[assignment,unused-ignore]
+        else:
+            sys.stdout = inner

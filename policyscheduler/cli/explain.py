@@ -266,10 +266,10 @@ def run(args: argparse.Namespace, *, stdout: TextIO | None = None, stderr: TextI
         paths: list[str | Path] = list(args.cluster or []) or [demo_cluster_dir()]
         read = read_objects(paths)
         for w in read.warnings:
-            err.write(f"warning: {w}\n")
+            err.write(f"warning: {escape_controls(w)}\n")
         if read.errors:
             for e in read.errors:
-                err.write(f"error: {e}\n")
+                err.write(f"error: {escape_controls(e)}\n")
             err.write("policyscheduler explain: bad input\n")
             return EXIT_BAD_INPUT
         objects = list(read.objects)
@@ -298,7 +298,26 @@ def run(args: argparse.Namespace, *, stdout: TextIO | None = None, stderr: TextI
     doc = explain(loaded.policy_set, prepared.snapshot, pod, engine=args.engine, sources=loaded.sources,
                   seed=args.seed)
     if args.output == "json":
-        out.write(json.dumps(to_json(doc, node=args.node, docs=args.docs), indent=2) + "\n")
+        out.write(_escape_json(json.dumps(to_json(doc, node=args.node, docs=args.docs), indent=2)) + "\n")
     else:
-        out.write(render_table(doc, node=args.node, docs=args.docs))
+        out.write(_escape_lines(render_table(doc, node=args.node, docs=args.docs)))
     return EXIT_OK
+
+
+def _escape_lines(text: str) -> str:
+    """Control characters of names, labels and reasons escaped line by line (the table's own newlines stay)."""
+    from policyscheduler.diagnostics import escape_controls
+
+    return "\n".join(escape_controls(line, keep_tabs=True) for line in text.split("\n"))
+
+
+def _escape_json(text: str) -> str:
+    import re
+
+    return re.sub("[\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]", lambda m: f"\\u{ord(m.group(0)):04x}", text)
+
+
+def escape_controls(text: str) -> str:
+    from policyscheduler.diagnostics import escape_controls as escape
+
+    return escape(str(text))

@@ -30,6 +30,9 @@ EXIT_USAGE = 2
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """The ``run`` flags (kube-scheduler's names where one exists)."""
+    parser.add_argument("--config", metavar="FILE",
+                        help="a PolicySchedulerConfiguration file (profile: the one --scheduler-name names, or the "
+                             "only one); flags given explicitly override it")
     parser.add_argument("--kubeconfig", metavar="PATH", help="kubeconfig file (default: in-cluster, then ~/.kube/config)")
     parser.add_argument("--scheduler-name", default="policy-scheduler",
                         help="schedule the pods whose spec.schedulerName is this (default: policy-scheduler)")
@@ -89,6 +92,11 @@ def run(args: argparse.Namespace, *, stderr: TextIO | None = None, ready: thread
     from policyscheduler.kube.server import parse_bind_address
 
     err = stderr if stderr is not None else sys.stderr
+    if getattr(args, "config", None):
+        from policyscheduler.cli.config import apply_run_config
+
+        if not apply_run_config(args, err):
+            return EXIT_USAGE
     try:
         bind_address = parse_bind_address(args.bind_address)
         if not 0 < args.leader_elect_retry_period < args.leader_elect_renew_deadline < args.leader_elect_lease_duration:

@@ -67,6 +67,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         help=f"also schedule pods of {KUBE_DEFAULT_SCHEDULER!r} (and pods without a schedulerName)",
     )
+    parser.add_argument("--config", metavar="FILE",
+                        help="a PolicySchedulerConfiguration file: the policies of its profile (the one "
+                        "--scheduler-name names, or the only one); --policies replaces them")
     parser.add_argument("--output", "-o", choices=("table", "json"), default="table", help="output format (default: table)")
     parser.add_argument("--seed", type=int, default=0, help="seed for breaking score ties (default: 0)")
     parser.add_argument(
@@ -78,10 +81,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def _esc(text: str) -> str:
+    """Control characters from inputs written as escapes (names, labels and reasons never drive the terminal)."""
+    from policyscheduler.diagnostics import escape_controls
+
+    return escape_controls(text)
+
+
 def _refuse(err: TextIO, problems: Sequence[str], why: str) -> int:
     """Print every problem as an ``error:`` line, then why nothing was simulated; the exit status."""
     for problem in problems:
-        err.write(f"error: {problem}\n")
+        err.write(f"error: {_esc(problem)}\n")
     err.write(f"policyscheduler simulate: {why}; nothing was simulated\n")
     return EXIT_BAD_INPUT
 
@@ -182,7 +192,15 @@ def run(args: argparse.Namespace, *, stdout: TextIO | None = None, stderr: TextI
     err = stderr if stderr is not None else sys.stderr
 
     policy_paths: list[str | Path] = list(args.policies or [])
-    loaded = load_layered(policy_paths, allow_empty=args.allow_empty)
+    texts: list[tuple[str, str]] = []
+    if getattr(args, "config", None):
+        from policyscheduler.cli.config import profile_sources
+
+        chosen = profile_sources(args, err, default_scheduler_name=DEFAULT_SCHEDULER_NAME)
+        if chosen is None:
+            return EXIT_BAD_INPUT
+        policy_paths, texts = list(chosen[0]), chosen[1]
+    loaded = load_layered(policy_paths, texts=texts, allow_empty=args.allow_empty)
     if loaded.diagnostics:  # already sorted; rendered exactly as lint renders them
         err.write(render_text(loaded.diagnostics, loaded.sources).rstrip("\n") + "\n")
     if loaded.policy_set is None:
@@ -191,7 +209,7 @@ def run(args: argparse.Namespace, *, stdout: TextIO | None = None, stderr: TextI
     paths: list[str | Path] = list(args.paths) or [demo_cluster_dir()]
     read = read_objects(paths)
     for warning in read.warnings:
-        err.write(f"warning: {warning}\n")
+        err.write(f"warning: {_esc(warning)}\n")
     if read.errors:
         return _refuse(err, read.errors, "bad input")
     if not read.objects:  # e.g. `kubectl get pods -o yaml` against the wrong context: say so, not just 0/0
@@ -202,7 +220,7 @@ def run(args: argparse.Namespace, *, stdout: TextIO | None = None, stderr: TextI
         err.write(_skipped_note(skipped, args.scheduler_name, args.include_default_scheduler) + "\n")
     prepared = prepare(objects)
     for note in prepared.snapshot.notes:
-        err.write(f"note: {note}\n")
+        err.write(f"note: {_esc(note)}\n")
     # The object model never raises on malformed objects: it degrades bad fields to empty values and
     # says so. The scheduler must keep going on them; a simulation would give silently wrong answers.
     if prepared.snapshot.warnings:
@@ -215,13 +233,13 @@ def run(args: argparse.Namespace, *, stdout: TextIO | None = None, stderr: TextI
     progress = _progress(err)
     try:
         sim = simulate(loaded.policy_set, objects, seed=args.seed, progress=progress, prepared=prepared,
-                       evaluator=make_evaluator(args.engine))
+                       evaluator=make_evaluator(args.engine), detail=False)
     finally:
         if progress is not None:
             err.write("\r\033[K")
             err.flush()
     for line in score_error_lines(sim.decisions):
-        err.write(line + "\n")
+        err.write(_esc(line) + "\n")
     if args.output == "json":
         out.write(render_json(sim) + "\n")
     else:

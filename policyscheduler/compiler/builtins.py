@@ -58,7 +58,8 @@ def go_trunc(x: Any) -> int:
     if isinstance(x, int):
         return x
     _finite(x, "trunc")
-    return math.trunc(x)
+    whole: int = math.trunc(x)
+    return whole
 
 
 def _finite(x: float | Fraction, what: str) -> None:

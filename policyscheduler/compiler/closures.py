@@ -33,6 +33,45 @@ from policyscheduler.syntax.visitor import ExprVisitor
 Fn = Callable[[dict[str, Any]], Any]
 
 
+STEP_BUDGET = 10_000_000
+"""Steps one evaluation of one rule on one node may take: loop items visited plus list items built by
+concatenation (the same units as the static cost bound, whose limit is the same number). The second wall
+behind the cost bound: a rule past it fails with a located ``budget`` error."""
+CHAR_BUDGET = 16 * 2**20
+"""Characters of strings one evaluation may build (concatenation, lower, str, split)."""
+INT_MIN, INT_MAX = -(2**63), 2**63 - 1
+QUANTITY_LIMIT = 2**128
+"""Largest numerator and denominator of a quantity result (exact fractions could otherwise grow without end)."""
+
+BUDGET = [STEP_BUDGET, CHAR_BUDGET]
+"""What the evaluation in progress has left: [steps, characters]. Reset by the rule wrapper (program.py) before
+each evaluation; one scheduling thread evaluates at a time."""
+
+
+def reset_budget() -> None:
+    BUDGET[0] = STEP_BUDGET
+    BUDGET[1] = CHAR_BUDGET
+
+
+def steps_used() -> int:
+    """Steps taken since the last :func:`reset_budget` (for tests of the cost bound)."""
+    return STEP_BUDGET - BUDGET[0]
+
+
+def _out_of_steps(span: Span) -> Located:
+    return Located(span, f"budget: evaluation stopped at {span} after {STEP_BUDGET:,} steps (loop items and list "
+                   "items built) on this node; the rule does more work than any rule may")
+
+
+def _out_of_chars(span: Span) -> Located:
+    return Located(span, f"budget: evaluation stopped at {span} after building {CHAR_BUDGET:,} characters of "
+                   "strings on this node")
+
+
+def _overflow(span: Span, op: str) -> Located:
+    return Located(span, f"overflow: the result of '{op}' is outside the 64-bit integer range")
+
+
 class Located(Exception):
     """A runtime failure with the span of the expression that failed."""
 
@@ -84,6 +123,34 @@ def _guard(fn: Fn, span: Span) -> Fn:
             raise Located(span, f"{type(exc).__name__}: {exc}") from None
 
     return guarded
+
+
+def _int_checked(fn: Fn, span: Span, op: str) -> Fn:
+    """``fn`` whose int result must fit in 64 bits (else a located ``overflow`` error)."""
+
+    def checked(f: dict[str, Any]) -> Any:
+        r = fn(f)
+        if INT_MIN <= r <= INT_MAX:
+            return r
+        raise _overflow(span, op)
+
+    return checked
+
+
+def _quantity_checked(fn: Fn, span: Span, op: str) -> Fn:
+    """``fn`` whose quantity (Fraction or int) result must keep numerator and denominator below 2**128."""
+
+    def checked(f: dict[str, Any]) -> Any:
+        r = fn(f)
+        if isinstance(r, Fraction):
+            if -QUANTITY_LIMIT < r.numerator < QUANTITY_LIMIT and r.denominator < QUANTITY_LIMIT:
+                return r
+        elif -QUANTITY_LIMIT < r < QUANTITY_LIMIT:
+            return r
+        raise Located(span, f"overflow: the result of '{op}' is a quantity too large (or too finely divided) to "
+                      "compute exactly")
+
+    return checked
 
 
 def _converter(src: Type, dst: Type) -> Callable[[Any], Any] | None:
@@ -191,6 +258,8 @@ class ExprCompiler(ExprVisitor[Fn]):
         x = self.compile(e.operand)
         if e.op == "not":
             return lambda f: not x(f)
+        if self.type_of(e) == INT:
+            return _int_checked(lambda f: -x(f), e.span, "-")
         return lambda f: -x(f)
 
     def _Binary(self, e: ast.Binary) -> Fn:
@@ -220,11 +289,68 @@ class ExprCompiler(ExprVisitor[Fn]):
             return lambda f: cmp(a(f), b(f))
         if isinstance(tr, ListT):
             a, b = self.compile(e.left), self.compile(e.right)
-            return lambda f: tuple(a(f)) + tuple(b(f))
+            span = e.span
+
+            def concat_lists(f: dict[str, Any]) -> Any:
+                x, y = a(f), b(f)
+                budget = BUDGET
+                budget[0] -= len(x) + len(y)
+                if budget[0] < 0:
+                    raise _out_of_steps(span)
+                return tuple(x) + tuple(y)
+
+            return concat_lists
+        if op == "+" and tr == STRING:
+            a, b = self.compile(e.left), self.compile(e.right)
+            span = e.span
+
+            def concat_strings(f: dict[str, Any]) -> Any:
+                x, y = a(f), b(f)
+                budget = BUDGET
+                budget[1] -= len(x) + len(y)
+                if budget[1] < 0:
+                    raise _out_of_chars(span)
+                return x + y
+
+            return concat_strings
         if tr == QUANTITY:  # Fraction arithmetic with an int operand is exact: no conversion needed
             a, b = self.compile(e.left), self.compile(e.right)
         else:
             a, b = self.as_type(e.left, tr), self.as_type(e.right, tr)
+        span = e.span
+        if tr == INT:
+            raw = {"+": operator.add, "-": operator.sub, "*": operator.mul}.get(op)
+            if raw is None:
+                div = rt.go_mod if op == "%" else rt.go_div
+                checked = _int_checked(lambda f: div(a(f), b(f)), span, op)
+                return _guard(checked, span)
+            if op == "+":
+                def int_add(f: dict[str, Any]) -> Any:
+                    r = a(f) + b(f)
+                    if INT_MIN <= r <= INT_MAX:
+                        return r
+                    raise _overflow(span, "+")
+                return int_add
+            if op == "-":
+                def int_sub(f: dict[str, Any]) -> Any:
+                    r = a(f) - b(f)
+                    if INT_MIN <= r <= INT_MAX:
+                        return r
+                    raise _overflow(span, "-")
+                return int_sub
+
+            def int_mul(f: dict[str, Any]) -> Any:
+                r = a(f) * b(f)
+                if INT_MIN <= r <= INT_MAX:
+                    return r
+                raise _overflow(span, "*")
+            return int_mul
+        if tr == QUANTITY and op in ("*", "/"):
+            # '+' and '-' add at most one bit to an exact fraction (and a loop's sum one per item); only
+            # products and quotients can double its size, so only they are checked
+            if op == "*":
+                return _quantity_checked(lambda f: a(f) * b(f), span, op)
+            return _guard(_quantity_checked(lambda f: rt.real_div(a(f), b(f)), span, op), span)
         if op == "+":
             return lambda f: a(f) + b(f)
         if op == "-":
@@ -233,8 +359,6 @@ class ExprCompiler(ExprVisitor[Fn]):
             return lambda f: a(f) * b(f)
         if op == "%":
             return _guard(lambda f: rt.go_mod(a(f), b(f)), e.span)
-        if tr == INT:
-            return _guard(lambda f: rt.go_div(a(f), b(f)), e.span)
         return _guard(lambda f: rt.real_div(a(f), b(f)), e.span)
 
     def _IfExpr(self, e: ast.IfExpr) -> Fn:
@@ -254,11 +378,16 @@ class ExprCompiler(ExprVisitor[Fn]):
         src = self.compile(loop.iterable)
         where = self.compile(loop.where) if loop.where is not None else None
         is_map = isinstance(self.info.types[id(loop)], MapT)  # maps iterate in sorted key order
+        span = loop.iterable.span
         if len(loop.binders) == 1:
             name = loop.binders[0].name
 
             def items(f: dict[str, Any]) -> Iterator[dict[str, Any]]:
                 coll = src(f)
+                budget = BUDGET  # one step per item: charged up front, so an oversized loop never starts
+                budget[0] -= len(coll)
+                if budget[0] < 0:
+                    raise _out_of_steps(span)
                 for x in sorted(coll) if is_map else coll:
                     f[name] = x
                     if where is None or where(f):
@@ -269,6 +398,10 @@ class ExprCompiler(ExprVisitor[Fn]):
 
         def pairs(f: dict[str, Any]) -> Iterator[dict[str, Any]]:
             coll = src(f)
+            budget = BUDGET
+            budget[0] -= len(coll)
+            if budget[0] < 0:
+                raise _out_of_steps(span)
             for a, b in ((k, coll[k]) for k in sorted(coll)) if is_map else enumerate(coll):
                 f[first] = a
                 f[second] = b
@@ -298,6 +431,8 @@ class ExprCompiler(ExprVisitor[Fn]):
         value = self.as_type(e.value, t)
         if e.kind == "sum":
             zero: Any = zero_value(t)
+            if t == INT:
+                return _int_checked(lambda f: sum(map(value, items(f)), zero), e.span, "sum")
             return lambda f: sum(map(value, items(f)), zero)
         pick = max if e.kind == "max" else min
         if e.default is not None:
@@ -354,10 +489,34 @@ class ExprCompiler(ExprVisitor[Fn]):
             fn2 = _TWO_ARG_GENERICS[name]
             a, b = self.compile(e.args[0]), self.compile(e.args[1])
             if name == "split":
-                return _guard(lambda f: fn2(a(f), b(f)), e.span)
+                span = e.span
+
+                def split(f: dict[str, Any]) -> Any:
+                    text = a(f)
+                    budget = BUDGET
+                    budget[1] -= len(text)
+                    if budget[1] < 0:
+                        raise _out_of_chars(span)
+                    return fn2(text, b(f))
+
+                return _guard(split, span)
             return lambda f: fn2(a(f), b(f))
         if name in _PARSERS and self.type_of(e.args[0]) == STRING:
             return self._conversion(e, name, t)
         x = self.compile(e.args[0])
         fn = _ONE_ARG_GENERICS[name]
+        if name in ("lower", "str"):
+            span = e.span
+
+            def build_string(f: dict[str, Any]) -> Any:
+                r = fn(x(f))
+                budget = BUDGET
+                budget[1] -= len(r)
+                if budget[1] < 0:
+                    raise _out_of_chars(span)
+                return r
+
+            return _guard(build_string, span)
+        if t == INT and name != "len":
+            return _guard(_int_checked(lambda f: fn(x(f)), e.span, name), e.span)
         return _guard(lambda f: fn(x(f)), e.span)

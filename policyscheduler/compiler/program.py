@@ -16,7 +16,7 @@ from typing import Any
 from policyscheduler.checker.analysis import RuleAnalysis, analyse
 from policyscheduler.checker.passes import CheckedRule
 from policyscheduler.checker.types import STRING
-from policyscheduler.compiler.closures import ExprCompiler, Fn, Located
+from policyscheduler.compiler.closures import BUDGET, CHAR_BUDGET, STEP_BUDGET, ExprCompiler, Fn, Located
 from policyscheduler.diagnostics import PolicyRuntimeError, Span
 from policyscheduler.syntax import ast
 
@@ -28,6 +28,8 @@ _Step = Callable[[Frame, list[str]], bool]  # returns False to stop the rule
 def _run(rule: str, span: Span, fn: Callable[[Frame], Any], env: Env) -> Any:
     """``fn`` over a private copy of ``env`` (lets and loop variables are written into the frame, and must
     not leak into the caller's env); any failure becomes a PolicyRuntimeError of ``rule``."""
+    BUDGET[0] = STEP_BUDGET  # a fresh budget for every evaluation (see closures.STEP_BUDGET)
+    BUDGET[1] = CHAR_BUDGET
     try:
         return fn(dict(env))
     except PolicyRuntimeError:
@@ -109,8 +111,20 @@ class ScoreRule:
         return bool(_run(self.name, self.span, self._ignored, env))
 
     def raw(self, env: Env) -> int:
-        """The ``value`` clause, after the lets."""
-        return int(_run(self.name, self.span, self._raw, env))
+        """The ``value`` clause, after the lets: a 64-bit integer (else a located ``overflow`` error)."""
+        value = int(_run(self.name, self.span, self._raw, env))
+        if -(2**63) <= value < 2**63:
+            return value
+        raise PolicyRuntimeError(self.name, self._value_span, "overflow: the score is outside the 64-bit integer "
+                                 "range")
+
+    @property
+    def _value_span(self) -> Span:
+        if self.checked is not None:
+            for c in self.checked.rule.clauses:
+                if isinstance(c, ast.Value):
+                    return c.value.span
+        return self.span
 
 
 @dataclasses.dataclass(frozen=True)
@@ -346,6 +360,8 @@ def trace_rule(rule: FilterRule | ScoreRule, env: Env, *, pod_level_only: bool =
         raise ValueError(f"rule {rule.name} has no checked form to trace")
     kind = "filter" if isinstance(rule, FilterRule) else "score"
     frame: Frame = dict(env)
+    BUDGET[0] = STEP_BUDGET
+    BUDGET[1] = CHAR_BUDGET
     done: list[ClauseTrace] = []
     reasons: list[str] = []
     for clause, kw, fns in _tracers(rule.checked):

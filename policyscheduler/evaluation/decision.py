@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar, overload
 
 if TYPE_CHECKING:  # annotations only: a Decision is plain data and must not pull in the compiler or object model
     from policyscheduler.compiler import PolicySet
-    from policyscheduler.objects import ClusterSnapshot
+    from policyscheduler.state import ClusterSnapshot
 
 __all__ = ["NodeVerdict", "RuleScore", "ScoreError", "Decision", "Evaluator", "FEASIBLE", "LazyMap", "LazyList"]
 

@@ -17,6 +17,11 @@ in the last bit, e.g. raw 29 of 0..100 gives 28 here and in kube-scheduler, 29 t
 ``scale``, ``reverse`` and ``spread`` assume non-negative raw values (kube-scheduler's helpers do too);
 :func:`raw_error` reports a raw value a mode cannot take, so the evaluator can turn it into a runtime
 error of that rule on that node instead of producing a score outside 0..100.
+
+Raw scores are 64-bit integers, as in kube-scheduler: the rule wrapper refuses a ``value`` outside int64
+with a located ``overflow`` runtime error, and :func:`normalize` clamps any raw score that still lies
+outside (a builtin fed a value no API server would accept) to the int64 range before normalising, so the
+float and integer arithmetic here never overflows (``float()`` of a 400-digit int raised OverflowError).
 """
 
 from __future__ import annotations
@@ -33,6 +38,7 @@ from policyscheduler.compiler.builtins import go_div
 __all__ = ["MODES", "MAX_SCORE", "normalize", "normalize_array", "raw_error", "go_div"]
 
 MAX_SCORE = 100
+INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
 
 
 def raw_error(mode: str, raw: int) -> str | None:
@@ -62,6 +68,9 @@ def normalize(mode: str, raws: Sequence[int]) -> list[int]:
         return list(raws)
     hi = max(raws)
     lo = min(raws)
+    if hi > INT64_MAX or lo < INT64_MIN:  # defined behaviour for out-of-range input: clamp (module docstring)
+        raws = [min(INT64_MAX, max(INT64_MIN, r)) for r in raws]
+        hi, lo = max(raws), min(raws)
     if mode == "scale":
         if hi == 0:
             return list(raws)

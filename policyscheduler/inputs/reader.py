@@ -14,6 +14,9 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
+import re
+import stat
 import sys
 from collections import Counter
 from collections.abc import Iterable, Sequence
@@ -30,6 +33,14 @@ KEPT_KINDS = frozenset(
 """Kinds the cluster snapshot uses; everything else is skipped with a warning."""
 
 SUFFIXES = (".yaml", ".yml", ".json")
+
+MAX_INPUT_BYTES = 1 << 30
+"""Largest input file (1 GiB: a 5,000-node snapshot with its pods is a few hundred MB); larger is refused."""
+MAX_DEPTH = 100
+"""Deepest nesting of mappings and lists in an input document (a Kubernetes object needs about 15)."""
+
+_DNS1123_SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
+_DNS1123_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
 
 
 class _Loader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):  # type: ignore[misc]
@@ -49,6 +60,18 @@ class ReadResult:
     objects: list[dict[str, Any]] = dataclasses.field(default_factory=list)
     errors: list[str] = dataclasses.field(default_factory=list)
     warnings: list[str] = dataclasses.field(default_factory=list)
+    seen: dict[tuple[str, str, str], str] = dataclasses.field(default_factory=dict, repr=False)
+    """(kind, namespace, name) -> where it was first read: names are unique per namespace and kind."""
+
+
+_CLUSTER_SCOPED = frozenset({"Node", "Namespace"})
+
+
+def _identity(obj: dict[str, Any]) -> tuple[str, str, str]:
+    kind = obj["kind"]
+    meta = obj["metadata"]
+    ns = "" if kind in _CLUSTER_SCOPED else (meta.get("namespace") or "default")
+    return kind, ns, meta["name"]
 
 
 def _expand(paths: Sequence[str | Path], result: ReadResult) -> list[Path | str]:
@@ -94,7 +117,9 @@ class _FastYaml:
     :class:`_Unusual` and the caller uses the full loader instead, so results never differ.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, strict: bool = False) -> None:
+        self.strict = strict
+        """Refuse duplicate keys and nesting deeper than MAX_DEPTH (what reading inputs does)."""
         self._plain: dict[str, Any] = {}
         self._resolver = _Loader("")
 
@@ -144,6 +169,8 @@ class _FastYaml:
             elif isinstance(event, (map_start, seq_start)):
                 if event.anchor is not None or event.tag not in _EMPTY_TAGS:
                     raise _Unusual("tag or anchor")
+                if self.strict and len(stack) > 2 * MAX_DEPTH:  # a mapping's pending key takes a slot too
+                    raise _TooDeep(event.start_mark)
                 stack.append({} if isinstance(event, map_start) else [])
                 continue
             else:  # an alias
@@ -154,10 +181,50 @@ class _FastYaml:
             elif type(top) is dict:
                 if isinstance(value, (dict, list)):
                     raise _Unusual("non-scalar key")
+                if self.strict and value in top:
+                    raise _DuplicateKey(value, event.start_mark)
                 stack.append(_Key(value))
             else:  # a pending key: the value completes it
                 stack.pop()
                 stack[-1][top.key] = value
+
+
+class _TooDeep(Exception):
+    def __init__(self, mark: Any) -> None:
+        self.mark = mark
+
+
+class _DuplicateKey(Exception):
+    """A mapping with the same key twice: the API server's strict decoding refuses it (which value was meant?)."""
+
+    def __init__(self, key: Any, mark: Any) -> None:
+        self.key = key
+        self.mark = mark
+
+
+class _StrictLoader(_Loader):
+    """The full safe loader, refusing duplicate keys and nesting deeper than :data:`MAX_DEPTH`."""
+
+    def compose_node(self, parent: Any, index: Any) -> Any:
+        depth = getattr(self, "_depth", 0)
+        if depth > MAX_DEPTH:
+            raise _TooDeep(self.peek_event().start_mark)
+        self._depth = depth + 1
+        try:
+            return super().compose_node(parent, index)
+        finally:
+            self._depth = depth
+
+    def construct_mapping(self, node: Any, deep: bool = False) -> Any:
+        seen: set[Any] = set()
+        if isinstance(node, yaml.MappingNode):
+            for key_node, _ in node.value:
+                if isinstance(key_node, yaml.ScalarNode) and key_node.tag != "tag:yaml.org,2002:merge":
+                    key = key_node.value
+                    if key in seen:
+                        raise _DuplicateKey(key, key_node.start_mark)
+                    seen.add(key)
+        return super().construct_mapping(node, deep=deep)
 
 
 class _Key:
@@ -169,14 +236,16 @@ class _Key:
         self.key = key
 
 
-def _yaml_documents(text: str) -> Iterable[Any]:
-    """The documents of a YAML stream: the fast path when it applies, else the full safe loader."""
+def _yaml_documents(text: str, strict: bool = False) -> Iterable[Any]:
+    """The documents of a YAML stream: the fast path when it applies, else the full safe loader. ``strict``
+    (reading inputs): duplicate keys and nesting deeper than :data:`MAX_DEPTH` are errors; without it both
+    paths give exactly what the safe loader gives."""
     done: list[Any] = []
     try:
-        for doc in _FastYaml().documents(text):
+        for doc in _FastYaml(strict).documents(text):
             done.append(doc)
     except _Unusual:
-        yield from yaml.load_all(text, Loader=_Loader)
+        yield from yaml.load_all(text, Loader=_StrictLoader if strict else _Loader)
         return
     except yaml.YAMLError:
         yield from done  # the documents before the broken one, then the located error
@@ -187,18 +256,75 @@ def _yaml_documents(text: str) -> Iterable[Any]:
 def _documents(name: str, text: str, is_json: bool) -> Iterable[tuple[int, Any]]:
     """(document number, parsed value) pairs; raises ValueError with a located message."""
     if is_json:
+        deep = _json_too_deep(text)
+        if deep is not None:
+            raise ValueError(f"{name}:{deep[0]}:{deep[1]}: nesting deeper than {MAX_DEPTH} levels (a Kubernetes "
+                             "object needs about 15)")
         try:
             yield 1, json.loads(text)
         except json.JSONDecodeError as err:
             raise ValueError(f"{name}:{err.lineno}:{err.colno}: invalid JSON: {err.msg}") from None
         return
     try:
-        yield from enumerate(_yaml_documents(text), start=1)
+        yield from enumerate(_yaml_documents(text, strict=True), start=1)
+    except _TooDeep as err:
+        raise ValueError(f"{name}:{err.mark.line + 1}:{err.mark.column + 1}: nesting deeper than {MAX_DEPTH} "
+                         "levels (a Kubernetes object needs about 15)") from None
+    except _DuplicateKey as err:
+        raise ValueError(f"{name}:{err.mark.line + 1}:{err.mark.column + 1}: duplicate key {_show(err.key)} in a "
+                         "mapping (the API server refuses it: which value was meant?)") from None
+    except RecursionError:
+        raise ValueError(f"{name}: nesting too deep to read") from None
     except yaml.YAMLError as err:
         mark = getattr(err, "problem_mark", None)
         where = f"{name}:{mark.line + 1}:{mark.column + 1}" if mark is not None else name
         problem = getattr(err, "problem", None) or str(err).splitlines()[0]
         raise ValueError(f"{where}: invalid YAML: {problem}") from None
+
+
+_OPENERS = re.compile(r'[\[{"]')
+
+
+def _json_too_deep(text: str) -> tuple[int, int] | None:
+    """(line, column) where the nesting of a JSON text first exceeds :data:`MAX_DEPTH`, None when it does not.
+
+    A cheap test first (a text with fewer brackets than the limit cannot be too deep); else one scan that
+    skips strings with a regex, so this costs a fraction of json.loads itself.
+    """
+    if text.count("[") + text.count("{") <= MAX_DEPTH:
+        return None
+    depth = 0
+    pos = 0
+    n = len(text)
+    string_end = re.compile(r'(?:[^"\\]|\\.)*"', re.S)
+    while pos < n:
+        m = _ANY_BRACKET.search(text, pos)
+        if m is None:
+            return None
+        ch = m.group(0)
+        pos = m.end()
+        if ch == '"':
+            end = string_end.match(text, pos)
+            if end is None:
+                return None  # unterminated: json.loads reports it
+            pos = end.end()
+        elif ch in "[{":
+            depth += 1
+            if depth > MAX_DEPTH:
+                line = text.count("\n", 0, m.start()) + 1
+                return line, m.start() - (text.rfind("\n", 0, m.start()) + 1) + 1
+        else:
+            depth -= 1
+    return None
+
+
+_ANY_BRACKET = re.compile(r'[\[\]{}"]')
+
+
+def _show(value: Any) -> str:
+    """A value for a message: repr with control characters escaped, shortened."""
+    text = repr(value)
+    return text if len(text) <= 80 else text[:77] + "..."
 
 
 def _flatten(doc: dict[str, Any]) -> Iterable[dict[str, Any]]:
@@ -217,6 +343,16 @@ def _flatten(doc: dict[str, Any]) -> Iterable[dict[str, Any]]:
         yield doc
 
 
+_LABEL_NAMED = frozenset({"Namespace", "Service"})
+"""Kinds whose names are DNS-1123 labels (at most 63 characters, no dots); the others are subdomains."""
+
+
+def _valid_name(kind: str, name: str) -> bool:
+    if kind in _LABEL_NAMED:
+        return len(name) <= 63 and _DNS1123_LABEL.fullmatch(name) is not None
+    return len(name) <= 253 and _DNS1123_SUBDOMAIN.fullmatch(name) is not None
+
+
 def _check(obj: Any, where: str) -> str | None:
     """Why ``obj`` is not a usable Kubernetes object (None when it is)."""
     if not isinstance(obj, dict):
@@ -229,9 +365,77 @@ def _check(obj: Any, where: str) -> str | None:
     meta = obj.get("metadata")
     if not isinstance(meta, dict) or not isinstance(meta.get("name"), str) or not meta["name"]:
         return f"{where}: {kind} has no metadata.name"
+    name, ns = meta["name"], meta.get("namespace")
+    if not _valid_name(kind, name):
+        return (f"{where}: {kind} {_show(name)}: metadata.name is not a valid name (the API server wants a DNS-1123 "
+                f"{'label' if kind in _LABEL_NAMED else 'subdomain'}: lower-case letters, digits, '-' "
+                f"{'' if kind in _LABEL_NAMED else 'and ' + repr('.') + ' '}, at most "
+                f"{63 if kind in _LABEL_NAMED else 253} characters)")
+    if ns is not None and (not isinstance(ns, str) or (ns and not (len(ns) <= 63 and _DNS1123_LABEL.fullmatch(ns)))):
+        return f"{where}: {kind} {name}: metadata.namespace {_show(ns)} is not a valid namespace name (a DNS-1123 label)"
     for field in ("spec", "status"):
         if field in obj and obj[field] is not None and not isinstance(obj[field], dict):
             return f"{where}: {kind} {meta['name']}: {field} must be a mapping"
+    if kind == "Pod" and isinstance(obj.get("spec"), dict):
+        problem = _pod_fields(obj["spec"])
+        if problem is not None:
+            return f"{where}: Pod {ns or 'default'}/{name}: {problem}"
+    return None
+
+
+_INT32 = (-(2**31), 2**31 - 1)
+_AFFINITIES = ("nodeAffinity", "podAffinity", "podAntiAffinity")
+_PREFERRED = "preferredDuringSchedulingIgnoredDuringExecution"
+
+
+_NEGATIVE = re.compile(r"\s*-\s*0*[1-9.]")
+
+
+def _negative(raw: Any) -> bool:
+    """A quantity (string or bare number) below zero; malformed ones are the object model's to report."""
+    if isinstance(raw, bool):
+        return False
+    if isinstance(raw, (int, float)):
+        return raw < 0
+    return isinstance(raw, str) and _NEGATIVE.match(raw) is not None and any(c in "123456789" for c in raw)
+
+
+def _pod_fields(spec: dict[str, Any]) -> str | None:
+    """The API server's validation of the pod fields the scheduler reads: requests and limits >= 0, preferred
+    affinity weights 1..100, priority within int32. The message names the field; None when all is well."""
+    for group in ("initContainers", "containers", "ephemeralContainers"):
+        containers = spec.get(group)
+        if not isinstance(containers, list):
+            continue
+        for i, c in enumerate(containers):
+            resources = c.get("resources") if isinstance(c, dict) else None
+            if not isinstance(resources, dict):
+                continue
+            for part in ("requests", "limits"):
+                values = resources.get(part)
+                if not isinstance(values, dict):
+                    continue
+                for res, raw in values.items():
+                    if _negative(raw):
+                        return (f"spec.{group}[{i}].resources.{part}[{_show(res)}]: {raw} is negative (must be "
+                                "greater than or equal to 0)")
+    affinity = spec.get("affinity")
+    if isinstance(affinity, dict):
+        for which in _AFFINITIES:
+            block = affinity.get(which)
+            terms = block.get(_PREFERRED) if isinstance(block, dict) else None
+            if not isinstance(terms, list):
+                continue
+            for i, term in enumerate(terms):
+                weight = term.get("weight") if isinstance(term, dict) else None
+                if isinstance(weight, bool) or not isinstance(weight, int) or not 1 <= weight <= 100:
+                    shown = _show(weight) if weight is not None else "missing"
+                    return (f"spec.affinity.{which}.{_PREFERRED}[{i}].weight: {shown} (must be an integer in the "
+                            "range 1-100)")
+    priority = spec.get("priority")
+    if priority is not None and (isinstance(priority, bool) or not isinstance(priority, int)
+                                 or not _INT32[0] <= priority <= _INT32[1]):
+        return f"spec.priority: {_show(priority)} (must be a 32-bit integer)"
     return None
 
 
@@ -255,6 +459,14 @@ def read_texts(files: Sequence[tuple[str, str]], result: ReadResult | None = Non
                     elif obj["kind"] not in KEPT_KINDS:
                         skipped[obj["kind"]] += 1
                     else:
+                        key = _identity(obj)
+                        first = result.seen.get(key)
+                        if first is not None:
+                            ns = f"{key[1]}/" if key[1] else ""
+                            result.errors.append(f"{where}: duplicate {key[0]} {ns}{key[2]} (first in {first}); names "
+                                                 "are unique per namespace and kind")
+                            continue
+                        result.seen[key] = where
                         result.objects.append(obj)
         except ValueError as err:
             result.errors.append(str(err))
@@ -272,9 +484,41 @@ def _read_text(path: Path | str) -> str:
     """
     if path == "-":
         raw = getattr(sys.stdin, "buffer", None)  # None when stdin was replaced by a text stream
-        return raw.read().decode("utf-8") if raw is not None else sys.stdin.read()
+        if raw is None:
+            text = sys.stdin.read(MAX_INPUT_BYTES + 1)
+            if len(text) > MAX_INPUT_BYTES:
+                raise _Refused(f"more than {MAX_INPUT_BYTES >> 20} MiB; inputs are limited to that size")
+            return text
+        return _read_limited(raw).decode("utf-8")
     assert isinstance(path, Path)
-    return path.read_text(encoding="utf-8")
+    # O_NONBLOCK: opening a FIFO with no writer must not block; fstat then refuses it before any read
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    with os.fdopen(fd, "rb") as f:
+        st = os.fstat(f.fileno())
+        if not stat.S_ISREG(st.st_mode):
+            kind = "a FIFO" if stat.S_ISFIFO(st.st_mode) else "a device" if stat.S_ISCHR(st.st_mode) or \
+                stat.S_ISBLK(st.st_mode) else "a socket" if stat.S_ISSOCK(st.st_mode) else "not a regular file"
+            raise _Refused(f"{kind}, not a regular file; give a file (or '-' and a pipe into standard input)")
+        if st.st_size > MAX_INPUT_BYTES:
+            raise _Refused(f"{st.st_size:,} bytes, over the {MAX_INPUT_BYTES >> 20} MiB limit for an input file")
+        return _read_limited(f).decode("utf-8")
+
+
+class _Refused(Exception):
+    """An input we will not read (not a regular file, too large); the message says why."""
+
+
+def _read_limited(stream: Any) -> bytes:
+    chunks: list[bytes] = []
+    total = 0
+    while True:
+        chunk = stream.read(1 << 20)
+        if not chunk:
+            return b"".join(chunks)
+        total += len(chunk)
+        if total > MAX_INPUT_BYTES:
+            raise _Refused(f"more than {MAX_INPUT_BYTES >> 20} MiB; inputs are limited to that size")
+        chunks.append(chunk)
 
 
 def read_objects(paths: Sequence[str | Path]) -> ReadResult:
@@ -286,6 +530,9 @@ def read_objects(paths: Sequence[str | Path]) -> ReadResult:
             text = _read_text(path)
         except UnicodeDecodeError:
             result.errors.append(f"{name}: not a UTF-8 text file")
+            continue
+        except _Refused as err:
+            result.errors.append(f"{name}: cannot read: {err}")
             continue
         except OSError as err:
             result.errors.append(f"{name}: cannot read: {err.strerror or err}")

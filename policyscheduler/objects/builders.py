@@ -7,9 +7,9 @@ from fractions import Fraction
 from typing import Any
 
 from policyscheduler.objects.parse import Reader
-from policyscheduler.quantity import round_resource
 from policyscheduler.objects.records import HostPort, Node, NodeSelectorTerm, Pod
 from policyscheduler.objects.requests import is_scalar_resource, pod_requests
+from policyscheduler.quantity import round_resource
 
 __all__ = ["build_pod", "build_node", "object_name", "normalized_image_name"]
 
@@ -23,6 +23,15 @@ def object_name(obj: Any, kind: str) -> str:
     if kind == "Pod":
         return f"Pod {ns or 'default'}/{name}"  # a pod without a namespace lives in "default"
     return f"{kind} {ns}/{name}" if ns else f"{kind} {name}"
+
+
+def _priority(r: Reader, spec: Any) -> int:
+    """spec.priority: a 32-bit integer, as the API server requires (else 0, with a warning)."""
+    value = r.int(spec, "priority", 0, "spec.priority")
+    if not -(2**31) <= value < 2**31:
+        r.warn(f"spec.priority: {value} is outside the 32-bit range; using 0")
+        return 0
+    return value
 
 
 def normalized_image_name(name: str) -> str:
@@ -166,7 +175,7 @@ def build_pod(obj: Any, warnings: list[str]) -> Pod:
         annotations=r.str_map(meta, "annotations", "metadata.annotations"),
         node_name=r.str(spec, "nodeName"),
         scheduler_name=r.str(spec, "schedulerName") or "default-scheduler",
-        priority=r.int(spec, "priority", 0, "spec.priority"),
+        priority=_priority(r, spec),
         terminating=meta.get("deletionTimestamp") is not None,
         node_selector=r.str_map(spec, "nodeSelector", "spec.nodeSelector"),
         has_required_node_affinity=has_required,

@@ -9,11 +9,11 @@ hostPort = containerPort, ports default to TCP.
 
 from __future__ import annotations
 
+import builtins
 from collections.abc import Mapping
 from fractions import Fraction
 from typing import Any
 
-from policyscheduler.quantity import QuantityError, to_quantity
 from policyscheduler.objects.records import (
     HostPort,
     NodeSelectorRequirement,
@@ -26,6 +26,7 @@ from policyscheduler.objects.records import (
     WeightedPodAffinityTerm,
 )
 from policyscheduler.objects.selectors import Requirement, Selector, compile_label_selector, compile_requirement
+from policyscheduler.quantity import QuantityError, to_quantity
 
 __all__ = ["Reader"]
 
@@ -33,14 +34,14 @@ __all__ = ["Reader"]
 class Reader:
     """Typed access to one object's fields, collecting warnings under the object's name."""
 
-    def __init__(self, what: str, warnings: list[str]) -> None:
+    def __init__(self, what: builtins.str, warnings: builtins.list[builtins.str]) -> None:
         self.what = what
         self.warnings = warnings
 
-    def warn(self, problem: str) -> None:
+    def warn(self, problem: builtins.str) -> None:
         self.warnings.append(f"{self.what}: {problem}")
 
-    def map(self, obj: Any, key: str, where: str = "") -> dict[str, Any]:
+    def map(self, obj: Any, key: builtins.str, where: builtins.str = "") -> dict[builtins.str, Any]:
         value = obj.get(key) if isinstance(obj, Mapping) else None
         if value is None:
             return {}
@@ -49,7 +50,7 @@ class Reader:
             return {}
         return dict(value)
 
-    def list(self, obj: Any, key: str, where: str = "") -> list[Any]:
+    def list(self, obj: Any, key: builtins.str, where: builtins.str = "") -> builtins.list[Any]:
         value = obj.get(key) if isinstance(obj, Mapping) else None
         if value is None:
             return []
@@ -58,7 +59,7 @@ class Reader:
             return []
         return value
 
-    def str(self, obj: Any, key: str, default: str = "", where: str = "") -> str:
+    def str(self, obj: Any, key: builtins.str, default: builtins.str = "", where: builtins.str = "") -> builtins.str:
         value = obj.get(key) if isinstance(obj, Mapping) else None
         if value is None:
             return default
@@ -67,7 +68,7 @@ class Reader:
             return default
         return value
 
-    def int(self, obj: Any, key: str, default: int = 0, where: str = "") -> int:
+    def int(self, obj: Any, key: builtins.str, default: builtins.int = 0, where: builtins.str = "") -> builtins.int:
         value = obj.get(key) if isinstance(obj, Mapping) else None
         if value is None:
             return default
@@ -76,7 +77,7 @@ class Reader:
             return default
         return value
 
-    def bool(self, obj: Any, key: str, where: str = "") -> bool:
+    def bool(self, obj: Any, key: builtins.str, where: builtins.str = "") -> builtins.bool:
         value = obj.get(key) if isinstance(obj, Mapping) else None
         if value is None:
             return False
@@ -85,7 +86,7 @@ class Reader:
             return False
         return value
 
-    def str_map(self, obj: Any, key: str, where: str = "") -> dict[str, str]:
+    def str_map(self, obj: Any, key: builtins.str, where: builtins.str = "") -> dict[builtins.str, builtins.str]:
         raw = self.map(obj, key, where)
         out: dict[str, str] = {}
         for k, v in raw.items():
@@ -97,14 +98,20 @@ class Reader:
                 self.warn(f"{where or key} entry {k!r} is not a string; ignored")
         return out
 
-    def resources(self, obj: Any, key: str, where: str) -> dict[str, Fraction]:
+    def resources(self, obj: Any, key: builtins.str, where: builtins.str) -> dict[builtins.str, Fraction]:
         out: dict[str, Fraction] = {}
         for name, raw in self.map(obj, key, where).items():
             try:
-                out[str(name)] = to_quantity(raw)
+                value = to_quantity(raw)
             except QuantityError as err:
                 self.warn(f"{where}[{name}]: {err}; ignored")
+                continue
+            if value < 0:  # the API server refuses negative requests and capacities
+                self.warn(f"{where}[{name}]: {raw} is negative (must be greater than or equal to 0); ignored")
+                continue
+            out[str(name)] = value
         return out
+
 
     # -- pieces -------------------------------------------------------------------------------------
 
@@ -128,7 +135,7 @@ class Reader:
             )
         return tuple(out)
 
-    def node_selector_term(self, raw: Any, where: str) -> NodeSelectorTerm:
+    def node_selector_term(self, raw: Any, where: builtins.str) -> NodeSelectorTerm:
         if not isinstance(raw, Mapping):
             self.warn(f"{where} is not a mapping; it matches nothing")
             return NodeSelectorTerm((), (), None, None, False)
@@ -155,7 +162,7 @@ class Reader:
         return NodeSelectorTerm(exprs, fields, labels, fields_sel, valid)
 
     @staticmethod
-    def _field_requirement(expr: Any) -> tuple[Requirement | None, str | None]:
+    def _field_requirement(expr: Any) -> tuple[Requirement | None, builtins.str | None]:
         """matchFields: only In / NotIn with exactly one value (nodeSelectorRequirementsAsFieldSelector)."""
         if not isinstance(expr, Mapping):
             return None, "field requirement is not a mapping"
@@ -168,7 +175,7 @@ class Reader:
             return None, "field selector key is not a string"
         return Requirement(key, op, frozenset(values)), None
 
-    def affinity_term(self, raw: Any, where: str, namespace: str, labels: Mapping[str, str]) -> PodAffinityTerm | None:
+    def affinity_term(self, raw: Any, where: builtins.str, namespace: builtins.str, labels: Mapping[builtins.str, builtins.str]) -> PodAffinityTerm | None:
         if not isinstance(raw, Mapping):
             self.warn(f"{where} is not a mapping; ignored")
             return None
@@ -197,7 +204,7 @@ class Reader:
         return PodAffinityTerm(self.str(raw, "topologyKey"), namespaces, selector, ns_selector, names)
 
     def affinity_terms(
-        self, block: Any, where: str, namespace: str, labels: Mapping[str, str]
+        self, block: Any, where: builtins.str, namespace: builtins.str, labels: Mapping[builtins.str, builtins.str]
     ) -> tuple[tuple[PodAffinityTerm, ...], tuple[WeightedPodAffinityTerm, ...]]:
         required = []
         for i, raw in enumerate(self.list(block, "requiredDuringSchedulingIgnoredDuringExecution", f"{where}.required")):
@@ -210,8 +217,9 @@ class Reader:
                 self.warn(f"{where}.preferred[{i}] is not a mapping; ignored")
                 continue
             term = self.affinity_term(raw.get("podAffinityTerm"), f"{where}.preferred[{i}].podAffinityTerm", namespace, labels)
-            if term is not None:
-                preferred.append(WeightedPodAffinityTerm(self.int(raw, "weight"), term))
+            weight = _weight(self, raw, f"{where}.preferred[{i}]")
+            if term is not None and weight is not None:
+                preferred.append(WeightedPodAffinityTerm(weight, term))
         return tuple(required), tuple(preferred)
 
     def preferred_node_terms(self, node_affinity: Any) -> tuple[PreferredSchedulingTerm, ...]:
@@ -222,10 +230,12 @@ class Reader:
                 self.warn(f"nodeAffinity.preferred[{i}] is not a mapping; ignored")
                 continue
             term = self.node_selector_term(raw.get("preference") or {}, f"nodeAffinity.preferred[{i}].preference")
-            out.append(PreferredSchedulingTerm(self.int(raw, "weight"), term))
+            weight = _weight(self, raw, f"nodeAffinity.preferred[{i}]")
+            if weight is not None:
+                out.append(PreferredSchedulingTerm(weight, term))
         return tuple(out)
 
-    def spread_constraints(self, spec: Any, labels: Mapping[str, str]) -> tuple[SpreadConstraint, ...]:
+    def spread_constraints(self, spec: Any, labels: Mapping[builtins.str, builtins.str]) -> tuple[SpreadConstraint, ...]:
         out = []
         for i, raw in enumerate(self.list(spec, "topologySpreadConstraints", "spec.topologySpreadConstraints")):
             where = f"spec.topologySpreadConstraints[{i}]"
@@ -259,7 +269,7 @@ class Reader:
             )
         return tuple(out)
 
-    def host_ports(self, container: Any, where: str, host_network: bool) -> list[HostPort]:
+    def host_ports(self, container: Any, where: builtins.str, host_network: builtins.bool) -> builtins.list[HostPort]:
         out = []
         for j, port in enumerate(self.list(container, "ports", f"{where}.ports")):
             if not isinstance(port, Mapping):
@@ -277,3 +287,12 @@ class Reader:
                     )
                 )
         return out
+
+
+def _weight(r: Reader, raw: Any, where: builtins.str) -> builtins.int | None:
+    """A preferred term's weight: an integer in 1..100 (the API server's rule), else None with a warning."""
+    w = raw.get("weight") if isinstance(raw, Mapping) else None
+    if isinstance(w, bool) or not isinstance(w, int) or not 1 <= w <= 100:
+        r.warn(f"{where}.weight: {w!r} must be an integer in the range 1-100; the term is ignored")
+        return None
+    return w

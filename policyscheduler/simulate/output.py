@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import json
+import re
 import shutil
 
+from policyscheduler.diagnostics import escape_controls
 from policyscheduler.simulate.run import Simulation
 
 __all__ = ["render_json", "render_nodes", "render_table", "summary_line"]
@@ -14,7 +16,15 @@ _HEADERS = ("POD", "NODE", "SCORE", "TIES", "MESSAGE")
 
 def render_json(sim: Simulation) -> str:
     """The documented JSON schema: ``{"policy_digest", "placements": [{pod, node, score, top, message}]}``."""
-    return json.dumps(sim.to_json(), indent=2)
+    return _escape_json(json.dumps(sim.to_json(), indent=2))
+
+
+def _escape_json(text: str) -> str:
+    """JSON escapes C0 controls itself; DEL, C1 and bidi overrides are escaped as ``\\uXXXX`` here (same value)."""
+    return _JSON_EXTRA.sub(lambda m: f"\\u{ord(m.group(0)):04x}", text)
+
+
+_JSON_EXTRA = re.compile("[\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
 
 
 def summary_line(sim: Simulation, *, seed: int | None = None) -> str:
@@ -36,7 +46,7 @@ def render_nodes(sim: Simulation) -> list[str]:
     """Per-node utilisation at the end of the run: pods added, pods / max, cpu and memory requested %."""
     headers = ("NODE", "ZONE", "NEW", "PODS", "CPU", "MEMORY")
     rows = [
-        (u.name, u.zone or "-", f"+{u.placed}" if u.placed else "0", f"{u.pods}/{u.max_pods}",
+        (escape_controls(u.name), escape_controls(u.zone or "-"), f"+{u.placed}" if u.placed else "0", f"{u.pods}/{u.max_pods}",
          f"{u.cpu_percent}%", f"{u.memory_percent}%")
         for u in sim.nodes
     ]
@@ -61,11 +71,11 @@ def render_table(sim: Simulation, *, seed: int | None = None, width: int | None 
     """
     rows = [
         (
-            d.pod,
-            d.node if d.node is not None else "<pending>",
+            escape_controls(d.pod),
+            escape_controls(d.node) if d.node is not None else "<pending>",
             str(d.score) if d.score is not None else "-",
             str(len(d.top)) if d.node is not None else "-",
-            d.message or "",
+            escape_controls(d.message or ""),
         )
         for d in sim.decisions
     ]

@@ -46,7 +46,7 @@ def creation_instant(pod: dict[str, Any]) -> float | None:
     else:
         return None
     if moment.tzinfo is None:
-        moment = moment.replace(tzinfo=_dt.timezone.utc)
+        moment = moment.replace(tzinfo=_dt.UTC)
     return moment.timestamp()
 
 

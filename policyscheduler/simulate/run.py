@@ -5,12 +5,21 @@ the live scheduler -- over a snapshot instead of watches, with a binder that alw
 Pending pods enter the queue in :func:`queue_order`; a placement is assumed into the snapshot before
 the next pod is evaluated, as kube-scheduler's cache assumes a pod before binding.
 
-No-time mode: the queue's clock stands still and backoff is zero; the only cluster event is "a
-placement happened", delivered once per *pass* (one drain of the active queue). A pod that fits nowhere
-waits in the unschedulable pool; after a pass that placed something every such pod goes back, in queue
-order, and the cycle re-evaluates it only if something was placed since its last attempt (otherwise it
-gets its previous decision again: the snapshot is unchanged, so would be the answer). The run ends after
-a pass that placed nothing; a failed pod's message is the one from its last attempt.
+No-time mode: the queue's clock stands still and backoff is zero. The cluster events are the live
+scheduler's: each placement is an ``AssignedPodAdd`` on its node, delivered to the queue at the end of
+the *pass* (one drain of the active queue) in which it happened. A pod that fits nowhere waits in the
+unschedulable pool until such an event can change its verdict (the live queue's requeue-by-reads:
+:class:`policyscheduler.cycle.events.Interest`); the cycle re-evaluates it only if something was placed
+since its last attempt (otherwise it gets its previous decision again). The first pass takes the pods in
+queue order; a retry pass takes the pods that went back **most recently failed first**, so a pod that
+waited for one placed in the previous pass is tried right after it: a chain of pods each needing the
+next (required pod affinity, queued in the wrong order) places in two passes with about 2P evaluations,
+instead of one pass per link (P(P+1)/2). The run ends after a pass that placed nothing; a failed pod's
+message is the one from its last attempt.
+
+Memory: a decision's per-node detail (verdicts, per-rule scores, totals) is kept only when the caller
+asks for it (``detail=True``, the library default; the CLI's table and JSON need only node, score, top,
+message and score errors, and pass ``detail=False``), so a run's memory does not grow with pods x nodes.
 
 Every pending pod is scheduled whatever its ``spec.schedulerName``: a simulation asks what these
 policies would do with the whole workload. Pending = a Pod without ``spec.nodeName`` that is not
@@ -31,12 +40,13 @@ from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from policyscheduler.cycle import ERROR, SCHEDULED, UNSCHEDULABLE, Attempt, ClusterCache, Cycle, SchedulingQueue
+from policyscheduler.cycle.events import ClusterEvent
 from policyscheduler.evaluation import Decision, Evaluator, ReferenceEvaluator
 from policyscheduler.simulate.queue import is_pending, queue_order
 
 if TYPE_CHECKING:
     from policyscheduler.compiler import PolicySet
-    from policyscheduler.objects import ClusterSnapshot
+    from policyscheduler.state import ClusterSnapshot
 
 __all__ = ["NodeUsage", "Prepared", "Simulation", "prepare", "simulate"]
 
@@ -81,13 +91,14 @@ def _usage(snapshot: ClusterSnapshot, placed: list[Decision]) -> tuple[NodeUsage
 
 @dataclasses.dataclass(frozen=True)
 class Simulation:
-    """The outcome of one run."""
+    """The outcome of one run. ``evaluations``: attempts that evaluated the policies (not reused)."""
 
     policy_digest: str
     decisions: tuple[Decision, ...]
     node_count: int
     passes: int
     nodes: tuple[NodeUsage, ...] = ()
+    evaluations: int = 0
 
     @property
     def placed(self) -> list[Decision]:
@@ -121,7 +132,7 @@ def prepare(objects: Iterable[dict[str, Any]]) -> Prepared:
     quantities, wrong field types; it never raises) are all in ``snapshot.warnings`` before the run:
     the CLI refuses to simulate on them rather than give silently different placements.
     """
-    from policyscheduler.objects import ClusterSnapshot
+    from policyscheduler.state import ClusterSnapshot
 
     objects = list(objects)
     snapshot = ClusterSnapshot.from_objects(objects)
@@ -139,24 +150,36 @@ def simulate(
     evaluator: Evaluator | None = None,
     progress: Callable[[int, int], None] | None = None,
     prepared: Prepared | None = None,
+    detail: bool = True,
 ) -> Simulation:
     """Schedule every pending pod of ``objects`` under ``policy_set``; see the module docstring.
 
     ``prepared`` is the result of :func:`prepare` for the same objects, when the caller already has it
     (the CLI checks its warnings first); it is used up, since placements are assumed into its snapshot.
-    ``progress(placed, pending)`` is called after every attempt.
+    ``progress(placed, pending)`` is called after every attempt. ``detail``: keep each decision's per-node
+    detail (verdicts, scores, totals); without it a decision keeps node, score, top, message and score errors.
     """
     snapshot, pending = prepared if prepared is not None else prepare(objects)
     evaluator = evaluator if evaluator is not None else ReferenceEvaluator()
+    failed_at: dict[int, int] = {}  # pod index -> sequence number of its last failure (retry order)
+
+    def order(entry: Any) -> tuple[int, int]:
+        # fresh pods: queue order; pods moved back: most recently failed first (see the module docstring)
+        return (-failed_at.get(entry.key, 0), entry.key)
 
     # No time: the clock stands still, backoff is zero, nothing is ever flushed for waiting too long.
-    queue = SchedulingQueue(clock=lambda: 0.0, order=lambda entry: (entry.key,), initial_backoff=0.0,
+    queue = SchedulingQueue(clock=lambda: 0.0, order=order, initial_backoff=0.0,
                             max_backoff=0.0, max_unschedulable=float("inf"), refresh_timestamp=False)
     placed: list[Decision] = []
+    placed_on: list[str] = []  # nodes that got a pod in this pass: the pass's AssignedPodAdd events
+
+    def keep(decision: Decision) -> Decision:
+        return decision if detail else _summary(decision)
 
     def bind(attempt: Attempt) -> None:  # a simulation's bind always succeeds, at once
-        assert attempt.decision is not None
-        placed.append(attempt.decision)
+        assert attempt.decision is not None and attempt.node is not None
+        placed.append(keep(attempt.decision))
+        placed_on.append(attempt.node)
         cycle.binding_succeeded(attempt)
 
     cycle = Cycle(queue, ClusterCache(snapshot=snapshot), evaluator, policy_set, bind, rng=random.Random(seed))
@@ -165,23 +188,36 @@ def simulate(
 
     last_failure: dict[int, Decision] = {}
     passes = 0
+    evaluations = 0
+    failures = 0
     while True:
         passes += 1
         placed_before = len(placed)
+        placed_on.clear()
         while (attempt := cycle.schedule_one()) is not None:
             index = int(attempt.entry.key)  # type: ignore[call-overload]
             if attempt.result == ERROR:  # evaluators turn rule errors into verdicts: this is a bug
                 raise RuntimeError(f"simulate: evaluating pod {attempt.key} failed: {attempt.error}")
+            if not attempt.reused:
+                evaluations += 1
             if attempt.result == UNSCHEDULABLE:
                 assert attempt.decision is not None
-                last_failure[index] = attempt.decision
+                failures += 1
+                failed_at[index] = failures
+                summary = keep(attempt.decision)
+                last_failure[index] = summary
+                if not detail and attempt.entry.last_decision is attempt.decision:
+                    attempt.entry.last_decision = summary  # what a reused attempt returns: the same answer
             elif attempt.result == SCHEDULED:
                 last_failure.pop(index, None)
             if progress is not None and not attempt.reused:
                 progress(len(placed), len(pending))
         if len(placed) == placed_before or len(queue) == 0:
             break  # nothing changed, or nothing left to retry
-        queue.move_all("PodPlaced")
+        for node in dict.fromkeys(placed_on):  # the live queue's requeue: only the pods an event can help
+            queue.move(ClusterEvent.assigned_pod("AssignedPodAdd", node))
+        if not queue.pending()["active"] and not queue.pending()["backoff"]:
+            break  # no waiting pod can be helped by what this pass placed
     unplaced = [last_failure[index] for index in sorted(last_failure)]
     return Simulation(
         policy_digest=policy_set.digest,
@@ -189,4 +225,10 @@ def simulate(
         node_count=len(snapshot.nodes),
         passes=passes,
         nodes=_usage(snapshot, placed),
+        evaluations=evaluations,
     )
+
+
+def _summary(decision: Decision) -> Decision:
+    """``decision`` without its per-node detail: what the table and the JSON show, nothing per node."""
+    return dataclasses.replace(decision, verdicts={}, feasible=(), scores={}, totals={})

@@ -424,20 +424,36 @@ def format_source(src: SourceFile, width: int = WIDTH) -> str:
 # ------------------------------------------------------------------------------------------ checks
 
 
+_KEPT_FIELDS: dict[type, tuple[str, ...] | None] = {}
+
+
+def _kept_fields(cls: type) -> tuple[str, ...] | None:
+    """The fields of an AST dataclass that carry meaning (None: not a dataclass); cached per class --
+    ``dataclasses.fields`` per node was most of lint's time on a large file."""
+    names = _KEPT_FIELDS.get(cls, ())
+    if names == ():
+        if dataclasses.is_dataclass(cls):
+            names = tuple(f.name for f in dataclasses.fields(cls)
+                          if not (f.name == "span" or f.name.endswith("_span") or f.name == "file"))
+        else:
+            names = None
+        _KEPT_FIELDS[cls] = names
+    return names
+
+
 def strip_spans(obj: Any) -> Any:
     """An AST value without positions (and without the file name), for comparing meaning."""
-    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
-        if type(obj).__name__ == "Span":
-            return None
-        fields = []
-        for f in dataclasses.fields(obj):
-            if f.name == "span" or f.name.endswith("_span") or f.name == "file":
-                continue
-            fields.append((f.name, strip_spans(getattr(obj, f.name))))
-        return (type(obj).__name__, tuple(fields))
+    cls = type(obj)
+    if cls in (str, int, float, bool) or obj is None:
+        return obj
     if isinstance(obj, (tuple, list)):
         return tuple(strip_spans(x) for x in obj)
-    return obj
+    names = _kept_fields(cls)
+    if names is None or isinstance(obj, type):
+        return obj
+    if cls.__name__ == "Span":
+        return None
+    return (cls.__name__, tuple((n, strip_spans(getattr(obj, n))) for n in names))
 
 
 def same_meaning(a: ast.Module, b: ast.Module) -> bool:

@@ -61,14 +61,14 @@ def _describe_expected(expected: set[str]) -> str:
     shown = _terminal_display()
     parts: list[str] = []
     rest = set(expected)
-    if _EXPR_START <= rest:
+    if rest >= _EXPR_START:
         parts.append("an expression")
         rest -= _EXPR_START | {"MINUS", "NOT", "ALL", "ANY", "IF", "COUNT", "SUM", "AGG_MINMAX", "TRUE", "FALSE"}
     if len(_OPERATORS & rest) >= 4:
         parts.append("an operator")
         rest -= _OPERATORS | {"MINUS", "EQUAL", "NOTEQUAL", "LESSEQUAL", "MOREEQUAL", "__ANON_0", "__ANON_1",
                               "__ANON_2", "__ANON_3", "AND", "OR", "IN", "NOT", "LPAR", "LSQB"}
-        rest = {t for t in rest if not shown.get(t, "").strip("'") in {"==", "!=", "<=", ">="}}
+        rest = {t for t in rest if shown.get(t, "").strip("'") not in {"==", "!=", "<=", ">="}}
     if len(_CLAUSES & rest) >= 4:
         parts.append("the next clause")
         rest -= _CLAUSES
@@ -79,7 +79,7 @@ def _describe_expected(expected: set[str]) -> str:
     if not parts:
         return "something else"
     if len(parts) > 8:
-        parts = parts[:8] + ["..."]
+        parts = [*parts[:8], "..."]
     return parts[0] if len(parts) == 1 else ", ".join(parts[:-1]) + " or " + parts[-1]
 
 
@@ -169,14 +169,19 @@ class _Segments:
 
 
 def _segments(text: str) -> _Segments:
+    """Rule starts with their lines, counted incrementally from the previous start: one pass over the
+    text (recounting from the start of the file for each rule made lint quadratic in rules per file)."""
     starts, lines, cols = [0], [1], [1]
+    prev, line = 0, 1
     for m in _RULE_START.finditer(text):
         off = m.start()
         if off == 0:
             lines[0], cols[0] = 1, m.start(1) + 1
             continue
+        line += text.count("\n", prev, off)
+        prev = off
         starts.append(off)
-        lines.append(text.count("\n", 0, off) + 1)
+        lines.append(line)
         cols.append(m.start(1) - off + 1)
     return _Segments(starts, lines, cols)
 
