@@ -12,7 +12,7 @@ help:
 	@echo "make simulate      the offline mode: simulate the embedded demo cluster (no control plane)"
 	@echo "make test          run every test (builds the control plane on first use)"
 	@echo "make test-fast     run the tests that need no control plane (pytest -m 'not e2e')"
-	@echo "make lint          ruff and mypy --strict over the package (CI runs it too)"
+	@echo "make lint          ruff, mypy --strict, fmt --check of the policies, docs --check (CI runs it too)"
 	@echo "make controlplane  build (or reuse) etcd, kube-apiserver and kube-scheduler"
 	@echo "make up            start a local control plane and print KUBECONFIG=..."
 
@@ -37,6 +37,8 @@ test-fast: venv
 lint: venv
 	$(VENV)/bin/ruff check policyscheduler tests bench
 	$(VENV)/bin/mypy
+	$(VENV)/bin/policyscheduler fmt --check policies/ examples/policies/
+	$(VENV)/bin/policyscheduler docs --check
 
 # The live demo (examples/demo/live.py): builds or reuses the control plane, starts policyscheduler run,
 # creates the bundled demo cluster and prints each placement; DEMO_ARGS=--keep leaves it up for kubectl.

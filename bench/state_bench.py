@@ -74,7 +74,7 @@ def builtin_calls(cl: Any, rec: Any) -> list[tuple[str, tuple[Any, ...]]]:
 
 
 def run_context(args: argparse.Namespace) -> None:
-    from policyscheduler.objects import ClusterSnapshot
+    from policyscheduler.state import ClusterSnapshot
 
     snap = ClusterSnapshot.from_objects(cluster(args.nodes, args.per_node))
     rng = random.Random(1)
@@ -114,7 +114,7 @@ def run_context(args: argparse.Namespace) -> None:
 
 
 def run_build(args: argparse.Namespace) -> None:
-    from policyscheduler.objects import ClusterSnapshot
+    from policyscheduler.state import ClusterSnapshot
 
     t0 = time.perf_counter()
     if args.file:

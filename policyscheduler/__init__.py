@@ -26,7 +26,7 @@ __all__ = [
 ]
 
 _WHERE = {
-    "ClusterSnapshot": "policyscheduler.objects",
+    "ClusterSnapshot": "policyscheduler.state",
     "Decision": "policyscheduler.evaluation",
     "Diagnostic": "policyscheduler.diagnostics",
     "LoadResult": "policyscheduler.loader",
@@ -40,7 +40,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from policyscheduler.diagnostics import Diagnostic
     from policyscheduler.evaluation import Decision, evaluate
     from policyscheduler.loader import LoadResult, PolicySet, load_policy_set, load_policy_texts
-    from policyscheduler.objects import ClusterSnapshot
+    from policyscheduler.state import ClusterSnapshot
 
 
 def __getattr__(name: str) -> Any:

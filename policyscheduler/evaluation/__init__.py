@@ -8,11 +8,11 @@ by name; :class:`Decision` is plain data so the two can be compared with ``==``.
 
 from __future__ import annotations
 
-from policyscheduler.evaluation.decision import FEASIBLE, Decision, Evaluator, NodeVerdict, RuleScore
-from policyscheduler.evaluation.message import failed_scheduling_message
 from policyscheduler.evaluation.compare import diff_decisions
-from policyscheduler.evaluation.normalize import normalize
+from policyscheduler.evaluation.decision import FEASIBLE, Decision, Evaluator, NodeVerdict, RuleScore
 from policyscheduler.evaluation.driver import Backend, Driver
+from policyscheduler.evaluation.message import failed_scheduling_message
+from policyscheduler.evaluation.normalize import normalize
 from policyscheduler.evaluation.reference import ReferenceEvaluator, evaluate, pod_key
 
 ENGINES = ("vector", "reference")

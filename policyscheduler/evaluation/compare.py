@@ -7,6 +7,7 @@ field by field and node by node, so a failing differential test points at the ru
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from policyscheduler.evaluation.decision import Decision
@@ -16,7 +17,7 @@ __all__ = ["diff_decisions"]
 _SCALARS = ("pod", "node", "feasible", "totals", "top", "score", "message", "policy_digest")
 
 
-def _diff_maps(label: str, a: dict[str, Any], b: dict[str, Any], out: list[str]) -> None:
+def _diff_maps(label: str, a: Mapping[str, Any], b: Mapping[str, Any], out: list[str]) -> None:
     for key in sorted(set(a) | set(b)):
         if key not in a:
             out.append(f"{label}[{key!r}]: missing on the left, right has {b[key]!r}")

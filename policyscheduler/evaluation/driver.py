@@ -47,7 +47,8 @@ from policyscheduler.evaluation.normalize import normalize_array, raw_error
 
 if TYPE_CHECKING:
     from policyscheduler.compiler import FilterRule, PolicySet, ScoreRule
-    from policyscheduler.objects import Cluster, ClusterSnapshot, Node, Pod
+    from policyscheduler.objects import Cluster, Node, Pod
+    from policyscheduler.state import ClusterSnapshot
 
 __all__ = [
     "Backend",

@@ -48,7 +48,8 @@ from policyscheduler.evaluation.driver import (
 
 if TYPE_CHECKING:
     from policyscheduler.compiler import FilterRule, PolicySet, ScoreRule
-    from policyscheduler.objects import Cluster, ClusterSnapshot, Pod
+    from policyscheduler.objects import Cluster, Pod
+    from policyscheduler.state import ClusterSnapshot
 
 __all__ = ["ReferenceBackend", "ReferenceEvaluator", "ReferenceRun", "evaluate", "pod_key", "error_verdict"]
 

@@ -8,9 +8,9 @@ Layout: ``selectors`` (label / node selector matching), ``requests`` (PodRequest
 (PodTopologySpread / InterPodAffinity bookkeeping), ``domains`` (the ``PodSelector`` and per-domain
 counts behind ``cluster.pods_with`` / ``count_in_domain`` ...: other pods by topology domain, for rules
 written in policy text), ``cluster`` (the per-pod ``Cluster`` with lazy
-caches, over the ``ClusterIndex`` that the cluster state implements). ``ClusterSnapshot`` moved to
-:mod:`policyscheduler.state`; the name is still forwarded from here, lazily (state imports objects, not
-the other way round). Heavy primitives live here; the rules that combine
+caches, over the ``ClusterIndex`` that the cluster state implements). ``ClusterSnapshot`` lives in
+:mod:`policyscheduler.state`, one floor up (state imports objects, not the other way round). Heavy
+primitives live here; the rules that combine
 them (conditions, reasons, score formulas, normalisation) live in ``policies/*.policy``. Quantity
 parsing is shared with the checker in :mod:`policyscheduler.quantity`.
 
@@ -19,8 +19,6 @@ scoring -- PodTopologySpread's score sizes its domains from the feasible nodes, 
 """
 
 from __future__ import annotations
-
-from typing import Any
 
 from policyscheduler.objects.builtins import taint
 from policyscheduler.objects.cluster import Cluster
@@ -44,17 +42,7 @@ from policyscheduler.schema import ROOTS
 ROOTS.update({"pod": Pod, "node": Node, "cluster": Cluster})
 
 
-def __getattr__(name: str) -> Any:
-    """``ClusterSnapshot``, forwarded from :mod:`policyscheduler.state` at first use (see the docstring)."""
-    if name == "ClusterSnapshot":
-        from policyscheduler.objects import snapshot
-
-        return snapshot.ClusterSnapshot
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
 __all__ = [
-    "ClusterSnapshot",
     "Cluster",
     "Pod",
     "Node",

@@ -102,7 +102,7 @@ def compile_requirement(expr: Any, *, node: bool) -> tuple[Requirement | None, s
     if values is None:
         return None, f"selector requirement {key!r} has non-string values"
     allowed = _NODE_OPS if node else _LABEL_OPS
-    if op not in allowed:
+    if not isinstance(op, str) or op not in allowed:
         return None, f"selector requirement {key!r} has unsupported operator {op!r}"
     if op in ("In", "NotIn") and not values:
         return None, f"selector requirement {key!r} {op} needs at least one value"

@@ -121,7 +121,7 @@ def effective_constraints(pod: Pod, objects: ControllerObjects) -> tuple[tuple[S
     if selector.empty:
         return (), (), False
     defaults = tuple(
-        SpreadConstraint(skew, key, "ScheduleAnyway", 1, "Honor", "Ignore", (), selector)
+        SpreadConstraint(skew, key, "ScheduleAnyway", 1, "Honor", "Ignore", [], selector)
         for key, skew in ((HOSTNAME, 3), (ZONE, 5))
     )
     return (), defaults, False
@@ -410,7 +410,7 @@ class IndexedScoreCounts(ScoreCounts):
             part, _ = domain_sums(codes, len(values), _counts(index, c, pod.namespace, n), included(c) & eligible)
             sums += part
         self.pairs = {}
-        for key, (codes, values, created, sums) in score_codes.items():
+        for key, (_codes, values, created, sums) in score_codes.items():
             for j in np.flatnonzero(created).tolist():
                 self.pairs[(key, values[j])] = int(sums[j])
 

@@ -422,7 +422,7 @@ def run_case(case: Case, policy_set: Any, cov: Coverage | None = None, engine: s
     """Evaluate one case and compare with its expectations."""
     from policyscheduler.compiler.program import trace_rule
     from policyscheduler.evaluation import make_evaluator
-    from policyscheduler.objects import ClusterSnapshot
+    from policyscheduler.state import ClusterSnapshot
 
     problems = validate(case, policy_set)
     if problems:

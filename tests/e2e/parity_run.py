@@ -15,7 +15,7 @@ from collections import Counter
 from typing import Any
 
 from policyscheduler.evaluation import Decision, evaluate
-from policyscheduler.objects import ClusterSnapshot
+from policyscheduler.state import ClusterSnapshot
 from tests.controlplane.api import Api
 from tests.e2e import parity_cluster as pc
 from tests.e2e.parity_report import Mismatch, compare

@@ -24,8 +24,8 @@ from hypothesis import HealthCheck, given, settings
 
 from policyscheduler.compiler import PolicySet
 from policyscheduler.evaluation import Decision, Evaluator, ReferenceEvaluator, diff_decisions
-from policyscheduler.objects import ClusterSnapshot
 from policyscheduler.simulate.run import simulate
+from policyscheduler.state import ClusterSnapshot
 from tests.gen import Case, random_case, random_workload
 from tests.gen.policysets import default_policy_set, user_policy_set
 from tests.gen.strategies import cases

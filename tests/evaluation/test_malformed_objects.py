@@ -17,8 +17,8 @@ from hypothesis import strategies as st
 
 from policyscheduler.evaluation import evaluate
 from policyscheduler.inputs import read_objects
-from policyscheduler.objects import ClusterSnapshot
 from policyscheduler.simulate.defaults import demo_cluster_dir
+from policyscheduler.state import ClusterSnapshot
 from tests.evaluation.policies import default_policies
 
 _DEMO = read_objects([demo_cluster_dir()]).objects

@@ -12,7 +12,7 @@ from tests.evaluation.policies import load
 
 
 def snapshot(*nodes: tuple[str, dict[str, str]], pods: tuple[dict, ...] = ()):
-    from policyscheduler.objects import ClusterSnapshot
+    from policyscheduler.state import ClusterSnapshot
 
     objs = [
         {"kind": "Node", "metadata": {"name": name, "labels": labels},

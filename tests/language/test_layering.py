@@ -67,7 +67,7 @@ def test_override_weight_normalize_and_skip(tmp_path: Path) -> None:
     assert (scores["taint_toleration"].weight, scores["taint_toleration"].normalize) == (1, "reverse")
     assert scores["node_affinity"].normalize == "none"
     ports = {r.name: r for r in ps.filters}["node_ports"]
-    from policyscheduler.objects import ClusterSnapshot
+    from policyscheduler.state import ClusterSnapshot
 
     snap = ClusterSnapshot.from_objects([])
     for labels, want in (({}, False), ({"free-ports": "yes"}, False)):

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from policyscheduler.objects import ClusterSnapshot
+from policyscheduler.state import ClusterSnapshot
 
 from .conftest import make_node, make_pod
 

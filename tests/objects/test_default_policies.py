@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from policyscheduler.objects import ClusterSnapshot
+from policyscheduler.state import ClusterSnapshot
 
 from .conftest import make_node, make_pod
 

@@ -1,6 +1,6 @@
 """ImageLocality's spread-scaled sizes: int(size * nodesWithImage / totalNodes), Go float64 math."""
 
-from policyscheduler.objects import ClusterSnapshot
+from policyscheduler.state import ClusterSnapshot
 
 from .conftest import make_node, make_pod
 

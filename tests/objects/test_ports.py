@@ -1,6 +1,7 @@
 import pytest
 
-from policyscheduler.objects import ClusterSnapshot, HostPort
+from policyscheduler.objects import HostPort
+from policyscheduler.state import ClusterSnapshot
 
 
 @pytest.mark.parametrize(

@@ -4,8 +4,8 @@ from fractions import Fraction
 
 import pytest
 
-from policyscheduler.objects import ClusterSnapshot
 from policyscheduler.objects.requests import is_scalar_resource
+from policyscheduler.state import ClusterSnapshot
 
 Mi = 1024**2
 

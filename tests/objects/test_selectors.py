@@ -2,8 +2,8 @@
 
 import pytest
 
-from policyscheduler.objects import ClusterSnapshot
 from policyscheduler.objects.selectors import compile_label_selector
+from policyscheduler.state import ClusterSnapshot
 
 
 @pytest.mark.parametrize(

@@ -2,7 +2,7 @@
 
 from fractions import Fraction
 
-from policyscheduler.objects import ClusterSnapshot
+from policyscheduler.state import ClusterSnapshot
 
 from .conftest import make_node, make_pod
 

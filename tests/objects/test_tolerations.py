@@ -25,7 +25,7 @@ def test_toleration_matches_taint(tol, taint, ok):
 
 
 def test_pod_tolerates_any(pod_factory):
-    from policyscheduler.objects import ClusterSnapshot
+    from policyscheduler.state import ClusterSnapshot
 
     snap = ClusterSnapshot.from_objects([])
     pod = snap.pod_record(pod_factory("p", tolerations=[{"key": "a", "operator": "Exists"},

@@ -34,7 +34,8 @@ from policyscheduler.objects.records import Pod as PodRecord
 
 if TYPE_CHECKING:
     from policyscheduler.compiler import FilterRule, PolicySet, ScoreRule
-    from policyscheduler.objects import Cluster, ClusterSnapshot, Pod
+    from policyscheduler.objects import Cluster, Pod
+    from policyscheduler.state import ClusterSnapshot
 
 __all__ = ["VectorBackend", "VectorRun", "lowering_report", "lowered"]
 

@@ -116,7 +116,8 @@ class Segments:
 
     def within(self) -> Arr:
         """Each element's position inside its row's list."""
-        return np.arange(self.size, dtype=np.int64) - self.begins[self.seg]
+        out: Arr = np.arange(self.size, dtype=np.int64) - self.begins[self.seg]
+        return out
 
     def sum_ints(self, vals: Arr) -> tuple[Arr, Bools | None]:
         """Exact per-row sums of int64 element values (overflow-guarded)."""

@@ -52,13 +52,13 @@ from policyscheduler.syntax import ast
 
 Fn = Callable[["Ctx"], Value]
 
-_KIND = {BOOL: "bool", INT: "int", FLOAT: "float", STRING: "str", QUANTITY: "q"}
+_KIND: dict[Type, str] = {BOOL: "bool", INT: "int", FLOAT: "float", STRING: "str", QUANTITY: "q"}
 _DISTINCT_RECORDS = ("Taint", "HostPort")
 """Element records evaluated once per distinct value (see columns._DISTINCT)."""
 
 
 def kind_of(t: Type) -> str | None:
-    return _KIND.get(t)  # type: ignore[call-overload]
+    return _KIND.get(t)
 
 
 # ------------------------------------------------------------------------------------ run context
@@ -381,7 +381,7 @@ class Lowerer:
                 ka = kb = "float"
             else:
                 a, b = self.expr(e.left, scope, level), self.expr(e.right, scope, level)
-            return lambda ctx: ops.compare(op, a(ctx), ka, b(ctx), kb, ctx.state.interner)  # type: ignore[arg-type]
+            return lambda ctx: ops.compare(op, a(ctx), ka, b(ctx), kb, ctx.state.interner)
         if isinstance(tr, ListT):
             a, b = self.expr(e.left, scope, level), self.expr(e.right, scope, level)
             return lambda ctx: _concat(a(ctx), b(ctx))
@@ -395,7 +395,7 @@ class Lowerer:
             a, b = self.expr(e.left, scope, level), self.expr(e.right, scope, level)
         else:
             a, b = self.expr_as(e.left, tr, scope, level), self.expr_as(e.right, tr, scope, level)
-        return lambda ctx: ops.arith(op, a(ctx), b(ctx), kind)  # type: ignore[arg-type]
+        return lambda ctx: ops.arith(op, a(ctx), b(ctx), kind)
 
     def _member(self, e: ast.Binary, ta: Type, tb: Type, scope: Scope, level: int) -> Fn:
         a, b = self.expr(e.left, scope, level), self.expr(e.right, scope, level)
@@ -434,13 +434,13 @@ class Lowerer:
                     return Col("bool", hit, x.err)
                 acc: Value = Const(False)
                 for item in xs.value:
-                    acc = _or(acc, ops.compare("==", x, ka, Const(item), kb, interner), ctx)  # type: ignore[arg-type]
+                    acc = _or(acc, ops.compare("==", x, ka, Const(item), kb, interner), ctx)
                 return acc
             assert isinstance(xs, MList)
             acc = Const(False)
             for mask, item in xs.items:
-                hit = _and_mask(ops.compare("==", x, ka, item, kb, interner), mask, ctx)  # type: ignore[arg-type]
-                acc = _or(acc, hit, ctx)
+                same = _and_mask(ops.compare("==", x, ka, item, kb, interner), mask, ctx)
+                acc = _or(acc, same, ctx)
             return with_err(acc, xs.err, "bool", ctx)
 
         return in_list
@@ -653,17 +653,17 @@ class Lowerer:
                 try:
                     v = value(ictx)
                 except Poisoned:
-                    return with_err(Const(zero_value(t)), err_or(segs.any(err), segs.any(mask_array(present, segs.size))) or np.ones(ctx.m, dtype=np.bool_), kind, ctx)  # type: ignore[arg-type]
+                    return with_err(Const(zero_value(t)), err_or(segs.any(err), segs.any(mask_array(present, segs.size))) or np.ones(ctx.m, dtype=np.bool_), kind, ctx)
                 err = err_or(err, _restrict(err_of(v), present))
-                out = _ragged_reduce(agg, kind, v, present, segs, ctx)  # type: ignore[arg-type]
+                out = _ragged_reduce(agg, kind, v, present, segs, ctx)
                 if agg in ("max", "min"):
                     has = segs.count(present) > 0
                     if default is None:
-                        out = with_err(out, ~has if not has.all() else None, kind, ctx)  # type: ignore[arg-type]
+                        out = with_err(out, ~has if not has.all() else None, kind, ctx)
                     elif not has.all():
                         d = default(ctx)
-                        out = ops.select(Col("bool", has), out, d, kind, ctx.state.interner)  # type: ignore[arg-type]
-                return with_err(out, segs.any(err), kind, ctx)  # type: ignore[arg-type]
+                        out = ops.select(Col("bool", has), out, d, kind, ctx.state.interner)
+                return with_err(out, segs.any(err), kind, ctx)
 
             return ragged
 
@@ -679,7 +679,7 @@ class Lowerer:
                 if present is False:
                     continue
                 if agg == "count":
-                    add = Const(1) if present is True else Col("int", present.astype(np.int64), None, 1, 1.0)  # type: ignore[union-attr]
+                    add = Const(1) if present is True else Col("int", present.astype(np.int64), None, 1, 1.0)
                     acc = ops.arith("+", acc, add, "int")
                     continue
                 assert value is not None
@@ -689,25 +689,25 @@ class Lowerer:
                     err = err_or(err, mask_array(present, ctx.m).copy())
                     continue
                 err = err_or(err, _restrict(err_of(v), present))
-                pm: Value = Const(True) if present is True else Col("bool", present)  # type: ignore[arg-type]
+                pm: Value = Const(True) if present is True else Col("bool", present)
                 if agg == "sum":
-                    acc = ops.select(pm, ops.arith("+", acc, v, kind), acc, kind, interner)  # type: ignore[arg-type]
+                    acc = ops.select(pm, ops.arith("+", acc, v, kind), acc, kind, interner)
                     continue
                 if has is False:
                     acc = v
                 else:
-                    better = ops.compare("<" if agg == "min" else ">", v, kind, acc, kind, interner)  # type: ignore[arg-type]
+                    better = ops.compare("<" if agg == "min" else ">", v, kind, acc, kind, interner)
                     take = _and_mask(better, _not(has), ctx, either=True)
-                    acc = ops.select(_and_mask(take, present, ctx), v, acc, kind, interner)  # type: ignore[arg-type]
+                    acc = ops.select(_and_mask(take, present, ctx), v, acc, kind, interner)
                 has = _mask_or(has, present)
             if agg in ("max", "min"):
                 if default is not None:
                     if has is not True:
-                        acc = ops.select(_as_bool(has, ctx), acc, default(ctx), kind, interner)  # type: ignore[arg-type]
+                        acc = ops.select(_as_bool(has, ctx), acc, default(ctx), kind, interner)
                 elif has is not True:
                     missing = ~mask_array(has, ctx.m)
-                    acc = with_err(acc, missing, kind, ctx)  # type: ignore[arg-type]
-            return with_err(acc, err, kind, ctx)  # type: ignore[arg-type]
+                    acc = with_err(acc, missing, kind, ctx)
+            return with_err(acc, err, kind, ctx)
 
         return unrolled
 
@@ -828,11 +828,11 @@ class Lowerer:
                     out.append(fn(cluster, *call))
                     bad.append(False)
                 except Exception:  # noqa: BLE001 -- the reference fails on this node too
-                    out.append(kernels._ZERO[kind])  # type: ignore[index]
+                    out.append(kernels._ZERO[kind])
                     bad.append(True)
-            col = from_python(out, kind, state.interner)  # type: ignore[arg-type]
+            col = from_python(out, kind, state.interner)
             err = np.array(bad, dtype=np.bool_)[inv] if any(bad) else None
-            return Col(kind, col.data[inv], err_or(err, None if col.err is None else col.err[inv]), col.den)  # type: ignore[arg-type]
+            return Col(kind, col.data[inv], err_or(err, None if col.err is None else col.err[inv]), col.den)
 
         return column
 
@@ -891,7 +891,7 @@ class Lowerer:
                 raise Unsupported(f"{name}() of {t}")
             args = [self.expr_as(a, t, scope, level) for a in e.args]
             smallest = name == "min"
-            return lambda ctx: ops.pick([a(ctx) for a in args], kind, smallest, ctx.state.interner)  # type: ignore[arg-type]
+            return lambda ctx: ops.pick([a(ctx) for a in args], kind, smallest, ctx.state.interner)
         arg = e.args[0]
         ta = self.type_of(arg)
         if name == "len":
@@ -912,14 +912,14 @@ class Lowerer:
             raise Unsupported(f"{name}() of {ta}")
         x = self.expr(arg, scope, level)
         if name == "abs":
-            return lambda ctx: ops.absolute(x(ctx), ka)  # type: ignore[arg-type]
+            return lambda ctx: ops.absolute(x(ctx), ka)
         if name in ("trunc", "round"):
             rounding = name == "round"
-            return lambda ctx: ops.trunc_round(x(ctx), ka, rounding)  # type: ignore[arg-type]
+            return lambda ctx: ops.trunc_round(x(ctx), ka, rounding)
         if name == "float":
-            return lambda ctx: ops.to_float(x(ctx), ka)  # type: ignore[arg-type]
+            return lambda ctx: ops.to_float(x(ctx), ka)
         fn = rt.ln if name == "ln" else rt.sqrt
-        return lambda ctx: ops.unary_map(fn, x(ctx), ka, "float", ctx.state.interner)  # type: ignore[arg-type]
+        return lambda ctx: ops.unary_map(fn, x(ctx), ka, "float", ctx.state.interner)
 
 
 # ------------------------------------------------------------------------------------------ helpers
@@ -970,7 +970,7 @@ def _restrict(err: Bools | None, mask: Mask) -> Bools | None:
         return None
     if mask is True:
         return err
-    return err & mask  # type: ignore[operator]
+    return err & mask
 
 
 def _not(m: Mask) -> Mask:
@@ -986,7 +986,7 @@ def _mask_or(a: Mask, b: Mask) -> Mask:
         return b
     if b is False:
         return a
-    return a | b  # type: ignore[operator]
+    return a | b
 
 
 def _as_bool(m: Mask, ctx: Ctx) -> Value:

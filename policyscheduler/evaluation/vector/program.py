@@ -112,7 +112,7 @@ def _start(state: PodState, idx: np.ndarray) -> Ctx:
 def _restrict(err: Bools | None, mask: Mask) -> Bools | None:
     if err is None or mask is False:
         return None
-    return err if mask is True else err & mask  # type: ignore[operator]
+    return err if mask is True else err & mask
 
 
 def _rows(mask: Mask, m: int) -> Bools:

@@ -170,7 +170,7 @@ def mask_and(a: Mask, b: Mask) -> Mask:
         return a
     if a is False or b is False:
         return False
-    return a & b  # type: ignore[operator]
+    return a & b
 
 
 def mask_array(a: Mask, m: int) -> Bools:
@@ -185,14 +185,14 @@ def err_where(mask: Mask, err: Bools | None, m: int) -> Bools | None:
         return None
     if mask is True:
         return err
-    return err & mask  # type: ignore[operator]
+    return err & mask
 
 
 def poison_rows(mask: Mask, m: int) -> Bools | None:
     """The error mask of a value that failed on every row, seen from the rows of ``mask``."""
     if mask is False:
         return None
-    return np.ones(m, dtype=np.bool_) if mask is True else mask.copy()  # type: ignore[union-attr]
+    return np.ones(m, dtype=np.bool_) if mask is True else mask.copy()
 
 
 # ------------------------------------------------------------------------------------ conversions

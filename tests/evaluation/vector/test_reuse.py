@@ -15,7 +15,7 @@ import pytest
 
 from policyscheduler.evaluation import diff_decisions, make_evaluator
 from policyscheduler.evaluation.vector.reuse import ALL_FIELDS, freeze, pod_fields
-from policyscheduler.objects import ClusterSnapshot
+from policyscheduler.state import ClusterSnapshot
 from tests.evaluation.policies import default_policies, load
 from tests.evaluation.vector.test_vector_backend import node, pod
 

@@ -15,7 +15,7 @@ import pytest
 from policyscheduler.compiler import PolicySet
 from policyscheduler.evaluation import diff_decisions, make_evaluator
 from policyscheduler.evaluation.vector import lowering_report
-from policyscheduler.objects import ClusterSnapshot
+from policyscheduler.state import ClusterSnapshot
 from tests.evaluation.policies import default_policies, load
 
 Obj = dict[str, Any]
