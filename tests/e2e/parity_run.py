@@ -14,7 +14,7 @@ import random
 from collections import Counter
 from typing import Any
 
-from policyscheduler.evaluation import Decision, evaluate
+from policyscheduler.evaluation import Decision, diff_decisions, make_evaluator
 from policyscheduler.state import ClusterSnapshot
 from tests.controlplane.api import Api
 from tests.e2e import parity_cluster as pc
@@ -31,14 +31,20 @@ class ParityRun:
         self.decisions: list[Decision] = []
         self.outcomes: Counter[str] = Counter()
         self.mismatches: list[Mismatch] = []
+        self.engine = make_evaluator("vector")  # the default engine decides; the reference must agree
+        self.oracle = make_evaluator("reference")
 
     def check(self, body: dict[str, Any], seed: int) -> tuple[Decision, tuple[str, str]]:
         """Schedule one pod on both sides; an unschedulable pod is deleted again afterwards."""
-        snapshot = ClusterSnapshot.from_objects(pc.list_cluster(self.api))
+        listing = pc.list_cluster(self.api)
+        snapshot = ClusterSnapshot.from_objects(listing)
         meta = body["metadata"]
         namespace, name = meta.get("namespace") or "default", meta["name"]
         stored = self.cluster.create_tracked({**body, "kind": "Pod"})
-        decision = evaluate(self.policy_set, snapshot, stored, rng=random.Random(seed))
+        decision = self.engine.evaluate(self.policy_set, snapshot, stored, rng=random.Random(seed))
+        reference = self.oracle.evaluate(self.policy_set, ClusterSnapshot.from_objects(listing), stored,
+                                         rng=random.Random(seed))
+        assert diff_decisions(decision, reference) == [], diff_decisions(decision, reference)
         # Objects as the API server stores them are never malformed to our object model, so simulate's
         # strictness about malformed fields can never refuse a real `kubectl get -o yaml` snapshot.
         assert snapshot.warnings == [], snapshot.warnings

@@ -7,6 +7,7 @@ import io
 import json
 from pathlib import Path
 from typing import Any
+from unittest import mock
 
 import yaml
 
@@ -47,20 +48,57 @@ def pod(name: str, *, labels: dict[str, str] | None = None, annotations: dict[st
             "status": {"phase": "Running" if on else "Pending"}}
 
 
+ENGINES = ("reference", "vector")
+
+
 def simulate(tmp_path: Path, objects: list[dict[str, Any]], *policies: str | Path,
              extra_args: tuple[str, ...] = ()) -> tuple[int, dict[str, Any] | None, str]:
-    """Run ``policyscheduler simulate SNAPSHOT --policies P ... -o json``: (status, JSON or None, stderr)."""
+    """Run ``policyscheduler simulate SNAPSHOT --policies P ... -o json``: (status, JSON or None, stderr).
+
+    Every run is made with both engines, which must agree exactly (status, JSON document, stderr); the
+    vector engine's runs take its array path even on these small snapshots (``backend.SMALL = 0``, else
+    it hands rules on a handful of nodes to the reference closures). The result returned is the run of
+    the engine ``extra_args`` names with ``--engine``, else the reference's.
+    """
     snapshot = tmp_path / f"snapshot-{len(list(tmp_path.iterdir()))}.yaml"
     snapshot.write_text(yaml.safe_dump_all(objects))
+    args = list(extra_args)
+    engine = "reference"
+    while "--engine" in args:
+        at = args.index("--engine")
+        engine = args[at + 1]
+        del args[at:at + 2]
+    assert engine in ENGINES, engine
+    runs = {e: _simulate_once(snapshot, policies, e, args) for e in ENGINES}
+    assert runs["vector"] == runs["reference"], _difference(runs["reference"], runs["vector"])
+    return runs[engine]
+
+
+def _simulate_once(snapshot: Path, policies: tuple[str | Path, ...], engine: str,
+                   extra_args: list[str]) -> tuple[int, dict[str, Any] | None, str]:
+    from policyscheduler.evaluation.vector import backend
+
     parser = argparse.ArgumentParser()
     simulate_cli.add_arguments(parser)
-    argv = [str(snapshot), "-o", "json", "--engine", "reference", *extra_args]
+    argv = [str(snapshot), "-o", "json", "--engine", engine, *extra_args]
     for p in policies:
         argv += ["--policies", str(p)]
     out, err = io.StringIO(), io.StringIO()
-    status = simulate_cli.run(parser.parse_args(argv), stdout=out, stderr=err)
+    with mock.patch.object(backend, "SMALL", 0):
+        status = simulate_cli.run(parser.parse_args(argv), stdout=out, stderr=err)
     doc = json.loads(out.getvalue()) if out.getvalue() else None
     return status, doc, err.getvalue()
+
+
+def _difference(ref: tuple[int, dict[str, Any] | None, str], vec: tuple[int, dict[str, Any] | None, str]) -> str:
+    """Where the vector engine's run differs from the reference's (for the assertion message)."""
+    if ref[0] != vec[0] or ref[2] != vec[2]:
+        return f"engines differ: reference status {ref[0]}, stderr {ref[2]!r}; vector status {vec[0]}, stderr {vec[2]!r}"
+    a = json.dumps(ref[1], indent=1, sort_keys=True).splitlines()
+    b = json.dumps(vec[1], indent=1, sort_keys=True).splitlines()
+    import difflib
+
+    return "engines differ:\n" + "\n".join(difflib.unified_diff(a, b, "reference", "vector", lineterm="", n=2))
 
 
 def placements(doc: dict[str, Any] | None) -> dict[str, str | None]:

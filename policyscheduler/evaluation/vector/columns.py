@@ -60,6 +60,9 @@ class Interner:
         return np.array([self._codes.get(s, -1) for s in values], dtype=np.int32)
 
     def strings(self, codes: Any) -> list[str]:
+        """The strings of ``codes`` (an integer array or a sequence of ints)."""
+        if isinstance(codes, np.ndarray) and codes.dtype.kind not in "iu":
+            raise TypeError(f"string codes are integers, not {codes.dtype}")
         s = self._strings
         return [s[c] for c in (codes.tolist() if isinstance(codes, np.ndarray) else codes)]
 

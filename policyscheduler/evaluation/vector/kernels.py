@@ -34,6 +34,8 @@ def _values_of(v: Value, kind: str, interner: Any) -> tuple[list[Any], Arr | Non
     if isinstance(v, Const):
         return [v.value], None
     assert isinstance(v, Col)
+    if v.kind != kind:  # a lowering bug: e.g. float data read as string codes would index the interner
+        raise TypeError(f"a {v.kind} column where a {kind} column was expected")
     if kind == "str":
         uniq, inv = np.unique(v.data, return_inverse=True)
         return interner.strings(uniq), inv
@@ -47,6 +49,9 @@ def _values_of(v: Value, kind: str, interner: Any) -> tuple[list[Any], Arr | Non
             return [Fraction(int(n), int(d)) for n, d in zip(uniq[0].tolist(), uniq[1].tolist())], inv.reshape(-1)
         uniq, inv = np.unique(v.data, return_inverse=True)
         return [Fraction(int(n), den) for n in uniq.tolist()], inv
+    if kind == "float":  # distinct by bit pattern: 0.0 and -0.0 are equal but str() tells them apart
+        bits, inv = np.unique(v.data.view(np.int64), return_inverse=True)
+        return bits.view(np.float64).tolist(), inv
     uniq, inv = np.unique(v.data, return_inverse=True)
     return uniq.tolist(), inv
 

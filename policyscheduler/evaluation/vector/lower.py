@@ -908,18 +908,60 @@ class Lowerer:
             x = self.expr(arg, scope, level)
             return lambda ctx: _first(x(ctx), ctx)
         ka = kind_of(ta)
-        if ka not in ("int", "float", "q"):
-            raise Unsupported(f"{name}() of {ta}")
+        if name in _STRING_GENERICS:  # lower(s), is_int(s), starts_with(s, t), ...: once per distinct string
+            if not all(self.type_of(a) == STRING for a in e.args):
+                raise Unsupported(f"{name}() of {', '.join(str(self.type_of(a)) for a in e.args)}")
+            fn, kind_out = _STRING_GENERICS[name]
+            xs = [self.expr(a, scope, level) for a in e.args]
+            return lambda ctx: _map_strings(fn, kind_out, [x(ctx) for x in xs], ctx)
+        if name == "str":
+            if ka is None:
+                raise Unsupported(f"str() of {ta}")
+            x = self.expr(arg, scope, level)
+            if ka == "str":
+                return x
+            # the reference's own formatting (Go's), once per distinct value; the result is interned
+            return lambda ctx: ops.unary_map(_to_str, x(ctx), ka, "str", ctx.state.interner)
+        if ka not in ("int", "float", "q") or name not in _NUMERIC_GENERICS:
+            raise Unsupported(f"{name}() of {ta}")  # split(), int(s) / float(s) / quantity(s) of strings, ...
         x = self.expr(arg, scope, level)
         if name == "abs":
             return lambda ctx: ops.absolute(x(ctx), ka)
-        if name in ("trunc", "round"):
+        if name in ("trunc", "round", "int"):  # int(x) of a number is trunc(x) (rt.go_trunc in both)
             rounding = name == "round"
             return lambda ctx: ops.trunc_round(x(ctx), ka, rounding)
         if name == "float":
             return lambda ctx: ops.to_float(x(ctx), ka)
-        fn = rt.ln if name == "ln" else rt.sqrt
-        return lambda ctx: ops.unary_map(fn, x(ctx), ka, "float", ctx.state.interner)
+        if name == "quantity":  # of an int or a quantity (the checker allows no other): exact, as Fraction(x)
+            return lambda ctx: convert(x(ctx), "q")
+        fn1 = rt.ln if name == "ln" else rt.sqrt
+        return lambda ctx: ops.unary_map(fn1, x(ctx), ka, "float", ctx.state.interner)
+
+
+_STRING_GENERICS: dict[str, tuple[Callable[..., Any], str]] = {
+    "lower": (str.lower, "str"), "is_int": (rt.is_int, "bool"), "is_float": (rt.is_float, "bool"),
+    "is_quantity": (rt.is_quantity, "bool"), "starts_with": (str.startswith, "bool"),
+    "ends_with": (str.endswith, "bool"),
+}
+"""Generic builtins over strings, by name: the reference's function (closures._ONE_ARG_GENERICS /
+_TWO_ARG_GENERICS) and the result's kind."""
+
+_NUMERIC_GENERICS = frozenset({"abs", "trunc", "round", "int", "float", "quantity", "ln", "sqrt"})
+"""Generic builtins of one number lowered by :meth:`Lowerer._generic`; any other name is Unsupported."""
+
+
+def _map_strings(fn: Callable[..., Any], kind_out: str, args: list[Value], ctx: Ctx) -> Value:
+    """``fn(*args)`` of string values: folded when every argument is a constant, else per distinct value."""
+    consts = [a.value for a in args if isinstance(a, Const)]
+    if len(consts) == len(args):
+        return ops._py(fn, *consts)
+    return kernels.map_strings(fn, kind_out, args, ctx.state.interner)
+
+
+def _to_str(x: Any) -> str:
+    """``str(x)`` exactly as the reference's :func:`~policyscheduler.compiler.builtins.to_str`, which tells
+    bools and ints apart by their Python type: a numpy scalar is made a Python value first."""
+    return rt.to_str(x.item() if isinstance(x, np.generic) else x)
 
 
 # ------------------------------------------------------------------------------------------ helpers

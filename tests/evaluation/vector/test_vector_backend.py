@@ -3,6 +3,10 @@
 Each test loads a policy, checks that its rules take the path it expects (``lowering_report``), and
 asserts that both backends return equal decisions (``diff_decisions`` empty, same tie-break draw) for
 a few pending pods -- including runtime errors, numbers beyond int64 and incremental node updates.
+
+The clusters here are small, and the vector backend hands rules over to the reference closures on up
+to ``backend.SMALL`` nodes; every test therefore runs with ``SMALL = 0`` so that the array path itself
+is what is compared.
 """
 
 from __future__ import annotations
@@ -19,6 +23,14 @@ from policyscheduler.state import ClusterSnapshot
 from tests.evaluation.policies import default_policies, load
 
 Obj = dict[str, Any]
+
+
+@pytest.fixture(autouse=True)
+def _vector_path_on_small_clusters(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Lowered rules take the array path on every cluster size (see the module docstring)."""
+    from policyscheduler.evaluation.vector import backend
+
+    monkeypatch.setattr(backend, "SMALL", 0)
 
 
 def node(name: str, labels: dict[str, str] | None = None, *, cpu: str = "4", memory: str = "8Gi", pods: str = "110",
@@ -258,3 +270,95 @@ def test_generated_clusters_with_the_default_policies(seed: int) -> None:
     case = random_case(seed + 500)
     objects = [o for o in case.objects]
     agree(default_policies(), objects, [case.pod])
+
+
+def test_str_of_a_per_node_int_in_a_reason_with_two_distinct_values() -> None:
+    """The bug report's repro: the failing nodes run 1 and 0 pods (str() was lowered as sqrt())."""
+    agree(load('''
+filter q
+  require false else "node(s) run " + str(node.pod_count) + " pods"
+'''), [node("n1"), node("n2"), pod("r", on="n1")], [pod("p")])
+
+
+STR_CLUSTER = [
+    *CLUSTER,
+    node("n5", {"zone": "c", "team": "red"}, cpu="1500m", memory="3Gi", pods="7", unschedulable=True),
+    pod("r5", on="n5", cpu="333m", priority=-4),
+    pod("r6", on="n5", memory="1536Mi", priority=1_000_000),
+    pod("r7", on="n5", priority=12),
+]
+
+
+STR_REASONS = {
+    "ints": '''
+filter ints
+  require false else "pods=" + str(node.pod_count) + " neg=" + str(-node.pod_count * 1000000)
+    + " sum=" + str(sum(p in node.pods: p.priority))
+''',
+    "floats": '''
+filter floats
+  let f = float(node.pod_count)
+  require false else str(f / 3.0) + "|" + str(f * 1000000.0) + "|" + str(f / 100000.0) + "|"
+    + str(float(1 - node.pod_count) * 0.0) + "|" + str(sqrt(f)) + "|" + str(f) + "|" + str(-f / 7.0)
+''',
+    "quantities": '''
+filter quantities
+  require false else str(node.allocatable["cpu"]) + " " + str(node.allocatable["memory"]) + " "
+    + str(node.allocatable["cpu"] / 3) + " " + str(node.requested["cpu"]) + " " + str(node.allocatable["pods"] - 1)
+    + " " + str(-node.requested["memory"] / 1000)
+''',
+    "bools": '''
+filter bools
+  require false else str(node.unschedulable) + "/" + str(node.pod_count > 1) + "/" + str("zone" in node.labels)
+''',
+    "strings": '''
+filter strings
+  require false else str(node.labels["zone"]) + str(len(str(node.pod_count * 7)))
+''',
+    "reject_when": '''
+filter reject_when
+  reject "node runs " + str(node.pod_count) + " pods, " + str(float(node.pod_count) / 4.0) + " quarters"
+    when node.pod_count > 0
+''',
+    "reject_each_node_pods": '''
+filter reject_each_node_pods
+  reject each ["p" + str(p.priority) + ":" + str(p.requests["cpu"]) + ":" + str(float(p.priority) / 8.0)
+    + ":" + str(p.priority > 5) for p in node.pods]
+''',
+    "reject_each_unrolled": '''
+filter reject_each_unrolled
+  reject each [r + "=" + str(node.allocatable[r]) + "/" + str(node.allocatable[r] > 1) + "/"
+    + str(float(node.allocatable[r]) / 3.0) + "/" + str(node.pod_count) for r in ["cpu", "memory"]
+    where node.allocatable[r] < 10]
+''',
+    "pod_level": '''
+filter pod_level
+  reject "prio " + str(pod.priority) + " cpu " + str(pod.requests["cpu"]) + " mem " + str(pod.requests["memory"])
+    + " " + str(float(pod.priority) / 3.0) + " " + str(pod.priority > 0) when node.pod_count != 1
+  reject each ["want " + str(x) + " " + str(float(x) * 0.1) for x in [pod.priority, len(pod.labels)]
+    where node.pod_count > x]
+''',
+}
+
+
+@pytest.mark.parametrize("rule", sorted(STR_REASONS))
+def test_str_of_ints_floats_quantities_and_bools_in_reasons(rule: str) -> None:
+    """str() in ``require ... else``, ``reject ... when`` and ``reject each`` reasons, per node, per item of
+    the node's pods, per item of an unrolled pod-level list, and of pod-level values (one rule per policy:
+    a filter only sees the nodes the ones before it passed)."""
+    agree(load(STR_REASONS[rule]), STR_CLUSTER, PENDING)
+
+
+def test_numeric_conversions_and_string_builtins_on_node_values() -> None:
+    """int(), quantity(), lower(), starts_with() ... of per-node values are themselves (not sqrt())."""
+    agree(load('''
+filter text
+  require not starts_with(node.labels["team"], "bl") else "blue-ish " + lower(node.labels["team"] + "X")
+  require not ends_with(node.labels["zone"], "c") and not is_int(node.labels["kernel"] + "x")
+    else "zone c or odd kernel " + str(is_int(node.labels["kernel"])) + str(is_quantity(node.labels["gpu"]))
+    + str(is_float(node.labels["kernel"]))
+score conversions weight 1 normalize none
+  value int(node.allocatable["cpu"] * 10) + trunc(quantity(node.pod_count) * 1000 / 7) + int(float(node.pod_count) * 2.5)
+score lengths weight 1 normalize minmax
+  value len(str(node.allocatable["memory"])) + len(str(float(node.pod_count) / 7.0)) + len(lower(node.labels["zone"]))
+'''), STR_CLUSTER, PENDING)
