@@ -9,8 +9,12 @@ trace's reasons are checked against the verdict's, so the two can never silently
 
 Sources: a snapshot (``--cluster PATH...``, read like ``simulate`` reads its inputs; default: the
 bundled demo) or a live cluster (``--kubeconfig``; nodes, pods and the objects default spreading reads
-are listed with the raw-JSON client). A bound pod is explained as if it were pending (it is taken out
-of its node first). Exit 0 when the pod was explained, 2 for bad input, an unknown pod or bad policies.
+are listed with the raw-JSON client). Policies: the bundled defaults, ``--policies`` paths, then the
+``*.policy`` keys of ``--policies-configmap NAMESPACE/NAME`` (the ConfigMap ``run --policies-configmap``
+reads), layered exactly as ``run`` layers them, so the digest printed (and ``policy_source``, which says
+where the set came from) is the one the scheduler reports for the same sources. A bound pod is
+explained as if it were pending (it is taken out of its node first). Exit 0 when the pod was
+explained, 2 for bad input, an unknown pod, an unreadable ConfigMap or bad policies.
 """
 
 from __future__ import annotations
@@ -50,6 +54,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--policies", metavar="DIR", action="append",
                         help="policy folder or file (repeatable), layered on the bundled defaults exactly as "
                         "simulate and run layer them")
+    parser.add_argument("--policies-configmap", metavar="NAMESPACE/NAME",
+                        help="the policies of this ConfigMap (every *.policy key), as 'run --policies-configmap' "
+                        "loads them: layered after the bundled defaults and --policies; read through "
+                        "--kubeconfig/--context (else in-cluster or ~/.kube/config)")
     parser.add_argument("--allow-empty", action="store_true", help="accept a policy set without filters")
     parser.add_argument("--node", metavar="NAME", help="show only this node")
     parser.add_argument("--docs", action="store_true", help="print the ## documentation of the rules involved")
@@ -159,6 +167,8 @@ def render_table(doc: dict[str, Any], *, node: str | None = None, docs: bool = F
     feasible = sum(1 for n in doc["nodes"] if n["feasible"])
     lines.append(f"pod {doc['pod']}: {len(doc['nodes'])} nodes, {feasible} feasible "
                  f"(policy digest {doc['policy_digest'][:12]}, engine {doc['engine']})")
+    if doc.get("policy_source"):
+        lines.append(f"policies: {doc['policy_source']} (digest {doc['policy_digest']})")
     if doc["node"] is not None:
         ties = doc["top"]
         tie = f"; tied with {', '.join(t for t in ties if t != doc['node'])} (seeded tie-break)" if len(ties) > 1 else ""
@@ -222,43 +232,85 @@ def _find_pod(objects: Sequence[dict[str, Any]], wanted: str) -> dict[str, Any] 
     return None
 
 
-def live_objects(kubeconfig: str | None, context: str | None) -> list[dict[str, Any]]:
-    """Nodes, pods and the objects default spreading reads, listed from the API server (raw JSON)."""
+def _client(kubeconfig: str | None, context: str | None) -> Any:
     from policyscheduler.kube.config import load_connection
     from policyscheduler.kube.rest import RestClient
 
-    client = RestClient(load_connection(kubeconfig, context))
+    return RestClient(load_connection(kubeconfig, context))
+
+
+def live_objects(kubeconfig: str | None, context: str | None, *, client: Any = None) -> list[dict[str, Any]]:
+    """Nodes, pods and the objects default spreading reads, listed from the API server (raw JSON).
+
+    List items carry no ``kind``/``apiVersion``; both are filled in from the list, as in a snapshot file.
+    """
+    client = client if client is not None else _client(kubeconfig, context)
     objects: list[dict[str, Any]] = []
     for path, kind in _LIVE_LISTS:
         listed = client.get(path) or {}
         for item in listed.get("items") or []:
             item.setdefault("kind", kind)
+            if listed.get("apiVersion"):
+                item.setdefault("apiVersion", listed["apiVersion"])
             objects.append(item)
     return objects
+
+
+def configmap_policies(client: Any, ref: tuple[str, str]) -> list[tuple[str, str]]:
+    """The (key, text) policy files of the ConfigMap ``ref``, exactly as ``run --policies-configmap`` takes
+    them (:func:`policyscheduler.kube.policysource.policy_texts`); PolicySourceError when it cannot be read."""
+    from policyscheduler.kube.policysource import policy_texts, read_configmap
+
+    return policy_texts(read_configmap(client, *ref, wait=0))
+
+
+def _policy_source(paths: Sequence[str], configmap: tuple[str, str] | None) -> str:
+    """Where the policy set came from, worded like the scheduler's ``source`` log field."""
+    parts = [f"ConfigMap {configmap[0]}/{configmap[1]}"] if configmap else []
+    parts += [str(p) for p in paths]
+    return ", ".join(parts) or "the bundled default set"
 
 
 def run(args: argparse.Namespace, *, stdout: TextIO | None = None, stderr: TextIO | None = None) -> int:
     """Execute ``explain``; returns the exit status."""
     from policyscheduler.diagnostics import render_text
     from policyscheduler.inputs import read_objects
+    from policyscheduler.kube.policysource import parse_configmap_ref
     from policyscheduler.loader import load_layered
     from policyscheduler.simulate.defaults import demo_cluster_dir
     from policyscheduler.simulate.run import prepare
 
     out = stdout if stdout is not None else sys.stdout
     err = stderr if stderr is not None else sys.stderr
-    loaded = load_layered(list(args.policies or []), allow_empty=args.allow_empty)
+    if args.kubeconfig is not None and args.cluster:
+        err.write("policyscheduler explain: give --cluster or --kubeconfig, not both\n")
+        return EXIT_BAD_INPUT
+    context = getattr(args, "context", None)
+    configmap: tuple[str, str] | None = None
+    texts: list[tuple[str, str]] = []
+    client: Any = None
+    if getattr(args, "policies_configmap", None):
+        try:
+            configmap = parse_configmap_ref(args.policies_configmap)
+            client = _client(args.kubeconfig, context)
+            texts = configmap_policies(client, configmap)
+        except Exception as exc:  # noqa: BLE001 -- a bad reference, configuration or API error: a message
+            err.write(f"policyscheduler explain: cannot read the policies: {exc}\n")
+            return EXIT_BAD_INPUT
+    policy_paths = list(args.policies or [])
+    loaded = load_layered(policy_paths, texts=texts, allow_empty=args.allow_empty)
     if loaded.diagnostics:
         err.write(render_text(loaded.diagnostics, loaded.sources).rstrip("\n") + "\n")
     if loaded.policy_set is None:
         err.write("policyscheduler explain: the policies have errors\n")
         return EXIT_BAD_INPUT
-    if args.kubeconfig is not None and args.cluster:
-        err.write("policyscheduler explain: give --cluster or --kubeconfig, not both\n")
-        return EXIT_BAD_INPUT
+    source = _policy_source(policy_paths, configmap)
+    where = "in the input"
     if args.kubeconfig is not None:
+        where = "in the cluster"
         try:
-            objects = live_objects(args.kubeconfig, getattr(args, "context", None))
+            objects = live_objects(args.kubeconfig, context,
+                                   client=client if client is not None else _client(args.kubeconfig, context))
         except Exception as exc:  # noqa: BLE001 -- configuration or API errors: a message, not a traceback
             err.write(f"policyscheduler explain: cannot read the cluster: {exc}\n")
             return EXIT_BAD_INPUT
@@ -282,7 +334,7 @@ def run(args: argparse.Namespace, *, stdout: TextIO | None = None, stderr: TextI
 
         close = difflib.get_close_matches(f"{ns}/{name}", known, n=3)
         hint = f"; did you mean {' or '.join(close)}?" if close else ""
-        err.write(f"policyscheduler explain: no pod {ns}/{name} in the input ({len(known)} pods){hint}\n")
+        err.write(f"policyscheduler explain: no pod {ns}/{name} {where} ({len(known)} pods){hint}\n")
         return EXIT_BAD_INPUT
     if (pod.get("spec") or {}).get("nodeName"):
         err.write(f"note: pod {args.pod} is bound to {pod['spec']['nodeName']}; explained as if it were pending\n")
@@ -291,12 +343,13 @@ def run(args: argparse.Namespace, *, stdout: TextIO | None = None, stderr: TextI
         pod["spec"].pop("nodeName", None)
     if args.node is not None and not any(o.get("kind") == "Node" and (o.get("metadata") or {}).get("name") == args.node
                                          for o in objects):
-        err.write(f"policyscheduler explain: no node {args.node} in the input\n")
+        err.write(f"policyscheduler explain: no node {args.node} {where}\n")
         return EXIT_BAD_INPUT
     others = [o for o in objects if not (o.get("kind") == "Pod" and not (o.get("spec") or {}).get("nodeName"))]
     prepared = prepare(others)
     doc = explain(loaded.policy_set, prepared.snapshot, pod, engine=args.engine, sources=loaded.sources,
                   seed=args.seed)
+    doc = {"pod": doc["pod"], "policy_digest": doc["policy_digest"], "policy_source": source, **doc}
     if args.output == "json":
         out.write(_escape_json(json.dumps(to_json(doc, node=args.node, docs=args.docs), indent=2)) + "\n")
     else:
