@@ -250,7 +250,7 @@ class _Printer:
             return _Group(["reject pod ", x(c.reason, EXPR), _Nest(INDENT, [LINE, "when ", x(c.when, EXPR)])])
         if isinstance(c, ast.Reject):
             reason = x(c.reason, EXPR)
-            if isinstance(c.reason, ast.Name) and c.reason.id in ("pod", "each"):
+            if _leftmost_name(c.reason) in ("pod", "each"):  # `reject pod + 0 when` reads as `reject pod ...`
                 reason = ["(", reason, ")"]
             return _Group(["reject ", reason, _Nest(INDENT, [LINE, "when ", x(c.when, EXPR)])])
         if isinstance(c, ast.RejectEach):
@@ -468,3 +468,19 @@ def _verify(src: SourceFile, before: ast.Module, text: str) -> None:
                           "the file is left as it is")
     if sorted(c.text for c in scan_comments(src.text)) != sorted(c.text for c in scan_comments(text)):
         raise FormatError(f"{src.name}: formatting would lose a comment (a bug in fmt); the file is left as it is")
+
+
+def _leftmost_name(e: ast.Expr) -> str | None:
+    """The name an expression's text starts with (``pod`` in ``pod.name + "x"``), or None when it starts
+    with a literal, a keyword, an operator or a bracket."""
+    while True:
+        if isinstance(e, ast.Name):
+            return e.id
+        if isinstance(e, ast.Binary):
+            e = e.left
+        elif isinstance(e, (ast.Attr, ast.Index)):
+            e = e.obj
+        elif isinstance(e, ast.Call):
+            e = e.func
+        else:
+            return None

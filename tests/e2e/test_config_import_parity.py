@@ -71,8 +71,20 @@ CONFIGS: dict[str, dict[str, Any]] = {
 
 
 @pytest.fixture(scope="module")
-def demo(control_plane: ControlPlane) -> Iterator[tuple[pc.DemoCluster, list[dict[str, Any]]]]:
-    api = control_plane.api()
+def own_plane() -> Iterator[ControlPlane]:
+    """A control plane of this module's own: the demo cluster can be loaded once per API server (no
+    namespace controller runs to finish deleting its namespaces), and the kube-scheduler parity test
+    loads it into the session's control plane."""
+    cp = ControlPlane.start()
+    try:
+        yield cp
+    finally:
+        cp.stop()
+
+
+@pytest.fixture(scope="module")
+def demo(own_plane: ControlPlane) -> Iterator[tuple[pc.DemoCluster, list[dict[str, Any]]]]:
+    api = own_plane.api()
     cluster = pc.DemoCluster(api, pc.demo_objects())
     try:
         cluster.load()
@@ -91,16 +103,16 @@ def _imported_policy_set(name: str, kube: dict[str, Any]) -> Any:
 
 
 @pytest.mark.parametrize("name", list(CONFIGS))
-def test_imported_config_places_pods_as_kube_scheduler(name: str, control_plane: ControlPlane,
+def test_imported_config_places_pods_as_kube_scheduler(name: str, own_plane: ControlPlane,
                                                        demo: tuple[pc.DemoCluster, list[dict[str, Any]]]) -> None:
     cluster, queue = demo
     policy_set = _imported_policy_set(name, CONFIGS[name])
     index = list(CONFIGS).index(name)
     pods = queue[index * PODS_PER_CONFIG:(index + 1) * PODS_PER_CONFIG]
-    sched = control_plane.start_scheduler(CONFIGS[name], args=SCHEDULER_ARGS)
+    sched = own_plane.start_scheduler(CONFIGS[name], args=SCHEDULER_ARGS)
     started = time.monotonic()
     try:
-        run = ParityRun(control_plane.api(), policy_set, cluster)
+        run = ParityRun(own_plane.api(), policy_set, cluster)
         for i, pod in enumerate(pods):
             run.check(pc.adapt_pod(pod, cluster.owner_uids, pending=True), seed=index * 1000 + i)
         summary = run.summary(time.monotonic() - started)
@@ -113,4 +125,4 @@ def test_imported_config_places_pods_as_kube_scheduler(name: str, control_plane:
         assert run.outcomes["bound"] > 0
         assert coverage(run.decisions).get(EXERCISED[name], 0) > 0, summary
     finally:
-        control_plane.stop_scheduler(sched)
+        own_plane.stop_scheduler(sched)

@@ -180,3 +180,12 @@ def test_mutated_seeds(text: str) -> None:
 def test_seeds() -> None:
     for seed in SEEDS:
         _check(seed)
+
+
+@pytest.mark.parametrize("reason", ['(pod + 0)', '(pod.name + "x")', '(pod.labels["a"])', '(each)'])
+def test_a_reject_reason_starting_with_pod_or_each_keeps_its_parentheses(reason: str) -> None:
+    """Without them the text reads as a `reject pod` / `reject each` clause (found by hypothesis)."""
+    lets = '  let each = "e"\n' if "each" in reason else ""
+    text = f'filter f0\n  reason "r"\n{lets}  reject {reason} when false\n'
+    _check(text)
+    assert f"reject {reason} when" in _fmt(text)
