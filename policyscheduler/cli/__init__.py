@@ -9,6 +9,7 @@ traceback, unless ``POLICYSCHEDULER_DEBUG=1`` asks for one.
 from __future__ import annotations
 
 import argparse
+import importlib
 import os
 import sys
 from collections.abc import Sequence
@@ -79,9 +80,34 @@ def _version() -> str:
         return "0+unknown"
 
 
-def _parser() -> argparse.ArgumentParser:
-    from policyscheduler.cli import simulate
+_COMMANDS: dict[str, tuple[str, str, str]] = {
+    # name: (module with add_arguments(parser) and run(args) -> int, help, description); lint parses its own
+    "simulate": ("policyscheduler.cli.simulate", "schedule a snapshot's pending pods under a policy set",
+                 "Schedule the pending pods of a cluster snapshot one by one under a policy set."),
+    "run": ("policyscheduler.cli.run", "the live scheduler: watch the cluster, decide with the policies, bind",
+            "Schedule the pods whose spec.schedulerName is ours on a live cluster."),
+    "policies": ("policyscheduler.cli.policies",
+                 "about the bundled default policies ('policies path': where they are)",
+                 "Print where the bundled default policy set is (the one every command layers your files on)."),
+    "explain": ("policyscheduler.cli.explain",
+                "why a pod goes where it goes (or fits nowhere): per node, the rule and clause, the scores",
+                "Explain the scheduler's decision for one pod on a snapshot (--cluster) or a live cluster "
+                "(--kubeconfig), with the same policies and engine the scheduler uses."),
+    "test": ("policyscheduler.cli.policytest", "run policy tests (YAML cases next to the policies); exit 1 on failure",
+             "Run the policy test cases found under PATH (YAML files with a pod and expectations)."),
+    "fmt": ("policyscheduler.cli.fmt", "format .policy files in the canonical layout (--check, --diff)",
+            "Format .policy files in place in the one canonical layout, keeping every comment."),
+    "docs": ("policyscheduler.cli.docs",
+             "write (or --check) the generated language reference grammar/REFERENCE.md",
+             "Generate the language reference from the schema, the builtins and the lint catalogue."),
+    "config": ("policyscheduler.cli.config",
+               "the configuration file: 'config import' a KubeSchedulerConfiguration, 'config check' a file",
+               "Work with PolicySchedulerConfiguration files (--config)."),
+}
+"""Every subcommand but lint: one table, so registering and dispatching cannot drift apart."""
 
+
+def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="policyscheduler",
         description="A Kubernetes scheduler whose filter and score rules are .policy files.",
@@ -93,63 +119,9 @@ def _parser() -> argparse.ArgumentParser:
         help="check .policy files (exit 0 clean, 1 errors found)",
         add_help=False,
     )
-    sim = commands.add_parser(
-        "simulate",
-        help="schedule a snapshot's pending pods under a policy set",
-        description="Schedule the pending pods of a cluster snapshot one by one under a policy set.",
-    )
-    simulate.add_arguments(sim)
-    from policyscheduler.cli import run as run_command
-
-    live = commands.add_parser(
-        "run",
-        help="the live scheduler: watch the cluster, decide with the policies, bind",
-        description="Schedule the pods whose spec.schedulerName is ours on a live cluster.",
-    )
-    run_command.add_arguments(live)
-    from policyscheduler.cli import policies
-
-    policies.add_arguments(commands.add_parser(
-        "policies",
-        help="about the bundled default policies ('policies path': where they are)",
-        description="Print where the bundled default policy set is (the one every command layers your files on).",
-    ))
-    from policyscheduler.cli import explain
-
-    explain.add_arguments(commands.add_parser(
-        "explain",
-        help="why a pod goes where it goes (or fits nowhere): per node, the rule and clause, the scores",
-        description="Explain the scheduler's decision for one pod on a snapshot (--cluster) or a live cluster "
-        "(--kubeconfig), with the same policies and engine the scheduler uses.",
-    ))
-    from policyscheduler.cli import policytest
-
-    policytest.add_arguments(commands.add_parser(
-        "test",
-        help="run policy tests (YAML cases next to the policies); exit 1 on failure",
-        description="Run the policy test cases found under PATH (YAML files with a pod and expectations).",
-    ))
-    from policyscheduler.cli import fmt
-
-    fmt.add_arguments(commands.add_parser(
-        "fmt",
-        help="format .policy files in the canonical layout (--check, --diff)",
-        description="Format .policy files in place in the one canonical layout, keeping every comment.",
-    ))
-    from policyscheduler.cli import docs
-
-    docs.add_arguments(commands.add_parser(
-        "docs",
-        help="write (or --check) the generated language reference grammar/REFERENCE.md",
-        description="Generate the language reference from the schema, the builtins and the lint catalogue.",
-    ))
-    from policyscheduler.cli import config as config_command
-
-    config_command.add_arguments(commands.add_parser(
-        "config",
-        help="the configuration file: 'config import' a KubeSchedulerConfiguration, 'config check' a file",
-        description="Work with PolicySchedulerConfiguration files (--config).",
-    ))
+    for name, (module, help_text, description) in _COMMANDS.items():
+        sub = commands.add_parser(name, help=help_text, description=description)
+        importlib.import_module(module).add_arguments(sub)
     return parser
 
 
@@ -160,38 +132,9 @@ def _dispatch(argv: list[str]) -> int:
         return int(lint.main(argv[1:]))
     parser = _parser()
     args = parser.parse_args(argv)
-    if args.command == "simulate":
-        from policyscheduler.cli import simulate
-
-        return simulate.run(args)
-    if args.command == "run":
-        from policyscheduler.cli import run as run_command
-
-        return run_command.run(args)
-    if args.command == "explain":
-        from policyscheduler.cli import explain
-
-        return explain.run(args)
-    if args.command == "test":
-        from policyscheduler.cli import policytest
-
-        return policytest.run(args)
-    if args.command == "fmt":
-        from policyscheduler.cli import fmt
-
-        return fmt.run(args)
-    if args.command == "docs":
-        from policyscheduler.cli import docs
-
-        return docs.run(args)
-    if args.command == "config":
-        from policyscheduler.cli import config as config_command
-
-        return config_command.run(args)
-    if args.command == "policies":
-        from policyscheduler.cli import policies
-
-        return policies.run(args)
+    if args.command in _COMMANDS:
+        module = importlib.import_module(_COMMANDS[args.command][0])
+        return int(module.run(args))
     parser.print_help(sys.stderr)
     return 2
 

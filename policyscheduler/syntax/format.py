@@ -311,6 +311,11 @@ def _overrides_ok(item: Any) -> bool:
     return len(kinds) == len(set(kinds))
 
 
+def expression_text(e: ast.Expr) -> str:
+    """One expression as canonical policy text on a single line (what ``fmt`` prints, never wrapped)."""
+    return render(_Printer(SourceFile("", "")).expr(e), 0, width=1 << 30)
+
+
 def format_source(src: SourceFile, width: int = WIDTH) -> str:
     """``src`` in the canonical layout; :class:`FormatError` when it does not parse or cannot be kept equal."""
     module, diags = parse(src)
