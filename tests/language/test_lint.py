@@ -111,3 +111,27 @@ def test_default_policies_lint_clean(capsys: pytest.CaptureFixture[str]) -> None
     status = lint.main([str(REPO / "policies")])
     out = capsys.readouterr().out
     assert status == 0, out
+
+
+def test_a_parser_failure_that_is_no_syntax_error_is_a_parse_error_diagnostic(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    """parse-error is the defensive code for a failure of the parsing library that is not a located
+    syntax error (nothing in our grammar produces one today): it must stay a diagnostic, never a crash."""
+    import lark
+
+    from policyscheduler.syntax import parser as parser_module
+
+    real = parser_module.get_parser()
+
+    class Failing:
+        terminals = real.terminals
+
+        def parse(self, *args: object, **kwargs: object) -> object:
+            raise lark.exceptions.LarkError("grammar engine failure")
+
+    monkeypatch.setattr(parser_module, "get_parser", lambda: Failing())
+    (tmp_path / "a.policy").write_text(VALID)
+    assert lint.main([str(tmp_path / "a.policy")]) == 1
+    out = capsys.readouterr().out
+    assert "error parse-error: cannot parse this part of the file: grammar engine failure" in out
+    assert "Traceback" not in out
