@@ -192,31 +192,6 @@ def test_all_namespace_counts_survive_namespace_relabelling() -> None:
 # -- random clusters: index == walk, column == scalar ---------------------------------------------------
 
 
-def mutated_snapshot(seed: int) -> ClusterSnapshot:
-    """A random cluster after assumes, deletions, node additions / removals / relabelling, namespaces."""
-    rng = random.Random(seed)
-    snap = ClusterSnapshot.from_objects(gen.cluster(rng, rng.randint(3, 14), rng.randint(0, 5)))
-    for step in range(rng.randint(5, 25)):
-        r = rng.random()
-        names = [n.name for n in snap.nodes]
-        if r < 0.45 and names:
-            snap.assume(gen.pod(rng, f"new{step}", None, 0.4), rng.choice(names))
-        elif r < 0.6 and names:
-            victim = rng.choice(snap.nodes)
-            if victim.pods:
-                snap.state.remove_pod(rng.choice(victim.pods).uid)
-        elif r < 0.7:
-            snap.add_node(gen.node(rng, f"extra{step}"))
-        elif r < 0.8 and len(names) > 1:
-            snap.remove_node({"kind": "Node", "metadata": {"name": rng.choice(names)}})
-        elif r < 0.9:
-            snap.add({"kind": "Namespace", "metadata": {"name": rng.choice(gen.NAMESPACES),
-                                                       "labels": {"team": rng.choice(("x", "y"))}}})
-        elif names:
-            snap.update_node(gen.node(rng, rng.choice(names)))
-    return snap
-
-
 def selectors(cl: Cluster, rng: random.Random) -> list[PodSelector]:
     """A handful of selectors exercising every refinement."""
     out = []
@@ -236,7 +211,7 @@ def selectors(cl: Cluster, rng: random.Random) -> list[PodSelector]:
 
 @pytest.mark.parametrize("seed", range(60))
 def test_indexed_tables_and_columns_match_the_walk(seed: int) -> None:
-    snap = mutated_snapshot(seed)
+    snap = gen.mutated_snapshot(seed)
     rng = random.Random(20_000 + seed)
     nodes = snap.nodes
     for i in range(3):

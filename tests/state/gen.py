@@ -10,6 +10,8 @@ from __future__ import annotations
 import random
 from typing import Any
 
+from policyscheduler.state import ClusterSnapshot
+
 Obj = dict[str, Any]
 
 NAMESPACES = ("default", "ns1", "ns2")
@@ -116,3 +118,28 @@ def cluster(rng: random.Random, nodes: int, pods_per_node: int) -> list[Obj]:
     for i in range(nodes * pods_per_node):
         objs.append(pod(rng, f"p{i}", rng.choice(names)))
     return objs
+
+
+def mutated_snapshot(seed: int) -> ClusterSnapshot:
+    """A random cluster after assumes, forgets, deletions, a node added and removed, a namespace relabelled."""
+    rng = random.Random(seed)
+    snap = ClusterSnapshot.from_objects(cluster(rng, rng.randint(3, 14), rng.randint(0, 5)))
+    for step in range(rng.randint(5, 25)):
+        r = rng.random()
+        names = [n.name for n in snap.nodes]
+        if r < 0.45 and names:
+            snap.assume(pod(rng, f"new{step}", None, 0.4), rng.choice(names))
+        elif r < 0.6 and names:
+            victim = rng.choice(snap.nodes)
+            if victim.pods:
+                snap.state.remove_pod(rng.choice(victim.pods).uid)
+        elif r < 0.7:
+            snap.add_node(node(rng, f"extra{step}"))
+        elif r < 0.8 and len(names) > 1:
+            snap.remove_node({"kind": "Node", "metadata": {"name": rng.choice(names)}})
+        elif r < 0.9:
+            snap.add({"kind": "Namespace", "metadata": {"name": rng.choice(NAMESPACES),
+                                                       "labels": {"team": rng.choice(("x", "y"))}}})
+        elif names:
+            snap.update_node(node(rng, rng.choice(names)))  # labels may move the node between domains
+    return snap

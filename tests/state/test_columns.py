@@ -15,32 +15,6 @@ from policyscheduler.state import ClusterSnapshot
 from tests.state import gen
 
 
-def _mutated_snapshot(seed: int) -> ClusterSnapshot:
-    """A random cluster after assumes, forgets, deletions, a node added and removed, a namespace relabelled."""
-    rng = random.Random(seed)
-    snap = ClusterSnapshot.from_objects(gen.cluster(rng, rng.randint(3, 14), rng.randint(0, 5)))
-    for step in range(rng.randint(5, 25)):
-        r = rng.random()
-        names = [n.name for n in snap.nodes]
-        if r < 0.45 and names:
-            snap.assume(gen.pod(rng, f"new{step}", None, 0.4), rng.choice(names))
-        elif r < 0.6 and names:
-            victim = rng.choice(snap.nodes)
-            if victim.pods:
-                snap.state.remove_pod(rng.choice(victim.pods).uid)
-        elif r < 0.7:
-            snap.add_node(gen.node(rng, f"extra{step}"))
-        elif r < 0.8 and len(names) > 1:
-            snap.remove_node({"kind": "Node", "metadata": {"name": rng.choice(names)}})
-        elif r < 0.9:
-            snap.add({"kind": "Namespace", "metadata": {"name": rng.choice(gen.NAMESPACES),
-                                                       "labels": {"team": rng.choice(("x", "y"))}}})
-        elif names:
-            node = gen.node(rng, rng.choice(names))  # an update: labels may move the node between domains
-            snap.update_node(node)
-    return snap
-
-
 def _calls(cl: Cluster, pod: Any) -> list[tuple[str, tuple[Any, ...]]]:
     """Every column builtin with every argument the pod's rules could pass it."""
     calls: list[tuple[str, tuple[Any, ...]]] = []
@@ -70,7 +44,7 @@ def _maps(state: Any) -> dict[str, Any]:
 
 @pytest.mark.parametrize("seed", range(60))
 def test_columns_and_indexes_match_the_reference(seed: int) -> None:
-    snap = _mutated_snapshot(seed)
+    snap = gen.mutated_snapshot(seed)
     rng = random.Random(10_000 + seed)
     nodes = snap.nodes
     for i in range(4):
@@ -100,7 +74,7 @@ def test_columns_and_indexes_match_the_reference(seed: int) -> None:
 def test_the_random_pods_exercise_every_column() -> None:
     seen: set[str] = set()
     for seed in range(60):
-        snap = _mutated_snapshot(seed)
+        snap = gen.mutated_snapshot(seed)
         rng = random.Random(10_000 + seed)
         for i in range(4):
             pod = snap.pod_record(gen.pod(rng, f"incoming{i}", None, 0.6))
@@ -110,7 +84,7 @@ def test_the_random_pods_exercise_every_column() -> None:
 
 
 def test_a_context_outlives_a_change_by_falling_back_to_its_own_nodes() -> None:
-    snap = _mutated_snapshot(7)
+    snap = gen.mutated_snapshot(7)
     rng = random.Random(1)
     pod = snap.pod_record(gen.pod(rng, "incoming", None, 1.0))
     before = snap.context(pod)
