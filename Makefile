@@ -37,7 +37,7 @@ test-fast: venv
 lint: venv
 	$(VENV)/bin/ruff check policyscheduler tests bench
 	$(VENV)/bin/mypy
-	$(VENV)/bin/policyscheduler fmt --check policies/ examples/policies/
+	$(VENV)/bin/policyscheduler fmt --check policies/ examples/policies/ tests/gen/policies/
 	$(VENV)/bin/policyscheduler docs --check
 
 # The live demo (examples/demo/live.py): builds or reuses the control plane, starts policyscheduler run,
