@@ -9,6 +9,7 @@ and builtins through the schema's own function objects. Failing operations raise
 from __future__ import annotations
 
 import operator
+import threading
 from collections.abc import Callable, Iterator
 from fractions import Fraction
 from typing import Any
@@ -43,19 +44,32 @@ INT_MIN, INT_MAX = -(2**63), 2**63 - 1
 QUANTITY_LIMIT = 2**128
 """Largest numerator and denominator of a quantity result (exact fractions could otherwise grow without end)."""
 
-BUDGET = [STEP_BUDGET, CHAR_BUDGET]
-"""What the evaluation in progress has left: [steps, characters]. Reset by the rule wrapper (program.py) before
-each evaluation; one scheduling thread evaluates at a time."""
+class _Budget(threading.local):
+    """What the evaluation in progress has left: ``left = [steps, characters]``, one per thread.
+
+    Per thread because two threads may evaluate at once (the scheduling loop, and a shadow profile judging
+    another scheduler's placements in the watch thread): a shared counter would let one thread's reset
+    refill, or its work drain, the other's budget. Reset by the rule wrapper (program.py) before each
+    evaluation.
+    """
+
+    def __init__(self) -> None:
+        self.left = [STEP_BUDGET, CHAR_BUDGET]
+
+
+BUDGET = _Budget()
 
 
 def reset_budget() -> None:
-    BUDGET[0] = STEP_BUDGET
-    BUDGET[1] = CHAR_BUDGET
+    """A fresh budget for the evaluation this thread starts now."""
+    left = BUDGET.left
+    left[0] = STEP_BUDGET
+    left[1] = CHAR_BUDGET
 
 
 def steps_used() -> int:
-    """Steps taken since the last :func:`reset_budget` (for tests of the cost bound)."""
-    return STEP_BUDGET - BUDGET[0]
+    """Steps this thread took since its last :func:`reset_budget` (for tests of the cost bound)."""
+    return STEP_BUDGET - BUDGET.left[0]
 
 
 def _out_of_steps(span: Span) -> Located:
@@ -293,7 +307,7 @@ class ExprCompiler(ExprVisitor[Fn]):
 
             def concat_lists(f: dict[str, Any]) -> Any:
                 x, y = a(f), b(f)
-                budget = BUDGET
+                budget = BUDGET.left
                 budget[0] -= len(x) + len(y)
                 if budget[0] < 0:
                     raise _out_of_steps(span)
@@ -306,7 +320,7 @@ class ExprCompiler(ExprVisitor[Fn]):
 
             def concat_strings(f: dict[str, Any]) -> Any:
                 x, y = a(f), b(f)
-                budget = BUDGET
+                budget = BUDGET.left
                 budget[1] -= len(x) + len(y)
                 if budget[1] < 0:
                     raise _out_of_chars(span)
@@ -384,7 +398,7 @@ class ExprCompiler(ExprVisitor[Fn]):
 
             def items(f: dict[str, Any]) -> Iterator[dict[str, Any]]:
                 coll = src(f)
-                budget = BUDGET  # one step per item: charged up front, so an oversized loop never starts
+                budget = BUDGET.left  # one step per item: charged up front, so an oversized loop never starts
                 budget[0] -= len(coll)
                 if budget[0] < 0:
                     raise _out_of_steps(span)
@@ -398,7 +412,7 @@ class ExprCompiler(ExprVisitor[Fn]):
 
         def pairs(f: dict[str, Any]) -> Iterator[dict[str, Any]]:
             coll = src(f)
-            budget = BUDGET
+            budget = BUDGET.left
             budget[0] -= len(coll)
             if budget[0] < 0:
                 raise _out_of_steps(span)
@@ -493,7 +507,7 @@ class ExprCompiler(ExprVisitor[Fn]):
 
                 def split(f: dict[str, Any]) -> Any:
                     text = a(f)
-                    budget = BUDGET
+                    budget = BUDGET.left
                     budget[1] -= len(text)
                     if budget[1] < 0:
                         raise _out_of_chars(span)
@@ -510,7 +524,7 @@ class ExprCompiler(ExprVisitor[Fn]):
 
             def build_string(f: dict[str, Any]) -> Any:
                 r = fn(x(f))
-                budget = BUDGET
+                budget = BUDGET.left
                 budget[1] -= len(r)
                 if budget[1] < 0:
                     raise _out_of_chars(span)

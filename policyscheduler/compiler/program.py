@@ -28,8 +28,9 @@ _Step = Callable[[Frame, list[str]], bool]  # returns False to stop the rule
 def _run(rule: str, span: Span, fn: Callable[[Frame], Any], env: Env) -> Any:
     """``fn`` over a private copy of ``env`` (lets and loop variables are written into the frame, and must
     not leak into the caller's env); any failure becomes a PolicyRuntimeError of ``rule``."""
-    BUDGET[0] = STEP_BUDGET  # a fresh budget for every evaluation (see closures.STEP_BUDGET)
-    BUDGET[1] = CHAR_BUDGET
+    left = BUDGET.left  # a fresh budget for every evaluation (see closures.STEP_BUDGET)
+    left[0] = STEP_BUDGET
+    left[1] = CHAR_BUDGET
     try:
         return fn(dict(env))
     except PolicyRuntimeError:
@@ -360,8 +361,9 @@ def trace_rule(rule: FilterRule | ScoreRule, env: Env, *, pod_level_only: bool =
         raise ValueError(f"rule {rule.name} has no checked form to trace")
     kind = "filter" if isinstance(rule, FilterRule) else "score"
     frame: Frame = dict(env)
-    BUDGET[0] = STEP_BUDGET
-    BUDGET[1] = CHAR_BUDGET
+    left = BUDGET.left
+    left[0] = STEP_BUDGET
+    left[1] = CHAR_BUDGET
     done: list[ClauseTrace] = []
     reasons: list[str] = []
     for clause, kw, fns in _tracers(rule.checked):
