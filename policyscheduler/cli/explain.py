@@ -15,6 +15,14 @@ reads), layered exactly as ``run`` layers them, so the digest printed (and ``pol
 where the set came from) is the one the scheduler reports for the same sources. A bound pod is
 explained as if it were pending (it is taken out of its node first). Exit 0 when the pod was
 explained, 2 for bad input, an unknown pod, an unreadable ConfigMap or bad policies.
+
+``--config FILE`` (a PolicySchedulerConfiguration; the profile ``--scheduler-name`` names, or its only
+one): the profile's sources -- paths, inline texts and statements, its ConfigMap read through the file's
+``clientConnection.kubeconfig`` -- loaded in the order ``run --config`` loads them (paths, then the inline
+files by name, then the ConfigMap's keys), so the digest is the scheduler's; and the file's ``engine``.
+Without ``--cluster`` a file that names a kubeconfig means the live cluster, as for ``run``. Flags
+override the file: ``--policies`` / ``--policies-configmap`` replace the profile's sources, ``--kubeconfig``
+and ``--engine`` its settings. A bad file is a located error (exit 2).
 """
 
 from __future__ import annotations
@@ -25,7 +33,7 @@ import random
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any, NamedTuple, TextIO
 
 __all__ = ["add_arguments", "explain", "run"]
 
@@ -62,9 +70,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--node", metavar="NAME", help="show only this node")
     parser.add_argument("--docs", action="store_true", help="print the ## documentation of the rules involved")
     parser.add_argument("--output", "-o", choices=("table", "json"), default="table")
-    parser.add_argument("--engine", choices=("vector", "reference"), default="vector",
+    parser.add_argument("--engine", choices=("vector", "reference"), default=None,
                         help="the engine deciding (the scheduler's default: vector); clauses are always "
                         "traced with the reference closures")
+    parser.add_argument("--config", metavar="FILE",
+                        help="a PolicySchedulerConfiguration file: the policies of its profile (the one "
+                        "--scheduler-name names, or the only one) as 'run --config' loads them; flags override it")
+    parser.add_argument("--scheduler-name", metavar="NAME", default=None,
+                        help="with --config: the profile (when the file has several)")
     parser.add_argument("--seed", type=int, default=0, help="seed for breaking score ties (default: 0)")
 
 
@@ -271,6 +284,64 @@ def _policy_source(paths: Sequence[str], configmap: tuple[str, str] | None) -> s
     return ", ".join(parts) or "the bundled default set"
 
 
+class _Profile(NamedTuple):
+    """The policy sources of a ``--config`` profile, and where they came from."""
+
+    paths: list[str]
+    texts: list[tuple[str, str]]
+    configmap: tuple[str, str] | None
+    kubeconfig: str | None
+    describe: str
+
+
+def _from_config(args: argparse.Namespace, err: TextIO) -> _Profile | None:
+    """Apply ``--config`` to ``args`` where no flag was given (engine, kubeconfig); the profile's sources
+    (empty when ``--policies``/``--policies-configmap`` replace them). None after printing why not."""
+    from policyscheduler.cli.config import apply_profile, read_config
+
+    cfg = read_config(args.config, err)
+    if cfg is None:
+        return None
+    profile = apply_profile(args, cfg, defaults={"scheduler_name": None}, err=err)
+    if profile is None:
+        return None
+    if args.engine is None and cfg.engine is not None:
+        args.engine = cfg.engine
+    if args.kubeconfig is None and cfg.kubeconfig is not None and not args.cluster:
+        args.kubeconfig = cfg.kubeconfig  # the scheduler's cluster, as 'run --config' would reach it
+    describe = f"{cfg.file} profile {profile.scheduler_name}"
+    if args.policies or getattr(args, "policies_configmap", None):
+        return _Profile([], [], None, cfg.kubeconfig, describe)
+    configmap = profile.configmaps[0] if profile.configmaps else None
+    return _Profile(list(profile.paths), list(profile.texts), configmap, cfg.kubeconfig, describe)
+
+
+def _load_profile(profile: _Profile, configmap_texts: list[tuple[str, str]], allow_empty: bool) -> tuple[Any, str | None]:
+    """Load a profile in ``run --config``'s order: paths, inline files (a folder, so by name), ConfigMap keys.
+
+    ``load_layered`` sorts all its texts by name; when that would interleave inline files with ConfigMap
+    keys, the inline files go to a private folder (as ``run`` puts them) so the order -- and the digest --
+    stay the scheduler's. Returns the result and that folder (its prefix is dropped from what is printed)."""
+    import shutil
+    import tempfile
+
+    from policyscheduler.loader import load_layered
+
+    inline = sorted(profile.texts)
+    keys = sorted(configmap_texts)
+    together = sorted([*inline, *keys])
+    names = [n for n, _ in together]
+    if [n for n, _ in inline] + [n for n, _ in keys] == names and len(set(names)) == len(names):
+        return load_layered(profile.paths, texts=together, allow_empty=allow_empty), None
+    folder = tempfile.mkdtemp(prefix="policyscheduler-explain-")
+    try:
+        for name, text in inline:
+            (Path(folder) / name).write_text(text, encoding="utf-8")
+        return load_layered([*profile.paths, folder], texts=keys, allow_empty=allow_empty), folder
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
 def run(args: argparse.Namespace, *, stdout: TextIO | None = None, stderr: TextIO | None = None) -> int:
     """Execute ``explain``; returns the exit status."""
     from policyscheduler.diagnostics import render_text
@@ -285,26 +356,56 @@ def run(args: argparse.Namespace, *, stdout: TextIO | None = None, stderr: TextI
     if args.kubeconfig is not None and args.cluster:
         err.write("policyscheduler explain: give --cluster or --kubeconfig, not both\n")
         return EXIT_BAD_INPUT
+    profile: _Profile | None = None
+    if getattr(args, "config", None):
+        profile = _from_config(args, err)
+        if profile is None:
+            return EXIT_BAD_INPUT
+    elif getattr(args, "scheduler_name", None) is not None:
+        err.write("policyscheduler explain: --scheduler-name chooses a profile of --config FILE\n")
+        return EXIT_BAD_INPUT
+    engine = args.engine or "vector"
     context = getattr(args, "context", None)
     configmap: tuple[str, str] | None = None
-    texts: list[tuple[str, str]] = []
-    client: Any = None
     if getattr(args, "policies_configmap", None):
         try:
             configmap = parse_configmap_ref(args.policies_configmap)
-            client = _client(args.kubeconfig, context)
-            texts = configmap_policies(client, configmap)
-        except Exception as exc:  # noqa: BLE001 -- a bad reference, configuration or API error: a message
+        except Exception as exc:  # noqa: BLE001 -- a bad reference: a message
             err.write(f"policyscheduler explain: cannot read the policies: {exc}\n")
             return EXIT_BAD_INPUT
-    policy_paths = list(args.policies or [])
-    loaded = load_layered(policy_paths, texts=texts, allow_empty=args.allow_empty)
+    elif profile is not None:
+        configmap = profile.configmap
+    texts: list[tuple[str, str]] = []
+    client: Any = None
+    if configmap is not None:
+        try:  # through --kubeconfig, else the configuration file's (the scheduler's own connection)
+            client = _client(args.kubeconfig or (profile.kubeconfig if profile else None), context)
+            texts = configmap_policies(client, configmap)
+        except Exception as exc:  # noqa: BLE001 -- a configuration or API error: a message
+            err.write(f"policyscheduler explain: cannot read the policies: {exc}\n")
+            return EXIT_BAD_INPUT
+        if args.kubeconfig is None:
+            client = None  # snapshot mode: the connection was for the ConfigMap only
+    folder: str | None = None
+    if profile is not None and not (args.policies or getattr(args, "policies_configmap", None)):
+        loaded, folder = _load_profile(profile, texts, args.allow_empty)
+        policy_paths: list[str] = list(profile.paths)
+        source = f"{profile.describe}: " + _policy_source(policy_paths + [f"inline {n}" for n, _ in profile.texts],
+                                                         configmap)
+    else:
+        policy_paths = list(args.policies or [])
+        loaded = load_layered(policy_paths, texts=texts, allow_empty=args.allow_empty)
+        source = _policy_source(policy_paths, configmap) + (
+            f" (the flags replace the policies of {profile.describe})" if profile else "")
+
+    def relabel(text: str) -> str:  # inline files loaded from a private folder read as their own names
+        return text.replace(folder + "/", "") if folder else text
+
     if loaded.diagnostics:
-        err.write(render_text(loaded.diagnostics, loaded.sources).rstrip("\n") + "\n")
+        err.write(relabel(render_text(loaded.diagnostics, loaded.sources).rstrip("\n")) + "\n")
     if loaded.policy_set is None:
         err.write("policyscheduler explain: the policies have errors\n")
         return EXIT_BAD_INPUT
-    source = _policy_source(policy_paths, configmap)
     where = "in the input"
     if args.kubeconfig is not None:
         where = "in the cluster"
@@ -347,13 +448,13 @@ def run(args: argparse.Namespace, *, stdout: TextIO | None = None, stderr: TextI
         return EXIT_BAD_INPUT
     others = [o for o in objects if not (o.get("kind") == "Pod" and not (o.get("spec") or {}).get("nodeName"))]
     prepared = prepare(others)
-    doc = explain(loaded.policy_set, prepared.snapshot, pod, engine=args.engine, sources=loaded.sources,
+    doc = explain(loaded.policy_set, prepared.snapshot, pod, engine=engine, sources=loaded.sources,
                   seed=args.seed)
     doc = {"pod": doc["pod"], "policy_digest": doc["policy_digest"], "policy_source": source, **doc}
     if args.output == "json":
-        out.write(_escape_json(json.dumps(to_json(doc, node=args.node, docs=args.docs), indent=2)) + "\n")
+        out.write(relabel(_escape_json(json.dumps(to_json(doc, node=args.node, docs=args.docs), indent=2))) + "\n")
     else:
-        out.write(_escape_lines(render_table(doc, node=args.node, docs=args.docs)))
+        out.write(relabel(_escape_lines(render_table(doc, node=args.node, docs=args.docs))))
     return EXIT_OK
 
 

@@ -94,6 +94,9 @@ class LazyList(Sequence[_V], Generic[_V]):
     def __len__(self) -> int:
         return len(self._get())
 
+    def __iter__(self) -> Iterator[_V]:  # the list's own iterator: Sequence's would index item by item
+        return iter(self._get())
+
     def __eq__(self, other: object) -> bool:
         if isinstance(other, (list, tuple, LazyList)):
             return self._get() == list(other)

@@ -5,11 +5,14 @@ from __future__ import annotations
 import json
 import re
 import shutil
+from collections.abc import Sequence
+from pathlib import PurePath
 
 from policyscheduler.diagnostics import escape_controls
+from policyscheduler.simulate.compare import Comparison, Move
 from policyscheduler.simulate.run import Simulation
 
-__all__ = ["render_json", "render_nodes", "render_table", "summary_line"]
+__all__ = ["render_compare_json", "render_compare_table", "render_json", "render_nodes", "render_table", "summary_line"]
 
 _HEADERS = ("POD", "NODE", "SCORE", "TIES", "MESSAGE")
 
@@ -91,4 +94,55 @@ def render_table(sim: Simulation, *, seed: int | None = None, width: int | None 
         lines.extend(render_nodes(sim))
     lines.append("")
     lines.append(summary_line(sim, seed=seed))
+    return "\n".join(lines) + "\n"
+
+
+# ------------------------------------------------------------------------------------------- --compare
+
+
+def render_compare_json(result: Comparison, *, old_source: str = "", new_source: str = "") -> str:
+    """``simulate --compare -o json``: :meth:`Comparison.to_json` (shape in the README's "Policy tools")."""
+    return _escape_json(json.dumps(result.to_json(old_source=old_source, new_source=new_source), indent=2))
+
+
+def _short_location(location: str | None) -> str:
+    """``file:line`` with the file's base name (the JSON keeps the full ``file:line:col``)."""
+    if not location:
+        return ""
+    file, line, _col = location.rsplit(":", 2)
+    return f"{PurePath(file).name}:{line}"
+
+
+def _moves_table(moves: Sequence[Move]) -> list[str]:
+    headers = ("POD", "FROM", "TO", "WHY")
+    rows = []
+    for m in moves:
+        where = _short_location(m.cause.location)
+        rows.append((escape_controls(m.pod), escape_controls(m.old or "<unschedulable>"),
+                     escape_controls(m.new or "<unschedulable>"),
+                     escape_controls(m.cause.text + (f" [{where}]" if where else ""))))
+    widths = [max([len(h)] + [len(r[i]) for r in rows]) for i, h in enumerate(headers[:-1])]
+    return ["  ".join([*(cell.ljust(w) for cell, w in zip(row, widths)), row[-1]]).rstrip() for row in [headers, *rows]]
+
+
+def render_compare_table(result: Comparison, *, old_source: str = "", new_source: str = "") -> str:
+    """The two sets (source, digest, pods placed), the counts, then the moved pods in two groups: those a
+    rule difference explains (with the rule and its ``file:line``) and the knock-ons of earlier moves."""
+    sides = [("OLD", escape_controls(old_source), result.old), ("NEW", escape_controls(new_source), result.new)]
+    width = max(len(source) for _, source, _ in sides)
+    lines = [f"{label}  {source.ljust(width)}  digest {sim.policy_digest[:12]}  placed {len(sim.placed)}/{len(sim.decisions)}"
+             for label, source, sim in sides]
+    moved, by_rules, knock_ons = len(result.moves), result.by_rules, result.knock_ons
+    both = result.unschedulable_in_both
+    lines.append(
+        f"{result.pods} pending pod{'' if result.pods == 1 else 's'} on {result.new.node_count} nodes, seed {result.seed}: "
+        f"{result.kept} kept their node" + (f" ({both} unschedulable under both)" if both else "")
+        + f", {moved} moved" + (f" ({len(by_rules)} by a rule difference, {len(knock_ons)} as a knock-on of earlier moves)"
+                                if moved else ""))
+    if by_rules:
+        lines += ["", "moved by a rule difference (judged on the cluster as NEW found it when it placed the pod):"]
+        lines += _moves_table(by_rules)
+    if knock_ons:
+        lines += ["", "moved as a knock-on of earlier moves (both sets rank the two nodes alike there):"]
+        lines += _moves_table(knock_ons)
     return "\n".join(lines) + "\n"
