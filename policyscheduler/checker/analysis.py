@@ -20,7 +20,7 @@ from policyscheduler.checker.types import RecordT
 from policyscheduler.syntax import ast
 from policyscheduler.syntax.visitor import children, walk
 
-__all__ = ["RuleAnalysis", "analyse", "clause_expressions"]
+__all__ = ["RuleAnalysis", "analyse", "clause_expressions", "node_dependent"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -106,15 +106,20 @@ def _reads(exprs: Iterable[ast.Expr], info: Info) -> set[str]:
     return found
 
 
-def analyse(checked: CheckedRule) -> RuleAnalysis:
-    """Node dependence and reads of one checked rule (lets are visible to the clauses after them)."""
+def node_dependent(rule: ast.Rule) -> set[int]:
+    """``id()`` of every expression of ``rule`` whose value depends on the node (lets are visible to the
+    clauses after them). Lint needs only this, not the reads (a second walk)."""
     marker = _NodeDependence()
     dependent: frozenset[str] = frozenset()
-    exprs: list[ast.Expr] = []
-    for clause in checked.rule.clauses:
+    for clause in rule.clauses:
         for e in clause_expressions(clause):
-            exprs.append(e)
             dep = marker.expr(e, dependent)
             if isinstance(clause, ast.Let):
                 dependent = dependent | {clause.name} if dep else dependent - {clause.name}
-    return RuleAnalysis(frozenset(marker.marked), frozenset(_reads(exprs, checked.info)))
+    return marker.marked
+
+
+def analyse(checked: CheckedRule) -> RuleAnalysis:
+    """Node dependence and reads of one checked rule (lets are visible to the clauses after them)."""
+    exprs = [e for clause in checked.rule.clauses for e in clause_expressions(clause)]
+    return RuleAnalysis(frozenset(node_dependent(checked.rule)), frozenset(_reads(exprs, checked.info)))

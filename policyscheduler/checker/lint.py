@@ -10,7 +10,7 @@ import difflib
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from policyscheduler.checker.analysis import analyse, clause_expressions
+from policyscheduler.checker.analysis import clause_expressions, node_dependent
 from policyscheduler.checker.passes import CheckedRule
 from policyscheduler.diagnostics import Diagnostic, warning
 from policyscheduler.syntax import ast
@@ -146,10 +146,11 @@ def _never_fails(cond: ast.Expr) -> bool:
     return False
 
 
-def _effect_strings(e: ast.Expr) -> Iterable[ast.StringLit]:
-    """String literals compared with a ``.effect`` field, or the effect argument of ``taint(k, v, effect)``."""
-    for x in walk(e):
-        if isinstance(x, ast.Binary) and x.op in ("==", "!=", "in", "not in"):
+def _effect_strings(x: ast.Expr) -> Iterable[ast.StringLit]:
+    """The string literals that ``x`` itself compares with a ``.effect`` field, or the effect argument of
+    ``taint(k, v, effect)`` when ``x`` is that call (its sub-expressions are looked at by the caller's walk)."""
+    if isinstance(x, ast.Binary):
+        if x.op in ("==", "!=", "in", "not in"):
             sides = (x.left, x.right)
             if any(isinstance(s, ast.Attr) and s.name == "effect" for s in sides):
                 for s in sides:
@@ -157,25 +158,80 @@ def _effect_strings(e: ast.Expr) -> Iterable[ast.StringLit]:
                         yield s
                     elif isinstance(s, ast.ListLit):
                         yield from (i for i in s.items if isinstance(i, ast.StringLit))
-        elif (isinstance(x, ast.Call) and isinstance(x.func, ast.Name) and x.func.id == "taint"
-              and len(x.args) == 3 and isinstance(x.args[2], ast.StringLit)):
-            yield x.args[2]
+    elif (isinstance(x, ast.Call) and isinstance(x.func, ast.Name) and x.func.id == "taint"
+          and len(x.args) == 3 and isinstance(x.args[2], ast.StringLit)):
+        yield x.args[2]
+
+
+_Leaf = tuple[type, Any]
+
+
+def _literal_checks(top: ast.Expr) -> tuple[list[ast.StringLit], list[ast.StringLit], list[_Leaf]]:
+    """One walk of ``top`` for the string checks and the duplicate check: the effect strings
+    (unknown-taint-effect), the literals that could be label keys (label-key-typo), and the leaves (class
+    and text or value, in walk order) that :class:`_Bodies` uses to tell rule bodies apart cheaply."""
+    effects: list[ast.StringLit] = []
+    keys: list[ast.StringLit] = []
+    leaves: list[_Leaf] = []
+    for x in walk(top):
+        if isinstance(x, ast.StringLit):
+            leaves.append((ast.StringLit, x.raw))
+            if "/" in x.raw or "." in x.raw:
+                keys.append(x)
+        elif isinstance(x, (ast.Binary, ast.Call)):
+            effects.extend(_effect_strings(x))
+        elif isinstance(x, ast.Name):
+            leaves.append((ast.Name, x.id))
+        elif isinstance(x, ast.Attr):
+            leaves.append((ast.Attr, x.name))
+        elif isinstance(x, (ast.IntLit, ast.FloatLit, ast.BoolLit)):
+            leaves.append((type(x), x.value))
+        elif isinstance(x, ast.QuantityLit):
+            leaves.append((ast.QuantityLit, x.text))
+    return effects, keys, leaves
+
+
+class _Bodies:
+    """duplicate-rule-body: the first rule seen with the same clauses (positions aside), kind and
+    normalisation. Comparing span-free copies of every rule (:func:`_strip`) was a third of lint's time on
+    a large file, so rules are first grouped by a key that equal bodies always share (kind,
+    normalisation, clause classes, and the leaves of the clause expressions in order); span-free copies
+    are made and compared only within a group, which for distinct rules is a group of one."""
+
+    def __init__(self) -> None:
+        self._groups: dict[tuple[Any, ...], list[list[Any]]] = {}
+
+    def first_with_body(self, rule: ast.Rule, leaves: tuple[_Leaf, ...]) -> ast.Rule | None:
+        """The earlier rule with the same body as ``rule``, or None (``rule`` is then remembered)."""
+        normalize = getattr(rule, "normalize", None)
+        key = (rule.kind, normalize, tuple(type(c) for c in rule.clauses), leaves)
+        group = self._groups.setdefault(key, [])
+        if group:
+            mine = _strip(rule.clauses)
+            for entry in group:
+                if entry[1] is None:
+                    entry[1] = _strip(entry[0].clauses)
+                if entry[1] == mine:
+                    first: ast.Rule = entry[0]
+                    return first
+            group.append([rule, mine])
+        else:
+            group.append([rule, None])
+        return None
 
 
 def lint_rules(rules: Sequence[CheckedRule], *, cost_budget: int = COST_BUDGET) -> list[Diagnostic]:
     """The lint-only findings over ``rules`` (the rules of the files being linted)."""
     out: list[Diagnostic] = []
-    seen_bodies: dict[tuple[str, Any, Any], ast.Rule] = {}
+    bodies = _Bodies()
     for checked in rules:
         r = checked.rule
         kind = r.kind
-        body = (kind, _strip(r.clauses), getattr(r, "normalize", None))
-        first = seen_bodies.get(body)
+        literals = [_literal_checks(top) for c in r.clauses for top in clause_expressions(c)]
+        first = bodies.first_with_body(r, tuple(leaf for lits in literals for leaf in lits[2]))
         if first is not None:
             out.append(warning("duplicate-rule-body", f"{kind} '{r.name}' has the same clauses as {kind} "
                                f"'{first.name}' ({first.name_span}); remove one or make them differ", r.name_span))
-        else:
-            seen_bodies[body] = r
         applies = [c for c in r.clauses if isinstance(c, ast.Applies)]
         if applies and _const(applies[0].cond) is False:
             out.append(warning("unreachable", f"'applies when' is always false: {kind} '{r.name}' never runs",
@@ -203,9 +259,9 @@ def lint_rules(rules: Sequence[CheckedRule], *, cost_budget: int = COST_BUDGET) 
                     out.append(warning("require-never-fails", "this 'require' always holds, so it rejects nothing",
                                        c.span))
             if not applies and checks and not any(isinstance(c, ast.RejectPod) for c in checks):
-                analysis = analyse(checked)
+                dependent = node_dependent(r)
                 node_level = [e for c in r.clauses if not isinstance(c, ast.Reason) for e in clause_expressions(c)]
-                if node_level and not any(analysis.depends_on_node(e) for e in node_level) and not all(
+                if node_level and not any(id(e) in dependent for e in node_level) and not all(
                         _const(x) is not _NO_VALUE for x in conds):
                     out.append(warning("pod-only-filter", f"filter '{r.name}' never reads the node, so every node "
                                        "gets the same verdict; write 'reject pod REASON when CONDITION' (decided "
@@ -227,20 +283,19 @@ def lint_rules(rules: Sequence[CheckedRule], *, cost_budget: int = COST_BUDGET) 
         if checked.cost > cost_budget:
             out.append(warning("cost-budget", f"{kind} '{r.name}' may evaluate up to {checked.cost:,} expression "
                                f"nodes per node, above the lint budget of {cost_budget:,}", r.name_span))
-        for c in r.clauses:
-            for top in clause_expressions(c):
-                for s in _effect_strings(top):
-                    if s.raw not in TAINT_EFFECTS and s.raw != "":
-                        close = difflib.get_close_matches(s.raw, TAINT_EFFECTS, n=1, cutoff=0.6)
-                        hint = f"; did you mean '{close[0]}'?" if close else ""
-                        out.append(warning("unknown-taint-effect", f"'{s.raw}' is not a taint effect (NoSchedule, "
-                                           f"PreferNoSchedule, NoExecute){hint}", s.span))
-                for x in walk(top):
-                    if isinstance(x, ast.StringLit) and ("/" in x.raw or "." in x.raw) and x.raw not in WELL_KNOWN_LABELS:
-                        close = difflib.get_close_matches(x.raw, WELL_KNOWN_LABELS, n=1, cutoff=0.88)
-                        if close:
-                            out.append(warning("label-key-typo", f"'{x.raw}' looks like a misspelling of the "
-                                               f"well-known label key '{close[0]}'", x.span))
+        for effects, keys, _leaves in literals:  # each clause expression, in order
+            for s in effects:
+                if s.raw not in TAINT_EFFECTS and s.raw != "":
+                    close = difflib.get_close_matches(s.raw, TAINT_EFFECTS, n=1, cutoff=0.6)
+                    hint = f"; did you mean '{close[0]}'?" if close else ""
+                    out.append(warning("unknown-taint-effect", f"'{s.raw}' is not a taint effect (NoSchedule, "
+                                       f"PreferNoSchedule, NoExecute){hint}", s.span))
+            for x in keys:
+                if x.raw not in WELL_KNOWN_LABELS:
+                    close = difflib.get_close_matches(x.raw, WELL_KNOWN_LABELS, n=1, cutoff=0.88)
+                    if close:
+                        out.append(warning("label-key-typo", f"'{x.raw}' looks like a misspelling of the "
+                                           f"well-known label key '{close[0]}'", x.span))
     return out
 
 

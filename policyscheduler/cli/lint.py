@@ -264,8 +264,14 @@ def with_lint_checks(result: LoadResult, paths: Sequence[str], *, cost_budget: i
     scope = _in_scope(result, paths)
     diags = list(result.diagnostics)
     if result.policy_set is not None:
-        rules = [r.checked for r in result.policy_set.rules
-                 if r.checked is not None and os.path.realpath(r.span.file) in scope]
+        in_scope: dict[str, bool] = {}  # per file name: realpath once per file, not once per rule
+        rules = []
+        for r in result.policy_set.rules:
+            file = r.span.file
+            if file not in in_scope:
+                in_scope[file] = os.path.realpath(file) in scope
+            if r.checked is not None and in_scope[file]:
+                rules.append(r.checked)
         diags += lint_rules(rules, cost_budget=COST_BUDGET if cost_budget is None else cost_budget)
     kept: list[Diagnostic] = []
     used: set[tuple[str, int, int]] = set()

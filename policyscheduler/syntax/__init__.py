@@ -1,4 +1,4 @@
-"""Stage 1: policy text -> AST. The lark tree never leaves this package."""
+"""Stage 1: policy text -> AST, built while lark parses (no parse tree); lark never leaves this package."""
 
 from __future__ import annotations
 

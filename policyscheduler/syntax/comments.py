@@ -31,6 +31,9 @@ class Comment:
 
 def _comment_start(line: str) -> int:
     """The index of the ``#`` starting a comment on ``line``, or -1 (strings: ``"..."``, escapes ``\\x``)."""
+    hash_at = line.find("#")
+    if hash_at < 0 or '"' not in line[:hash_at]:  # the common lines: no comment, or none after a string
+        return hash_at
     in_string = False
     i = 0
     while i < len(line):
@@ -77,6 +80,8 @@ _SUPPRESS = re.compile(r"#+\s*lint:\s*ignore\s*\[([^\]]*)\]\s*(?:because\b\s*(.*
 
 def suppressions(text: str) -> list[Suppression]:
     """The lint suppression comments of ``text``."""
+    if "lint:" not in text:  # every suppression has it; a large file without any is not scanned
+        return []
     lines = text.splitlines()
     out: list[Suppression] = []
     for c in scan_comments(text):

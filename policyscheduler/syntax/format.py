@@ -447,18 +447,24 @@ def _kept_fields(cls: type) -> tuple[str, ...] | None:
 
 
 def strip_spans(obj: Any) -> Any:
-    """An AST value without positions (and without the file name), for comparing meaning."""
+    """An AST value without positions (and without the file name), for comparing meaning.
+
+    lint builds this for every rule of a file (duplicate-rule-body), so the per-node work is kept to a
+    class lookup and one comprehension."""
     cls = type(obj)
-    if cls in (str, int, float, bool) or obj is None:
+    if cls in _PLAIN or obj is None:
         return obj
     if isinstance(obj, (tuple, list)):
-        return tuple(strip_spans(x) for x in obj)
+        return tuple([strip_spans(x) for x in obj])
     names = _kept_fields(cls)
     if names is None or isinstance(obj, type):
         return obj
     if cls.__name__ == "Span":
         return None
-    return (cls.__name__, tuple((n, strip_spans(getattr(obj, n))) for n in names))
+    return (cls.__name__, tuple([(n, strip_spans(getattr(obj, n))) for n in names]))
+
+
+_PLAIN = frozenset((str, int, float, bool))
 
 
 def same_meaning(a: ast.Module, b: ast.Module) -> bool:

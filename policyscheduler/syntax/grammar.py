@@ -55,7 +55,7 @@ _RESERVED: dict[str, str] = {}
 
 def _reserve(tok: Token) -> Token:
     """Lexer callback on NAME: retype reserved words to their keyword terminal."""
-    kind = _RESERVED.get(str(tok))
+    kind = _RESERVED.get(tok)  # a Token hashes and compares as its text (no copy per name)
     if kind is not None:
         return Token.new_borrow_pos(kind, str(tok), tok)
     return tok
@@ -79,4 +79,18 @@ def get_parser() -> Lark:
                 for term in _PARSER.terminals:
                     if term.pattern.type == "str" and term.pattern.value in RESERVED_WORDS:
                         _RESERVED[term.pattern.value] = term.name
+                _plain_rule_names(_PARSER)
     return _PARSER
+
+
+def _plain_rule_names(parser: Lark) -> None:
+    """Give every grammar rule a plain ``str`` name (lark keeps the ``Token`` its grammar reader made).
+
+    After each reduction the LALR loop looks the rule's name up in the parse table; with a ``Token`` as
+    the key, Python calls ``Token.__eq__`` (a Python function) for every lookup: about one call per
+    reduction, a tenth of the parse of a large file. A ``str`` with the same text hashes and compares
+    the same, so nothing else changes.
+    """
+    for rule in parser.rules:
+        if type(rule.origin.name) is not str:
+            rule.origin.name = str(rule.origin.name)

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import dataclasses
 import re
-from typing import Any
 
 from lark import Token
 from lark.exceptions import (
@@ -24,7 +23,7 @@ from policyscheduler.diagnostics import Diagnostic, Span, error
 from policyscheduler.source import SourceFile
 from policyscheduler.syntax import ast
 from policyscheduler.syntax.grammar import get_parser
-from policyscheduler.syntax.transformer import DefaultMisplaced, to_ast
+from policyscheduler.syntax.transformer import DefaultMisplaced, TooDeep, parse_text
 
 MAX_PARSE_ERRORS = 20
 
@@ -194,7 +193,7 @@ def parse(src: SourceFile) -> tuple[ast.Module | None, list[Diagnostic]]:
     _parse_range(src, segs, 0, len(segs.starts), items, diags)
     items.sort(key=lambda r: (r.span.line, r.span.col))
     lines = src.lines
-    rules = [dataclasses.replace(r, doc=_doc_above(lines, r.span.line)) for r in items
+    rules = [_with_doc(r, _doc_above(lines, r.span.line)) for r in items
              if isinstance(r, (ast.FilterRule, ast.ScoreRule))]
     statements = tuple(s for s in items if not isinstance(s, (ast.FilterRule, ast.ScoreRule)))
     end_line = max(1, len(lines))
@@ -213,8 +212,7 @@ def _parse_range(src: SourceFile, segs: _Segments, a: int, b: int,
     end = segs.starts[b] if b < len(segs.starts) else len(src.text)
     text = "\n" * (segs.lines[a] - 1) + src.text[start:end]
     try:
-        tree: Any = get_parser().parse(text)
-        module = to_ast(tree, src.name)
+        module = parse_text(get_parser(), text, src.name)
     except UnexpectedInput as exc:
         diags.append(_diagnose(exc, src))
         failed = _failing_segment(exc, segs, a, b)
@@ -227,7 +225,7 @@ def _parse_range(src: SourceFile, segs: _Segments, a: int, b: int,
         _parse_range(src, segs, a, _segment_of(segs, a, b, exc.span.line), rules, diags)
         _parse_range(src, segs, _segment_of(segs, a, b, exc.span.line) + 1, b, rules, diags)
         return
-    except RecursionError:
+    except (TooDeep, RecursionError):
         line = segs.lines[a]
         diags.append(error("too-deep", "an expression is nested too deeply; split it with 'let'",
                            Span(src.name, line, 1, line, 2)))
@@ -263,6 +261,11 @@ def _failing_segment(exc: UnexpectedInput, segs: _Segments, a: int, b: int) -> i
             and segs.lines[f] == line and segs.cols[f] == col):
         f -= 1
     return f
+
+
+def _with_doc(rule: ast.Rule, doc: str) -> ast.Rule:
+    """The rule with its ``##`` docs (a copy only when there are some: most rules have none)."""
+    return dataclasses.replace(rule, doc=doc) if doc != rule.doc else rule
 
 
 def _doc_above(lines: list[str], line: int) -> str:

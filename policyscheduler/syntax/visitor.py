@@ -55,40 +55,58 @@ def loop_children(loop: ast.Loop) -> tuple[ast.Expr, ...]:
     return (loop.iterable,) if loop.where is None else (loop.iterable, loop.where)
 
 
+def _no_children(e: Any) -> tuple[ast.Expr, ...]:
+    return ()
+
+
+def _call_children(e: ast.Call) -> tuple[ast.Expr, ...]:
+    return (e.func, *e.args) if e.default is None else (e.func, *e.args, e.default)
+
+
+def _aggregate_children(e: ast.Aggregate) -> tuple[ast.Expr, ...]:
+    parts = loop_children(e.loop)
+    if e.value is not None:
+        parts = (*parts, e.value)
+    return parts if e.default is None else (*parts, e.default)
+
+
+_CHILDREN: dict[type, Callable[[Any], tuple[ast.Expr, ...]]] = {
+    ast.IntLit: _no_children, ast.FloatLit: _no_children, ast.QuantityLit: _no_children,
+    ast.StringLit: _no_children, ast.BoolLit: _no_children, ast.Name: _no_children,
+    ast.ListLit: lambda e: e.items,
+    ast.Attr: lambda e: (e.obj,),
+    ast.Call: _call_children,
+    ast.Index: lambda e: (e.obj, e.index),
+    ast.Unary: lambda e: (e.operand,),
+    ast.Binary: lambda e: (e.left, e.right),
+    ast.IfExpr: lambda e: (e.cond, e.then, e.else_),
+    ast.Quantifier: lambda e: (*loop_children(e.loop), e.body),
+    ast.Comprehension: lambda e: (*loop_children(e.loop), e.value),
+    ast.Aggregate: _aggregate_children,
+}
+"""Per expression class, its direct sub-expressions (a lookup by exact class: lint walks every node of
+every rule of a file, and a chain of isinstance tests was a visible part of that)."""
+assert set(_CHILDREN) == set(EXPR_CLASSES), "every expression class needs its children"
+
+
 def children(e: ast.Expr) -> tuple[ast.Expr, ...]:
     """The direct sub-expressions of ``e`` in source order (loop headers before bodies)."""
-    if isinstance(e, (ast.IntLit, ast.FloatLit, ast.QuantityLit, ast.StringLit, ast.BoolLit, ast.Name)):
-        return ()
-    if isinstance(e, ast.ListLit):
-        return e.items
-    if isinstance(e, ast.Attr):
-        return (e.obj,)
-    if isinstance(e, ast.Call):
-        return (e.func, *e.args) if e.default is None else (e.func, *e.args, e.default)
-    if isinstance(e, ast.Index):
-        return (e.obj, e.index)
-    if isinstance(e, ast.Unary):
-        return (e.operand,)
-    if isinstance(e, ast.Binary):
-        return (e.left, e.right)
-    if isinstance(e, ast.IfExpr):
-        return (e.cond, e.then, e.else_)
-    if isinstance(e, ast.Quantifier):
-        return (*loop_children(e.loop), e.body)
-    if isinstance(e, ast.Comprehension):
-        return (*loop_children(e.loop), e.value)
-    if isinstance(e, ast.Aggregate):
-        parts = loop_children(e.loop)
-        if e.value is not None:
-            parts = (*parts, e.value)
-        return parts if e.default is None else (*parts, e.default)
-    raise TypeError(f"not an expression: {type(e).__name__}")
+    get = _CHILDREN.get(type(e))
+    if get is None:
+        raise TypeError(f"not an expression: {type(e).__name__}")
+    return get(e)
 
 
 def walk(e: ast.Expr) -> Iterator[ast.Expr]:
     """``e`` and every expression below it, depth first, parents before children."""
     stack = [e]
+    table = _CHILDREN
     while stack:
         node = stack.pop()
         yield node
-        stack.extend(reversed(children(node)))
+        get = table.get(type(node))
+        if get is None:
+            raise TypeError(f"not an expression: {type(node).__name__}")
+        below = get(node)
+        if below:
+            stack.extend(reversed(below))

@@ -125,8 +125,9 @@ def test_a_parser_failure_that_is_no_syntax_error_is_a_parse_error_diagnostic(
 
     class Failing:
         terminals = real.terminals
+        rules = real.rules
 
-        def parse(self, *args: object, **kwargs: object) -> object:
+        def parse_interactive(self, *args: object, **kwargs: object) -> object:  # the parser's entry point
             raise lark.exceptions.LarkError("grammar engine failure")
 
     monkeypatch.setattr(parser_module, "get_parser", lambda: Failing())
