@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import itertools
 import random
+import weakref
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
@@ -43,7 +44,8 @@ from policyscheduler.evaluation.decision import (
     ScoreError,
 )
 from policyscheduler.evaluation.message import failed_scheduling_message, pod_rejected_message
-from policyscheduler.evaluation.normalize import normalize_array, raw_error
+from policyscheduler.evaluation.normalize import normalize_array, normalize_bounded, raw_error
+from policyscheduler.syntax import ast
 
 if TYPE_CHECKING:
     from policyscheduler.compiler import FilterRule, PolicySet, ScoreRule
@@ -87,6 +89,9 @@ class ScoreOutcome(NamedTuple):
     ignored: npt.NDArray[np.bool_]
     errors: Codes
     verdicts: Sequence[NodeVerdict]
+    bounds: tuple[int, int] | None = None
+    """Optional: (min, max) of ``raw`` when ``raw`` is int64, no node is ignored and none failed -- a
+    backend that knows it (a value the same on every node) spares the driver three passes."""
 
 
 class PodRun(Protocol):
@@ -157,6 +162,8 @@ class _Scored(NamedTuple):
     ignored: npt.NDArray[np.bool_]
     failed: list[str | None] | None
     any_ignored: bool
+    bounds: tuple[int, int] | None
+    """(min, max) of ``raw`` when every node takes part and the values suit the normalisation, else None."""
 
 
 class _NodeNames:
@@ -186,12 +193,49 @@ class _NodeNames:
         return self._names
 
 
+class _Clauses:
+    """Which rules of a PolicySet have an ``applies when`` / ``reject pod`` clause, read off their checked
+    form once per PolicySet: a rule without one applies to every pod and rejects none, so the driver
+    skips the closure call (a copy of the env and a budget reset, a dozen times per pod). A few policy
+    sets are remembered (a scheduler with several profiles alternates between them)."""
+
+    def __init__(self) -> None:
+        self._known: dict[int, tuple[weakref.ref[PolicySet], dict[int, bool], dict[int, bool]]] = {}
+
+    def of(self, policy_set: PolicySet) -> tuple[dict[int, bool], dict[int, bool]]:
+        """(rule id -> has ``applies when``, rule id -> has ``reject pod``); unknown shapes count as having both."""
+        hit = self._known.get(id(policy_set))
+        if hit is not None and hit[0]() is policy_set:
+            return hit[1], hit[2]
+        applies: dict[int, bool] = {}
+        rejects: dict[int, bool] = {}
+        for rule in (*policy_set.filters, *policy_set.scores):
+            checked = getattr(rule, "checked", None)
+            clauses = getattr(getattr(checked, "rule", None), "clauses", None)
+            if clauses is None:
+                applies[id(rule)] = rejects[id(rule)] = True
+                continue
+            applies[id(rule)] = any(isinstance(c, ast.Applies) for c in clauses)
+            rejects[id(rule)] = any(isinstance(c, ast.RejectPod) for c in clauses)
+        try:
+            ref = weakref.ref(policy_set)
+        except TypeError:  # not weak-referenceable: nothing to key a cache entry safely by
+            return applies, rejects
+        if len(self._known) >= 8:
+            self._known = {k: v for k, v in self._known.items() if v[0]() is not None}
+            if len(self._known) >= 8:
+                self._known.clear()
+        self._known[id(policy_set)] = (ref, applies, rejects)
+        return applies, rejects
+
+
 class Driver:
     """Decides where one pod goes with a :class:`Backend`; an :class:`~policyscheduler.evaluation.Evaluator`."""
 
     def __init__(self, backend: Backend) -> None:
         self.backend = backend
         self._names = _NodeNames()
+        self._clauses = _Clauses()
 
     @property
     def name(self) -> str:
@@ -214,7 +258,8 @@ class Driver:
         pod_env = {"pod": pod_rec, "cluster": cluster}
 
         # 1. PreFilter: applies and pod-level rejections once per pod, before any node.
-        filters, rejection = _pre_filter(policy_set.filters, pod_env)
+        has_applies, has_rejects = self._clauses.of(policy_set)
+        filters, rejection = _pre_filter(policy_set.filters, pod_env, has_applies, has_rejects)
         if rejection is not None:
             message = pod_rejected_message(n, rejection.reasons)
             return Decision(key, None, LazyMap(lambda: dict.fromkeys(names, rejection)), [], {}, {}, [], None,
@@ -244,7 +289,7 @@ class Driver:
         score_errors: list[ScoreError] = []
         for srule in policy_set.scores:
             try:
-                applies = srule.applies(pod_env)
+                applies = srule.applies(pod_env) if has_applies.get(id(srule), True) else True
             except PolicyRuntimeError as err:
                 score_errors.append(ScoreError(srule.name, None, _where(err.span), err.message))
                 scored.append(srule)
@@ -254,8 +299,18 @@ class Driver:
                 continue
             out = run.score(srule, active)
             raw, ignored = out.raw, out.ignored
+            if out.bounds is not None and _bounds_ok(srule.normalize, *out.bounds):
+                scored.append(_Scored(srule, raw, ignored, None, False, out.bounds))
+                continue
             any_ignored = bool(ignored.any())
             any_failed = bool(out.verdicts) and bool((out.errors >= 0).any())
+            if not (any_ignored or any_failed) and raw.dtype == np.int64 and raw.size:
+                # the common case: every feasible node takes part; its bounds serve the checks and the
+                # normalisation alike
+                lo, hi = int(raw.min()), int(raw.max())
+                if _bounds_ok(srule.normalize, lo, hi):
+                    scored.append(_Scored(srule, raw, ignored, None, False, (lo, hi)))
+                    continue
             usable = None if not (any_ignored or any_failed) else (out.errors < 0) & ~ignored
             bad = _mode_bad(srule.normalize, raw, usable)
             failures: list[str | None] | None = None
@@ -268,22 +323,23 @@ class Driver:
                     error = _score_error(srule, names[int(active[j])], verdicts[int(errors[j])])
                     score_errors.append(error)
                     failures[j] = error.message
-            scored.append(_Scored(srule, raw, ignored, failures, any_ignored))
+            scored.append(_Scored(srule, raw, ignored, failures, any_ignored, None))
 
         # 4. Normalise over the kept (feasible, not ignored, not failed) nodes; weight; sum; pick among the best.
+        #    A rule whose normalised score is the same on every node adds one number (``offset``).
         kept = active
-        totals = np.zeros(kept.size, dtype=np.int64)
+        totals: npt.NDArray[np.int64] | None = None
+        offset = 0
         per_rule: list[tuple[str, _Detail | None]] = []
         for item in scored:
             if not isinstance(item, _Scored):
                 per_rule.append((item.name, None))
                 continue
-            if item.failed is None and not item.any_ignored:  # every kept node takes part
-                raw = item.raw
-                if item.rule.normalize == "none" and raw.dtype == np.int64:  # already checked within 0..100
-                    norm = raw.copy()
-                else:
-                    norm = normalize_array(item.rule.normalize, raw)
+            norm: npt.NDArray[np.int64] | int
+            if item.bounds is not None:  # every kept node takes part, raw values checked
+                norm = normalize_bounded(item.rule.normalize, item.raw, *item.bounds)
+            elif item.failed is None and not item.any_ignored:
+                norm = normalize_array(item.rule.normalize, item.raw)
             else:
                 norm = np.zeros(kept.size, dtype=np.int64)
                 take = ~item.ignored
@@ -292,11 +348,20 @@ class Driver:
                 if take.any():
                     norm[take] = normalize_array(item.rule.normalize, item.raw[take])
             weight = item.rule.weight
-            if weight == 1:
-                totals += norm
+            if isinstance(norm, int):
+                offset += norm * weight
             elif weight:
-                totals += norm * weight
+                if totals is None:
+                    totals = norm * weight  # a new array: never an alias of ``norm``
+                elif weight == 1:
+                    totals += norm
+                else:
+                    totals += norm * weight
             per_rule.append((item.rule.name, (item.raw, norm, item.ignored, weight, item.failed)))
+        if totals is None:
+            totals = np.full(kept.size, offset, dtype=np.int64)
+        elif offset:
+            totals += offset
         best = int(totals.max())
         top_idx = kept[totals == best]
         top = [names[i] for i in top_idx.tolist()]
@@ -312,8 +377,9 @@ class Driver:
         )
 
 
-_Detail = tuple[npt.NDArray[Any], npt.NDArray[np.int64], npt.NDArray[np.bool_], int, "list[str | None] | None"]
-"""A score rule's raw values, normalised values, ignored mask, weight and per-node failure messages."""
+_Detail = tuple[npt.NDArray[Any], "npt.NDArray[np.int64] | int", npt.NDArray[np.bool_], int, "list[str | None] | None"]
+"""A score rule's raw values, normalised values (one int: the same on every node), ignored mask, weight and
+per-node failure messages."""
 
 
 def _where(span: Any) -> str | None:
@@ -343,14 +409,16 @@ def _score_error(rule: ScoreRule, node: str, verdict: NodeVerdict) -> ScoreError
     return ScoreError(rule.name, node, location or _value_location(rule), message)
 
 
-def _pre_filter(rules: Sequence[FilterRule], pod_env: dict[str, Any]) -> tuple[_Filters, NodeVerdict | None]:
-    """The filters that apply to the pod, and the verdict of a ``reject pod`` clause that holds (or None)."""
+def _pre_filter(rules: Sequence[FilterRule], pod_env: dict[str, Any], has_applies: Mapping[int, bool],
+                has_rejects: Mapping[int, bool]) -> tuple[_Filters, NodeVerdict | None]:
+    """The filters that apply to the pod, and the verdict of a ``reject pod`` clause that holds (or None);
+    the clauses a rule does not have are not called (see :class:`_Clauses`)."""
     filters: _Filters = []
     for rule in rules:
         try:
-            if not rule.applies(pod_env):
+            if has_applies.get(id(rule), True) and not rule.applies(pod_env):
                 continue
-            rejection = rule.pod_rejection(pod_env)
+            rejection = rule.pod_rejection(pod_env) if has_rejects.get(id(rule), True) else None
         except PolicyRuntimeError as err:
             filters.append((rule, runtime_verdict(rule.name, err)))
             continue
@@ -388,6 +456,15 @@ def _record(codes: Codes, table: list[NodeVerdict], active: Indexes, out_codes: 
     codes[active[bad]] = out_codes[bad] + len(table)
     table.extend(verdicts)
     return active[~bad]
+
+
+def _bounds_ok(mode: str, lo: int, hi: int) -> bool:
+    """Whether raw values between ``lo`` and ``hi`` all suit the normalisation ``mode`` (see :func:`raw_error`)."""
+    if mode == "none":
+        return lo >= 0 and hi <= 100
+    if mode in ("scale", "reverse", "spread"):
+        return lo >= 0
+    return mode == "minmax"
 
 
 def _mode_bad(mode: str, raw: npt.NDArray[Any], usable: npt.NDArray[np.bool_] | None) -> npt.NDArray[np.bool_] | None:
@@ -430,9 +507,10 @@ def _score_maps(per_rule: list[tuple[str, _Detail | None]], kept: Sequence[str])
             continue
         raw, norm, ignored, weight, failed = detail
         errs = failed if failed is not None else [None] * len(kept)
+        norms = [norm] * len(kept) if isinstance(norm, int) else norm.tolist()
         out[name] = {
             node: (_IGNORED if ign else _FAILED if err is not None else RuleScore(int(r), nv, nv * weight, False))
-            for node, r, nv, ign, err in zip(kept, raw.tolist(), norm.tolist(), ignored.tolist(), errs)
+            for node, r, nv, ign, err in zip(kept, raw.tolist(), norms, ignored.tolist(), errs)
         }
     return out
 

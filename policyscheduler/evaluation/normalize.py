@@ -105,12 +105,14 @@ def normalize_array(mode: str, raws: npt.NDArray[Any]) -> npt.NDArray[np.int64]:
     """
     if raws.size == 0:
         return np.zeros(0, dtype=np.int64)
-    if raws.dtype == object or int(np.abs(raws).max()) >= _EXACT:
+    if raws.dtype == object:
         return np.array(normalize(mode, [int(r) for r in raws.tolist()]), dtype=np.int64)
     r = raws.astype(np.int64, copy=False)
+    hi, lo = int(r.max()), int(r.min())
+    if max(hi, -lo) >= _EXACT:  # (np.abs would wrap -2**63 around to itself)
+        return np.array(normalize(mode, [int(x) for x in r.tolist()]), dtype=np.int64)
     if mode == "none":
         return r.copy()
-    hi, lo = int(r.max()), int(r.min())
     if mode == "scale":  # raw >= 0 (raw_error), so floor division is Go's truncation
         return r.copy() if hi == 0 else (r * MAX_SCORE) // hi
     if mode == "reverse":
@@ -122,4 +124,28 @@ def normalize_array(mode: str, raws: npt.NDArray[Any]) -> npt.NDArray[np.int64]:
         return (float(MAX_SCORE) * ((r - lo).astype(np.float64) / span)).astype(np.int64)
     if mode == "spread":  # lo <= raw <= hi and lo >= 0, so the numerator is >= 0
         return np.full(r.size, MAX_SCORE, dtype=np.int64) if hi == 0 else (MAX_SCORE * (hi + lo - r)) // hi
+    raise ValueError(f"unknown normalisation mode {mode!r}")
+
+
+def normalize_bounded(mode: str, raws: npt.NDArray[np.int64], lo: int, hi: int) -> npt.NDArray[np.int64] | int:
+    """:func:`normalize_array` of an int64 array whose smallest and largest values the caller already
+    has (the driver takes them for the raw-value checks): no second pass for them, and one int -- the
+    score of every node -- when all the raw values are equal (then the rule cannot change the order
+    of the nodes, and the driver adds one number instead of an array). Never copies ``raws`` for
+    ``none``: the caller must not write to the result."""
+    if lo == hi:
+        return normalize(mode, [lo])[0]
+    if max(hi, -lo) >= _EXACT:
+        return normalize_array(mode, raws)
+    if mode == "none":
+        return raws
+    if mode == "scale":  # raw >= 0 (raw_error), so floor division is Go's truncation
+        return raws if hi == 0 else (raws * MAX_SCORE) // hi
+    if mode == "reverse":
+        return np.full(raws.size, MAX_SCORE, dtype=np.int64) if hi == 0 else MAX_SCORE - (raws * MAX_SCORE) // hi
+    if mode == "minmax":
+        span = float(hi - lo)
+        return (float(MAX_SCORE) * ((raws - lo).astype(np.float64) / span)).astype(np.int64)
+    if mode == "spread":  # lo <= raw <= hi and lo >= 0, so the numerator is >= 0
+        return np.full(raws.size, MAX_SCORE, dtype=np.int64) if hi == 0 else (MAX_SCORE * (hi + lo - raws)) // hi
     raise ValueError(f"unknown normalisation mode {mode!r}")

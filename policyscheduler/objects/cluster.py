@@ -184,6 +184,27 @@ class Cluster:
             values = [method(*args, node) for node in state.nodes]
         return np.array(values, dtype=np.int64).reshape(len(state.nodes))
 
+    def uniform(self, name: str, *args: Any) -> int | None:
+        """The value of :meth:`column` when it is the same on every node and that can be told without
+        building the column (no pod with inter-pod terms anywhere, an image no node has), else None.
+
+        The vectorised backend asks this first: a rule whose cluster builtins are all uniform folds to
+        constants with no per-node work, which is the common case for pods without inter-pod terms.
+        """
+        state = self._state
+        if name not in COLUMNS or state.indexed is None:
+            return None
+        if name in _LOOKUPS:
+            attr, part = _LOOKUPS[name]
+            return 0 if _all_zero(getattr(getattr(state, part), attr)) else None
+        if name in ("affinity_count", "anti_affinity_count") and len(args) == 1:
+            m = getattr(state.affinity_filter, "affinity" if name == "affinity_count" else "anti")
+            inner = m.get(args[0].topology_key)
+            return 0 if not inner or not any(inner.values()) else None
+        if name == "scaled_image_size" and len(args) == 1:
+            return 0 if self.node_count == 0 or state.image_states.get(args[0]) is None else None
+        return None
+
     # -- PodTopologySpread ------------------------------------------------------------------------------
 
     @exposed
@@ -336,6 +357,22 @@ def _lookup(attr: str, part: str) -> Callable[[Cluster, topology.ClusterIndex], 
     return column
 
 
+_LOOKUPS: dict[str, tuple[str, str]] = {
+    "existing_anti_affinity_count": ("existing_anti", "affinity_filter"),
+    "preferred_affinity_weight": ("preferred_affinity", "affinity_score"),
+    "preferred_anti_affinity_weight": ("preferred_anti", "affinity_score"),
+    "existing_required_affinity_count": ("existing_required", "affinity_score"),
+    "existing_preferred_affinity_weight": ("existing_preferred", "affinity_score"),
+    "existing_preferred_anti_affinity_weight": ("existing_preferred_anti", "affinity_score"),
+}
+"""The builtins that sum a topology map over the node's label domains: (map attribute, precomputation)."""
+
+
+def _all_zero(m: affinity.TopologyMap) -> bool:
+    """True when every domain of every key of the map holds 0 (the usual map: empty)."""
+    return not m or not any(v for inner in m.values() for v in inner.values())
+
+
 def _domain(attr: str) -> Callable[[Cluster, topology.ClusterIndex, PodAffinityTerm], IntArray]:
     def column(cl: Cluster, index: topology.ClusterIndex, t: PodAffinityTerm) -> IntArray:
         return affinity.domain_column(getattr(cl._state.affinity_filter, attr), t.topology_key, index)
@@ -364,12 +401,7 @@ COLUMNS: dict[str, Callable[..., IntArray]] = {
     "spread_score_count": _spread_score_column,
     "affinity_count": _domain("affinity"),
     "anti_affinity_count": _domain("anti"),
-    "existing_anti_affinity_count": _lookup("existing_anti", "affinity_filter"),
-    "preferred_affinity_weight": _lookup("preferred_affinity", "affinity_score"),
-    "preferred_anti_affinity_weight": _lookup("preferred_anti", "affinity_score"),
-    "existing_required_affinity_count": _lookup("existing_required", "affinity_score"),
-    "existing_preferred_affinity_weight": _lookup("existing_preferred", "affinity_score"),
-    "existing_preferred_anti_affinity_weight": _lookup("existing_preferred_anti", "affinity_score"),
+    **{name: _lookup(attr, part) for name, (attr, part) in _LOOKUPS.items()},
     "scaled_image_size": _image_column,
     "count_in_domain": _domain_column,
 }

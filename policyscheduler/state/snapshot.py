@@ -13,7 +13,6 @@ dicts are converted as they arrive and not kept (a 50,000-pod snapshot would oth
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
@@ -22,7 +21,7 @@ from cachetools import LRUCache
 from policyscheduler.objects.builders import build_node, build_pod, object_name
 from policyscheduler.objects.cluster import Cluster, make_cluster
 from policyscheduler.objects.records import Node, Pod
-from policyscheduler.state.store import ClusterState, pod_key
+from policyscheduler.state.store import ClusterState, pod_key, replace_fields
 
 __all__ = ["ClusterSnapshot", "KINDS"]
 
@@ -293,7 +292,7 @@ class ClusterSnapshot:
         if self.state.slot_of(node_name) is None:
             self._warn([f"{object_name(pod, 'Pod')}: cannot assume on unknown node {node_name!r}"])
             return
-        self.state.add_pod(dataclasses.replace(self.pod_record(pod), node_name=node_name))
+        self.state.add_pod(replace_fields(self.pod_record(pod), node_name=node_name))
 
     def forget(self, pod: Mapping[str, Any]) -> None:
         """Take back an assumed pod (kube's ForgetPod, when binding failed)."""

@@ -116,3 +116,28 @@ def test_array_normalisation_equals_the_list_version(mode, raws):
     fits = all(-(2**63) <= r < 2**63 for r in accepted)
     array = np.array(accepted, dtype=np.int64 if fits else object)
     assert normalize_array(mode, array).tolist() == normalize(mode, accepted)
+
+
+_INT64 = st.one_of(st.integers(-1000, 1000), st.integers(-(2**63), 2**63 - 1), st.integers(2**52, 2**54),
+                   st.just(-(2**63)), st.just(2**63 - 1))
+
+
+@given(st.sampled_from(["none", "scale", "reverse", "minmax", "spread"]), st.lists(_INT64, min_size=1, max_size=20))
+def test_bounded_normalisation_equals_the_list_version(mode, raws):
+    """normalize_bounded (the driver's path when min and max are known) gives normalize's values; one
+    int when every raw value is equal. Also normalize_array at the int64 edges (-2**63 has no abs)."""
+    import numpy as np
+
+    from policyscheduler.evaluation.normalize import normalize_array, normalize_bounded
+
+    accepted = [r for r in raws if raw_error(mode, r) is None]
+    if mode == "none" or not accepted:
+        accepted = [r % 101 for r in raws]
+    array = np.array(accepted, dtype=np.int64)
+    got = normalize_bounded(mode, array, min(accepted), max(accepted))
+    want = normalize(mode, accepted)
+    if isinstance(got, int):
+        assert len(set(accepted)) == 1 and [got] * len(accepted) == want
+    else:
+        assert got.tolist() == want
+    assert normalize_array(mode, array).tolist() == want

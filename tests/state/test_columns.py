@@ -55,6 +55,9 @@ def test_columns_and_indexes_match_the_reference(seed: int) -> None:
         for name, args in _calls(cl, pod):
             column = cl.column(name, *args)
             assert column.dtype == np.int64 and column.tolist() == _scalar(cl, name, args), (seed, name)
+            same = cl.uniform(name, *args)  # told without the column: then it is that value everywhere
+            if same is not None:
+                assert column.tolist() == [same] * len(nodes), (seed, name)
 
         # The indexed precomputations against the from-scratch reference, map for map.
         st = cl._state
@@ -69,6 +72,21 @@ def test_columns_and_indexes_match_the_reference(seed: int) -> None:
         ref_score = topology.ScoreCounts(pod, st.soft, [n for n in nodes if n.name in wanted], nodes, st.require_all)
         assert (st.spread_score.pairs, st.spread_score.domains, st.spread_score.ignored) == (
             ref_score.pairs, ref_score.domains, ref_score.ignored), seed
+
+
+def test_uniform_answers_for_the_common_builtins() -> None:
+    """``Cluster.uniform`` (checked against the columns above) does answer on these clusters: images no
+    node has, and the inter-pod maps of pods that meet no term."""
+    answered: set[str] = set()
+    for seed in range(60):
+        snap = gen.mutated_snapshot(seed)
+        rng = random.Random(10_000 + seed)
+        for i in range(4):
+            pod = snap.pod_record(gen.pod(rng, f"incoming{i}", None, 0.6))
+            cl = snap.context(pod)
+            answered.update(name for name, args in _calls(cl, pod) if cl.uniform(name, *args) is not None)
+    assert {"scaled_image_size", "preferred_affinity_weight", "existing_anti_affinity_count",
+            "existing_preferred_affinity_weight", "affinity_count", "anti_affinity_count"} <= answered
 
 
 def test_the_random_pods_exercise_every_column() -> None:

@@ -28,8 +28,9 @@ from policyscheduler.evaluation.vector.program import (
     run_filter,
     run_score,
 )
-from policyscheduler.evaluation.vector.reuse import ALL_FIELDS, Reuse, Unfreezable, freeze
+from policyscheduler.evaluation.vector.reuse import ALL_FIELDS, Reuse, Unfreezable, constant_array, freeze
 from policyscheduler.evaluation.vector.values import Unsupported
+from policyscheduler.objects.cluster import COLUMNS
 from policyscheduler.objects.records import Pod as PodRecord
 
 if TYPE_CHECKING:
@@ -98,12 +99,14 @@ class VectorRun:
         self._reuse = reuse
         self._frozen: dict[str, Any] = {}
 
-    def _fingerprint(self, rule: Any) -> Any:
-        """The pod's values of the fields ``rule`` depends on, or None when its results cannot be reused."""
+    def _fingerprint(self, rule: Any, fields: tuple[str, ...] | None = None) -> Any:
+        """The pod's values of the fields ``rule`` depends on (or of ``fields``), or None when its results
+        cannot be reused."""
         reuse = self._reuse
         if reuse is None:
             return None
-        fields = reuse.fields(rule)
+        if fields is None:
+            fields = reuse.fields(rule)
         if fields is None:
             return None
         if fields == (ALL_FIELDS,):
@@ -139,7 +142,9 @@ class VectorRun:
     def score(self, rule: ScoreRule, idx: Indexes) -> ScoreOutcome:
         """The rule's raw scores on ``idx``, reusing the previous pods' results where they must be equal."""
         key = self._fingerprint(rule)
-        if key is None or not self._reuse.worth(rule, key, int(idx.size)):  # type: ignore[union-attr]
+        if key is None:
+            return self._memo_score(rule, idx)
+        if not self._reuse.worth(rule, key, int(idx.size)):  # type: ignore[union-attr]
             return self._score(rule, idx)
         assert self._reuse is not None
         entry = self._reuse.entry(rule, key)
@@ -152,6 +157,36 @@ class VectorRun:
             entry.put_score(stale, out.raw, out.ignored, out.errors, out.verdicts)
         raw, ignored, errors = entry.score_parts(idx)
         return ScoreOutcome(raw, ignored, errors, entry.verdicts)
+
+    def _memo_score(self, rule: ScoreRule, idx: Indexes) -> ScoreOutcome:
+        """A rule reading ``cluster`` through whole-cluster builtins only: its value from an earlier pod of
+        the same shape when every call still answers the same uniform value (:class:`.reuse.Memo`)."""
+        reuse = self._reuse
+        prog = self._programs.get(id(rule))
+        uniform = getattr(self._cluster, "uniform", None)
+        if reuse is None or uniform is None or not isinstance(prog, ScoreProgram) or idx.size <= SMALL:
+            return self._score(rule, idx)
+        fields = reuse.memo_fields(rule, _CLUSTER_CALLS)
+        key = None if fields is None else self._fingerprint(rule, fields)
+        if key is None:
+            return self._score(rule, idx)
+        hit = reuse.memo.get(rule, key)
+        if hit is not None and _same_calls(uniform, hit[0]):
+            reuse.memo.hits += 1
+            return ScoreOutcome(constant_array(idx.size, np.int64, hit[1]), constant_array(idx.size, np.bool_, False),
+                                constant_array(idx.size, np.int32, -1), [], (hit[1], hit[1]))
+        state = self._state
+        calls: list[tuple[str, tuple[Any, ...], int | None]] = []
+        state.recording = calls
+        try:
+            raw, ignored, err = run_score(prog, state, idx)
+        finally:
+            state.recording = None
+        if not err.any() and not ignored.any() and calls and all(same is not None for _, _, same in calls) \
+                and raw.dtype == np.int64 and raw.size and int(raw.min()) == int(raw.max()):
+            reuse.memo.put(rule, key, tuple((name, argv, int(same)) for name, argv, same in calls if same is not None),
+                           int(raw[0]))
+        return self._merge_score(rule, idx, raw, ignored, err)
 
     def _all_slots(self) -> Indexes:
         return np.arange(len(self._state.tables.nodes.objects), dtype=np.int64)
@@ -184,6 +219,10 @@ class VectorRun:
         if not isinstance(prog, ScoreProgram) or idx.size <= SMALL:
             return self.reference.score(rule, idx)
         raw, ignored, err = run_score(prog, self._state, idx)
+        return self._merge_score(rule, idx, raw, ignored, err)
+
+    def _merge_score(self, rule: ScoreRule, idx: Indexes, raw: Any, ignored: Any, err: Any) -> ScoreOutcome:
+        """A lowered rule's outcome with the rows it could not decide (``err``) handed to the reference."""
         errors = np.full(idx.size, -1, dtype=np.int32)
         if not err.any():
             return ScoreOutcome(raw, ignored, errors, [])
@@ -199,6 +238,18 @@ class VectorRun:
             raw = raw.copy()
         raw[at] = ref.raw
         return ScoreOutcome(raw, ignored, errors, list(ref.verdicts))
+
+
+_CLUSTER_CALLS = frozenset(COLUMNS)
+"""The cluster builtins with a whole-cluster column (objects/cluster.py); :class:`.reuse.Memo` replays them."""
+
+
+def _same_calls(uniform: Any, calls: Any) -> bool:
+    """Whether every recorded cluster call still has its recorded uniform value."""
+    try:
+        return all(uniform(name, *argv) == same for name, argv, same in calls)
+    except Exception:  # noqa: BLE001 -- a call the cluster cannot answer now: evaluate the rule
+        return False
 
 
 class VectorBackend:
@@ -220,5 +271,5 @@ class VectorBackend:
         tables.sync(snapshot)
         reuse = self.reuse
         if reuse is not None:
-            reuse.sync(policy_set, tables.epoch, tables.changed, len(tables.nodes.objects))
+            reuse.sync(policy_set, tables.epoch, tables.changed, len(tables.nodes.objects), tables.changed_fields)
         return VectorRun(lowered(policy_set), tables, snapshot, pod, cluster, self.reference_rows, reuse)

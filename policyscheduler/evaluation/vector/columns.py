@@ -1,10 +1,11 @@
 """Node tables as columns (struct of arrays), kept across pods and updated from the change journal.
 
 :class:`Tables` belongs to one backend and follows one snapshot. Columns are built lazily -- only the
-fields the policy set reads -- and each is refreshed row by row when nodes change: the per-pod Python
-work is O(changed nodes), never O(cluster). Where the snapshot has no change journal
-(``generation`` / ``changed_nodes_since``), changed slots are found by record identity, chunk-wise
-(list comparison runs in C), which still touches no column of an unchanged node.
+fields the policy set reads -- and each is refreshed row by row when nodes change (when it is next
+read, and only if a field it reads changed there): the per-pod Python work is O(changed nodes), never
+O(cluster). Where the snapshot has no change journal (``generation`` / ``changed_nodes_since``), changed
+slots are found by record identity, chunk-wise (list comparison runs in C), which still touches no
+column of an unchanged node.
 
 * Scalar fields and map entries (``node.labels["zone"]``, ``node.allocatable["cpu"]``) are one column
   per key: strings as int32 codes of a shared :class:`Interner` (so columns compare by code), ints as
@@ -18,6 +19,7 @@ work is O(changed nodes), never O(cluster). Where the snapshot has no change jou
 
 from __future__ import annotations
 
+import dataclasses
 import weakref
 from collections.abc import Callable, Sequence
 from fractions import Fraction
@@ -204,23 +206,39 @@ class _Column:
 
 
 class NodeTable:
-    """Columns over node slots (``snapshot.nodes``)."""
+    """Columns over node slots (``snapshot.nodes``).
+
+    A changed slot is only *noted* for each built column of a field that changed there, and the column
+    reads the slot's record again when it is next asked for: in the steady state the reused results
+    (:mod:`.reuse`) answer most rules, and the columns they were computed from are not read at all."""
 
     def __init__(self, nodes: list[Any], interner: Interner) -> None:
         self.objects = nodes
         self.interner = interner
         self.columns: dict[tuple[Any, ...], _Column] = {}
+        self._dirty: dict[tuple[Any, ...], set[int]] = {}
 
     def column(self, key: tuple[Any, ...]) -> Col:
         col = self.columns.get(key)
         if col is None:
             col = self.columns[key] = _Column(key, self.objects, self.interner)
+        elif self._dirty:
+            rows = self._dirty.pop(key, None)
+            if rows and not col.set_rows(sorted(rows), self.objects):
+                col = self.columns[key] = _Column(key, self.objects, self.interner)
         return col.value()
 
-    def update(self, slots: list[int]) -> None:
-        for key, col in list(self.columns.items()):
-            if not col.set_rows(slots, self.objects):
-                self.columns[key] = _Column(key, self.objects, self.interner)
+    def update(self, slots: list[int], fields: frozenset[str] | None = None) -> None:
+        """Note that ``slots`` changed, for every built column (only those of ``fields`` when given: the
+        record fields that changed on those slots; a column of any other field reads the same object)."""
+        for key in self.columns:
+            if fields is not None and key[1] not in fields:
+                continue
+            rows = self._dirty.get(key)
+            if rows is None:
+                self._dirty[key] = set(slots)
+            else:
+                rows.update(slots)
 
 
 _DISTINCT: dict[str, Callable[[Any], Any]] = {
@@ -319,10 +337,14 @@ class Tables:
         """Grows whenever the tables are rebuilt from scratch (another snapshot, nodes came or went)."""
         self.changed: list[int] = []
         """The slots the last :meth:`sync` refreshed (within the same epoch)."""
+        self.changed_fields: frozenset[str] | None = None
+        """The record fields that differ (by identity) on the ``changed`` slots; None: unknown, take all."""
 
     def sync(self, snapshot: Any) -> None:
-        """Bring every built column up to date with ``snapshot`` (O(changed nodes))."""
+        """Follow ``snapshot``'s changes (O(changed nodes)): element tables are updated, node columns
+        refresh the changed slots when next read; ``changed`` / ``changed_fields`` say what changed."""
         self.changed = []
+        self.changed_fields = None
         nodes = snapshot.nodes
         owner = self._snapshot() if self._snapshot is not None else None
         if owner is not snapshot or len(nodes) != len(self._seen):
@@ -345,10 +367,11 @@ class Tables:
             return
         changed = sorted(set(changed))
         self.changed = changed
+        fields = self.changed_fields = _changed_fields([(self._seen[i], nodes[i]) for i in changed])
         for i in changed:
             self._seen[i] = nodes[i]
         self.nodes.objects = self._seen
-        self.nodes.update(changed)
+        self.nodes.update(changed, fields)
         for table in self.elements.values():
             table.update(changed, self._seen)
 
@@ -369,6 +392,29 @@ class Tables:
         if table is None:
             table = self.elements[field] = ElementTable(field, record, self._seen, self.interner)
         return table
+
+
+_FIELDS: dict[type, tuple[str, ...]] = {}
+
+
+def _changed_fields(pairs: list[tuple[Any, Any]]) -> frozenset[str] | None:
+    """The dataclass fields whose value object differs between the old and the new record of each pair
+    (a pod placed on a node changes its aggregates, never its labels or taints), or None when a pair is
+    not two records of the same dataclass type (then everything counts as changed)."""
+    out: set[str] = set()
+    for old, new in pairs:
+        kind = type(new)
+        if type(old) is not kind:
+            return None
+        names = _FIELDS.get(kind)
+        if names is None:
+            if not dataclasses.is_dataclass(kind):
+                return None
+            names = _FIELDS[kind] = tuple(f.name for f in dataclasses.fields(kind))
+        for name in names:
+            if getattr(old, name) is not getattr(new, name):
+                out.add(name)
+    return frozenset(out)
 
 
 def _changed_slots(nodes: list[Any], seen: list[Any]) -> list[int]:

@@ -73,6 +73,9 @@ class PodState:
         self.pod = pod
         self.cluster = cluster
         self.cluster_columns: dict[tuple[Any, ...], Any] = {}
+        self.recording: list[tuple[str, tuple[Any, ...], int | None]] | None = None
+        """When a list: every whole-cluster builtin call gets (name, other arguments, its uniform value or
+        None) appended (see :class:`~.reuse.Memo`)."""
 
 
 class Ctx:
@@ -802,18 +805,27 @@ class Lowerer:
             cluster = state.cluster
             key = (name, *[id(v.value) for v in others])  # type: ignore[union-attr]
             hit = state.cluster_columns.get(key)
-            full = hit[0] if hit is not None else None
-            if hit is None:
+            if hit is not None:
+                full, argv, same = hit
+            else:
+                full = same = None
+                argv = tuple(v.value for v in others)  # type: ignore[union-attr]
                 colfn = getattr(cluster, "column", None)
                 if colfn is not None:
-                    argv = [v.value for v in others]  # type: ignore[union-attr]
                     try:
-                        data = np.asarray(colfn(name, *argv))
-                        full = _uniform_or_col(kind, data)
+                        uniform = getattr(cluster, "uniform", None)
+                        same = uniform(name, *argv) if kind == "int" and uniform is not None else None
+                        if same is not None:  # told without building the column
+                            full = Const(same)
+                        else:
+                            data = np.asarray(colfn(name, *argv))
+                            full = _uniform_or_col(kind, data)
                     except (KeyError, ValueError, NotImplementedError, TypeError):
-                        full = None
-                    # keyed by the arguments' ids: keep them alive so no other object takes an id
-                    state.cluster_columns[key] = (full, argv)
+                        full = same = None
+                # keyed by the arguments' ids: keep them alive so no other object takes an id
+                state.cluster_columns[key] = (full, argv, same)
+            if state.recording is not None:
+                state.recording.append((name, argv, same))
             if isinstance(full, Const):
                 return full
             if isinstance(full, Col):

@@ -16,7 +16,9 @@ the same idea as its equivalence-class cache; here it is exact by construction:
   order, numbers with their type -- anything :func:`freeze` does not know disables the cache for that
   pod;
 * node changes come from the node tables' sync (the snapshot's change journal): changed slots are
-  invalidated in every entry; a node set change (or another snapshot) drops everything.
+  invalidated in every entry of a rule that reads a node field that changed there (:func:`node_fields`:
+  placing a pod changes a node's aggregates -- ``requested``, ``pods`` ... -- so a taint or label rule
+  keeps its results); a node set change (or another snapshot) drops everything.
 
 Entries hold one value per node slot over the whole cluster; a pod only reads them at its ``idx``
 (so a filter that saw fewer nodes for one pod fills in the rest for the next one).
@@ -33,11 +35,12 @@ import numpy as np
 import numpy.typing as npt
 
 from policyscheduler.evaluation.decision import NodeVerdict
-from policyscheduler.objects.records import Pod
+from policyscheduler.objects.records import Node, Pod
 from policyscheduler.syntax import ast
 from policyscheduler.syntax.visitor import children
 
-__all__ = ["ALL_FIELDS", "METHOD_FIELDS", "Entry", "Reuse", "freeze", "pod_fields"]
+__all__ = ["ALL_FIELDS", "METHOD_FIELDS", "NODE_ARG_FIELDS", "NODE_METHOD_FIELDS", "Entry", "Memo", "Reuse",
+           "constant_array", "freeze", "memo_fields", "node_fields", "pod_fields"]
 
 ALL_FIELDS = "*"
 """A rule that depends on the whole pod record."""
@@ -48,6 +51,18 @@ METHOD_FIELDS: dict[str, tuple[str, ...]] = {
 }
 """The pod fields each exposed Pod method reads (objects/records.py); an unlisted method reads them all."""
 
+NODE_METHOD_FIELDS: dict[str, frozenset[str]] = {
+    "port_conflict": frozenset({"used_ports"}),
+}
+"""The node fields each exposed Node method reads (objects/records.py)."""
+
+NODE_ARG_FIELDS: dict[str, frozenset[str]] = {
+    "matches": frozenset({"labels", "name"}),
+    "matches_node_affinity": frozenset({"labels", "name"}),
+}
+"""The node fields read by the exposed methods taking a node (NodeSelectorTerm.matches,
+Pod.matches_node_affinity); ``cluster`` methods are not listed (a rule reading ``cluster`` is not cached)."""
+
 ENTRIES_PER_RULE = 4
 """Distinct pod shapes remembered per rule (a mixed queue alternates between a few)."""
 
@@ -57,14 +72,20 @@ class Unfreezable(Exception):
 
 
 _POD_FIELDS = frozenset(f.name for f in dataclasses.fields(Pod))
+_NODE_FIELDS = frozenset(f.name for f in dataclasses.fields(Node))
 
-_ATOMS = (str, int, float, bool, Fraction, type(None))
+_ATOMS = (str, int, float, bool, type(None))
 
 
 def freeze(x: Any) -> Any:
-    """A hashable structural image of a pod field value: equal images mean equal values for every rule."""
+    """A hashable structural image of a pod field value: equal images mean equal values for every rule.
+
+    A Fraction (every quantity) becomes its numerator and denominator: hashing a Fraction costs a
+    modular inverse, and an image is hashed for every cached rule of every pod."""
     if isinstance(x, _ATOMS):
         return (type(x).__name__, x)
+    if isinstance(x, Fraction):
+        return ("Fraction", x.numerator, x.denominator)
     if isinstance(x, (list, tuple)):
         return ("L", tuple(freeze(i) for i in x))
     if isinstance(x, dict):
@@ -89,6 +110,28 @@ def _clause_exprs(rule: Any) -> list[Any]:
 def pod_fields(checked: Any) -> tuple[str, ...] | None:
     """The pod fields a rule's results depend on (``(ALL_FIELDS,)`` for the whole pod), or None when
     the rule cannot be cached (it reads ``cluster``, or its shape is not understood)."""
+    return _pod_fields(checked, None)
+
+
+def memo_fields(checked: Any, cluster_calls: frozenset[str]) -> tuple[str, ...] | None:
+    """For a rule that reads ``cluster`` only through ``cluster.NAME(..., node, ...)`` with NAME in
+    ``cluster_calls`` (the builtins with a whole-cluster column) and reads ``node`` only as their
+    argument: the pod fields it depends on besides those calls (see :class:`Memo`); None for any other rule.
+
+    When every such call is the same on every node, such a rule is the same on every node, and its
+    value is a function of those pod fields and of the calls' values alone.
+    """
+    return _pod_fields(checked, cluster_calls)
+
+
+def _is_cluster_call(e: Any, cluster_calls: frozenset[str] | None) -> bool:
+    """``cluster.NAME(..., node, ...)`` with NAME in ``cluster_calls`` and ``node`` itself an argument."""
+    return cluster_calls is not None and isinstance(e, ast.Call) and isinstance(e.func, ast.Attr) \
+        and isinstance(e.func.obj, ast.Name) and e.func.obj.id == "cluster" and e.func.name in cluster_calls \
+        and any(isinstance(a, ast.Name) and a.id == "node" for a in e.args)
+
+
+def _pod_fields(checked: Any, cluster_calls: frozenset[str] | None) -> tuple[str, ...] | None:
     if checked is None:
         return None
     rule = checked.rule
@@ -102,6 +145,7 @@ def pod_fields(checked: Any) -> tuple[str, ...] | None:
     except Exception:  # noqa: BLE001 -- an unknown clause shape: no cache
         return None
     whole = False
+    calls = 0
     stack: list[tuple[Any, Any]] = [(e, None) for e in roots]
     while stack:
         e, parent = stack.pop()
@@ -115,6 +159,12 @@ def pod_fields(checked: Any) -> tuple[str, ...] | None:
                     fields.add(parent.name)
                 else:
                     whole = True
+            if e.id == "node" and cluster_calls is not None and not _is_cluster_call(parent, cluster_calls):
+                return None
+        elif _is_cluster_call(e, cluster_calls):
+            calls += 1
+            stack.extend((a, e) for a in e.args)
+            continue  # the receiver is the call's own business
         elif isinstance(e, ast.Call) and isinstance(e.func, ast.Attr) and isinstance(e.func.obj, ast.Name) \
                 and e.func.obj.id == "pod":
             read = METHOD_FIELDS.get(e.func.name)
@@ -130,11 +180,77 @@ def pod_fields(checked: Any) -> tuple[str, ...] | None:
         except TypeError:
             return None
         stack.extend((k, e) for k in kids)
-    if names & {"pod", "cluster"}:
+    if names & {"pod", "cluster", "node"} if cluster_calls is not None else names & {"pod", "cluster"}:
         return None  # a binder shadowing a global: not worth reasoning about
+    if cluster_calls is not None and not calls:
+        return None
     if whole:
         return (ALL_FIELDS,)
     return tuple(sorted(fields))
+
+
+def node_fields(checked: Any) -> frozenset[str] | None:
+    """The node record fields a rule's results depend on, or None for "every field" (``node`` used in a
+    way not understood here: bound to a name, compared, passed to an unlisted method ...)."""
+    if checked is None:
+        return None
+    rule = checked.rule
+    names: set[str] = set()
+    for c in rule.clauses:
+        if isinstance(c, ast.Let):
+            names.add(c.name)
+    try:
+        roots = _clause_exprs(rule)
+    except Exception:  # noqa: BLE001 -- an unknown clause shape: every field
+        return None
+    fields: set[str] = set()
+    stack: list[tuple[Any, Any]] = [(e, None) for e in roots]
+    while stack:
+        e, parent = stack.pop()
+        if isinstance(e, (ast.Quantifier, ast.Comprehension, ast.Aggregate)):
+            names.update(b.name for b in e.loop.binders)
+        if isinstance(e, ast.Name):
+            if e.id == "node":
+                if isinstance(parent, ast.Attr) and parent.obj is e and parent.name in _NODE_FIELDS:
+                    fields.add(parent.name)
+                elif isinstance(parent, ast.Call) and isinstance(parent.func, ast.Attr) \
+                        and parent.func.name in NODE_ARG_FIELDS and len(parent.args) == 1 and parent.args[0] is e:
+                    fields.update(NODE_ARG_FIELDS[parent.func.name])
+                else:
+                    return None
+        elif isinstance(e, ast.Call) and isinstance(e.func, ast.Attr) and isinstance(e.func.obj, ast.Name) \
+                and e.func.obj.id == "node":
+            read = NODE_METHOD_FIELDS.get(e.func.name)
+            if read is None:
+                return None
+            fields.update(read)
+            for a in (*e.args, *((e.default,) if getattr(e, "default", None) is not None else ())):
+                stack.append((a, e))
+            continue  # node.method: the receiver is accounted for
+        try:
+            kids = children(e)
+        except TypeError:
+            return None
+        stack.extend((k, e) for k in kids)
+    if "node" in names:
+        return None  # a binder shadowing the node: not worth reasoning about
+    return frozenset(fields)
+
+
+_CONSTANTS: dict[tuple[int, Any, Any], npt.NDArray[Any]] = {}
+
+
+def constant_array(size: int, dtype: Any, value: Any) -> npt.NDArray[Any]:
+    """A read-only array of ``size`` times ``value``, shared: "no verdict" / "not ignored" for every node
+    is the usual answer, and readers never write to an outcome (a write would raise)."""
+    key = (size, dtype, value)
+    arr = _CONSTANTS.get(key)
+    if arr is None:
+        if len(_CONSTANTS) > 32:  # node counts change rarely: keep a handful
+            _CONSTANTS.clear()
+        arr = _CONSTANTS[key] = np.full(size, value, dtype=dtype)
+        arr.flags.writeable = False
+    return arr
 
 
 class Entry:
@@ -226,12 +342,12 @@ class Entry:
         self._done(rows)
 
     def filter_codes(self, idx: npt.NDArray[np.int64]) -> npt.NDArray[np.int32]:
-        return self.codes.take(idx) if self.any_code else np.full(idx.size, -1, dtype=np.int32)
+        return self.codes.take(idx) if self.any_code else constant_array(idx.size, np.int32, -1)
 
     def score_parts(self, idx: npt.NDArray[np.int64]) -> tuple[npt.NDArray[Any], npt.NDArray[np.bool_],
                                                               npt.NDArray[np.int32]]:
         assert self.raw is not None and self.ignored is not None
-        ignored = self.ignored.take(idx) if self.any_ignored else np.zeros(idx.size, dtype=np.bool_)
+        ignored = self.ignored.take(idx) if self.any_ignored else constant_array(idx.size, np.bool_, False)
         return self.raw.take(idx), ignored, self.filter_codes(idx)
 
     def invalidate(self, slots: list[int]) -> None:
@@ -249,35 +365,86 @@ class Entry:
         self.pending.update(slots)
 
 
+class Memo:
+    """Score rules of :func:`memo_fields` shape whose every cluster call came out uniform: their value,
+    keyed by rule and pod shape, with the calls made ((name, other arguments, value) each).
+
+    Such a rule's value on every node is a function of the pod fields it reads and of those calls'
+    values, so a later pod of the same shape whose calls still answer the same (asked again through
+    ``Cluster.uniform``, which builds no column) gets the value without evaluating the rule. This is
+    what a pod without inter-pod terms, on a cluster without pods with such terms, meets at every
+    inter-pod affinity and image locality score: constants that cost a rule evaluation each.
+    """
+
+    def __init__(self) -> None:
+        self._by_rule: dict[int, OrderedDict[Any, tuple[tuple[tuple[str, tuple[Any, ...], int], ...], int]]] = {}
+        self.hits = 0
+        """Rule evaluations answered from the memo (for tests and profiles)."""
+
+    def get(self, rule: Any, key: Any) -> tuple[tuple[tuple[str, tuple[Any, ...], int], ...], int] | None:
+        per_rule = self._by_rule.get(id(rule))
+        return None if per_rule is None else per_rule.get(key)
+
+    def put(self, rule: Any, key: Any, calls: tuple[tuple[str, tuple[Any, ...], int], ...], value: int) -> None:
+        per_rule = self._by_rule.get(id(rule))
+        if per_rule is None:
+            per_rule = self._by_rule[id(rule)] = OrderedDict()
+        per_rule[key] = (calls, value)
+        per_rule.move_to_end(key)
+        if len(per_rule) > ENTRIES_PER_RULE:
+            per_rule.popitem(last=False)
+
+
 class Reuse:
     """Every entry of one backend, keyed by rule and pod shape, kept in step with the node tables."""
 
     def __init__(self) -> None:
+        self.memo = Memo()
+        self._memo_fields: dict[int, tuple[str, ...] | None] = {}
         self._owner: Any = None
         self._epoch = -1
         self._n = 0
         self._fields: dict[int, tuple[str, ...] | None] = {}
+        self._node_fields: dict[int, frozenset[str] | None] = {}
         self._entries: dict[int, OrderedDict[Any, Entry]] = {}
 
-    def sync(self, policy_set: Any, epoch: int, changed: list[int], n: int) -> None:
-        """Forget everything on another policy set / node set; else invalidate the ``changed`` slots."""
+    def sync(self, policy_set: Any, epoch: int, changed: list[int], n: int,
+             changed_fields: frozenset[str] | None = None) -> None:
+        """Forget everything on another policy set / node set; else invalidate the ``changed`` slots in the
+        entries of the rules reading one of ``changed_fields`` (None: every rule)."""
         if self._owner is not policy_set or epoch != self._epoch or n != self._n:
             self._owner = policy_set
             self._epoch = epoch
             self._n = n
             self._fields = {}
+            self._node_fields = {}
             self._entries = {}
+            self._memo_fields = {}
+            self.memo = Memo()
             return
         if changed:
-            for per_rule in self._entries.values():
+            for key, per_rule in self._entries.items():
+                if changed_fields is not None:
+                    reads = self._node_fields.get(key)
+                    if reads is not None and reads.isdisjoint(changed_fields):
+                        continue
                 for entry in per_rule.values():
                     entry.invalidate(changed)
 
     def fields(self, rule: Any) -> tuple[str, ...] | None:
         key = id(rule)
         if key not in self._fields:
-            self._fields[key] = pod_fields(getattr(rule, "checked", None))
+            checked = getattr(rule, "checked", None)
+            self._fields[key] = pod_fields(checked)
+            self._node_fields[key] = node_fields(checked)
         return self._fields[key]
+
+    def memo_fields(self, rule: Any, cluster_calls: frozenset[str]) -> tuple[str, ...] | None:
+        """:func:`memo_fields` of ``rule`` (computed once per rule)."""
+        key = id(rule)
+        if key not in self._memo_fields:
+            self._memo_fields[key] = memo_fields(getattr(rule, "checked", None), cluster_calls)
+        return self._memo_fields[key]
 
     def worth(self, rule: Any, fingerprint: Any, asked: int) -> bool:
         """Whether to answer through an entry: it exists, or the pod asks for at least half the nodes (a new
@@ -296,6 +463,6 @@ class Reuse:
             entry = per_rule[fingerprint] = Entry(self._n)
             if len(per_rule) > ENTRIES_PER_RULE:
                 per_rule.popitem(last=False)
-        else:
+        elif len(per_rule) > 1:
             per_rule.move_to_end(fingerprint)
         return entry

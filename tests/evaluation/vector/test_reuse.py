@@ -14,7 +14,8 @@ from typing import Any
 import pytest
 
 from policyscheduler.evaluation import diff_decisions, make_evaluator
-from policyscheduler.evaluation.vector.reuse import ALL_FIELDS, freeze, pod_fields
+from policyscheduler.evaluation.vector.reuse import ALL_FIELDS, freeze, memo_fields, node_fields, pod_fields
+from policyscheduler.objects.cluster import COLUMNS
 from policyscheduler.state import ClusterSnapshot
 from tests.evaluation.policies import default_policies, load
 from tests.evaluation.vector.test_vector_backend import node, pod
@@ -166,3 +167,115 @@ def test_image_presence_follows_node_changes() -> None:
     snap.add(node("n9", images=img))
     assert snap.state.image_presence("app:1").tolist() == walk()
     assert snap.state.image_presence("other:2").tolist() == [False] * len(snap.nodes)
+
+
+def test_node_fields_read_off_the_rules() -> None:
+    """Which node fields a rule reads decides which node changes invalidate its cached results."""
+    policies = load('''
+filter a
+  reason "a"
+  require node.unschedulable == false and node.name != pod.node_name
+filter b
+  reason "b"
+  require all t in node.taints: pod.tolerates(t)
+filter c
+  reason "c"
+  require pod.matches_node_affinity(node) and not node.port_conflict(first(pod.host_ports)[0])
+score d weight 1 normalize none
+  let n = node
+  value len(n.labels)
+score e weight 1 normalize none
+  value count(p in node.pods where p.labels["app"] == "x")
+''')
+    got = {r.name: node_fields(r.checked) for r in policies.rules}
+    assert got["a"] == frozenset({"unschedulable", "name"})
+    assert got["b"] == frozenset({"taints"})
+    assert got["c"] == frozenset({"labels", "name", "used_ports"})
+    assert got["d"] is None  # the node bound to a name: every field
+    assert got["e"] == frozenset({"pods"})
+
+
+def test_memo_fields_read_off_the_rules() -> None:
+    """Only rules reading ``cluster`` through whole-cluster builtins of ``node`` (and ``node`` only there)
+    are memoised: their value is then a function of the pod fields and the calls' values."""
+    policies = load('''
+score a weight 1 normalize none
+  value trunc(sum(i in pod.images: cluster.scaled_image_size(node, i)) / 1Mi)
+score b weight 1 normalize none
+  value cluster.preferred_affinity_weight(node) + len(node.labels)
+score c weight 1 normalize none
+  value cluster.preferred_affinity_weight(node) + cluster.node_count
+score d weight 1 normalize none
+  value len(node.labels)
+''')
+    calls = frozenset(COLUMNS)
+    got = {r.name: memo_fields(r.checked, calls) for r in policies.rules}
+    assert got["a"] == ("images",)
+    assert got["b"] is None  # reads the node besides the builtin
+    assert got["c"] is None  # reads the cluster besides the builtin
+    assert got["d"] is None  # no cluster call: the equivalence cache's business
+
+
+def test_memoised_cluster_rules_follow_the_cluster() -> None:
+    """Inter-pod affinity and image locality scores memoised while uniform, and exact when the cluster
+    stops being uniform: a node gains the pod's image, a pod with preferred affinity terms lands, the
+    image goes away again. Every decision equals the reference's; the memo must have been hit."""
+    policies = default_policies()
+    objects = [node(f"n{i}", {"zone": "ab"[i % 2], "kubernetes.io/hostname": f"n{i}"}, cpu="8", memory="16Gi")
+               for i in range(12)]
+    ref, vec = make_evaluator("reference"), make_evaluator("vector")
+    left, right = ClusterSnapshot.from_objects(objects), ClusterSnapshot.from_objects(objects)
+    img = [{"names": ["app:1"], "sizeBytes": 500 * 2**20}]
+    affine = {"podAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [
+        {"weight": 50, "podAffinityTerm": {"labelSelector": {"matchLabels": {"app": "web"}},
+                                           "topologyKey": "zone"}}]}}
+    steps: list[Any] = [
+        *[pod(f"a{k}", labels={"app": "web"}, cpu="100m", memory="128Mi") for k in range(4)],
+        ("update", node("n5", {"zone": "b", "kubernetes.io/hostname": "n5"}, cpu="8", memory="16Gi", images=img)),
+        *[pod(f"b{k}", labels={"app": "web"}, cpu="100m", memory="128Mi") for k in range(3)],
+        pod("lead", labels={"app": "db"}, cpu="100m", memory="128Mi", affinity=affine),
+        *[pod(f"c{k}", labels={"app": "web"}, cpu="100m", memory="128Mi") for k in range(3)],
+        ("update", node("n5", {"zone": "b", "kubernetes.io/hostname": "n5"}, cpu="8", memory="16Gi")),
+        *[pod(f"d{k}", labels={"app": "web"}, cpu="100m", memory="128Mi") for k in range(3)],
+    ]
+    scores: list[dict[str, int]] = []
+    for step in steps:
+        if isinstance(step, tuple):
+            left.add(step[1])
+            right.add(step[1])
+            continue
+        name = step["metadata"]["name"]
+        a = ref.evaluate(policies, left, step, rng=random.Random(name))
+        b = vec.evaluate(policies, right, step, rng=random.Random(name))
+        assert a == b, (name, diff_decisions(a, b))
+        scores.append({n: s.raw for n, s in b.scores["image_locality"].items()})
+        assert a.node is not None
+        left.assume(step, a.node)
+        right.assume(step, a.node)
+    assert vec.backend.reuse.memo.hits >= 8  # type: ignore[attr-defined]
+    assert len(set(scores[0].values())) == 1 and len(set(scores[4].values())) > 1  # the image made it non-uniform
+
+
+def test_node_tables_refresh_only_changed_fields_when_read() -> None:
+    """Placing a pod changes a node's aggregates only; the tables say so, and a column of a changed field
+    reads the new record when it is next asked for (it is not rebuilt eagerly)."""
+    from policyscheduler.evaluation.vector.columns import Interner, Tables, column_key
+
+    snap = ClusterSnapshot.from_objects(_cluster(6))
+    tables = Tables(Interner())
+    tables.sync(snap)
+    cpu = column_key("get", "requested", "q", "cpu", Fraction(0))
+    zone = column_key("get", "labels", "str", "zone", "")
+    col = tables.nodes.column(cpu)
+    old = Fraction(int(col.data[2]), col.den)
+    before_zone = tables.nodes.column(zone).data.copy()
+    snap.assume(pod("new", cpu="500m", memory="1Gi"), "n2")
+    tables.sync(snap)
+    assert tables.changed == [2]
+    assert tables.changed_fields is not None and "requested" in tables.changed_fields
+    assert not tables.changed_fields & {"labels", "taints", "allocatable", "images", "name", "unschedulable"}
+    after = tables.nodes.column(cpu)
+    values = [Fraction(int(x), after.den) for x in after.data.tolist()]
+    assert values == [n.requested.get("cpu", Fraction(0)) for n in snap.nodes]
+    assert values[2] == old + Fraction(1, 2)
+    assert tables.nodes.column(zone).data.tolist() == before_zone.tolist()
