@@ -11,12 +11,15 @@ Exit status: 0 ok, 2 bad input (located errors on stderr, never a traceback).
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import sys
+import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TextIO
 
-__all__ = ["add_arguments", "run", "main", "read_config", "apply_profile"]
+__all__ = ["add_arguments", "run", "main", "read_config", "apply_profile", "apply_run_config", "run_profiles",
+           "RunProfilePlan"]
 
 EXIT_OK = 0
 EXIT_BAD_INPUT = 2
@@ -194,50 +197,81 @@ def lint_config(args: argparse.Namespace) -> int:
 _RUN_DEFAULTS: dict[str, object] = {"scheduler_name": "policy-scheduler", "kubeconfig": None, "policies": None,
                  "policies_configmap": None, "leader_elect": False, "leader_elect_lease_namespace": "kube-system",
                  "leader_elect_lease_duration": 15.0, "leader_elect_renew_deadline": 10.0,
-                 "leader_elect_retry_period": 2.0, "bind_address": "127.0.0.1:10259", "verbosity": 0, "engine": None}
+                 "leader_elect_retry_period": 2.0, "bind_address": "127.0.0.1:10259", "verbosity": 0, "engine": None,
+                 "kube_api_qps": None, "kube_api_burst": None, "leader_elect_resource_name": None}
+
+
+@dataclasses.dataclass(frozen=True)
+class RunProfilePlan:
+    """What ``run`` starts for one profile: its scheduler name, policy paths (watched), the ConfigMap
+    (``NAMESPACE/NAME``) and, for a shadow profile, the scheduler it shadows."""
+
+    name: str
+    paths: tuple[str, ...] = ()
+    configmap: str | None = None
+    shadows: str | None = None
+
+
+def run_profiles(args: argparse.Namespace) -> list[RunProfilePlan]:
+    """The profiles ``run`` starts: ``args.profiles`` after :func:`apply_run_config`, else one from the flags."""
+    plans = getattr(args, "profiles", None)
+    if plans:
+        return list(plans)
+    return [RunProfilePlan(args.scheduler_name, tuple(args.policies or ()), args.policies_configmap)]
 
 
 def apply_run_config(args: argparse.Namespace, err: TextIO) -> bool:
     """``run --config FILE``: fill every ``run`` flag left at its default from the file (flags override the
-    file). Inline policy text is written to a private folder that is watched like any ``--policies`` path.
+    file) and set ``args.profiles``: every profile of the file, or only the one ``--scheduler-name`` names.
+    ``--policies`` / ``--policies-configmap`` replace the sources of the one profile run (with several, name
+    it). Inline policy text is written to a private folder per profile, watched like any ``--policies`` path.
     False after printing why the file cannot be used."""
-    import tempfile
+    from policyscheduler.config import ConfigError
 
     cfg = read_config(args.config, err)
     if cfg is None:
         return False
-    profile = apply_profile(args, cfg, defaults=_RUN_DEFAULTS, err=err)
-    if profile is None:
-        return False
-    if profile.mode == "shadow":
-        err.write(f"{cfg.file}: error: profile {profile.scheduler_name}: shadow mode is not available in 'run' yet\n")
-        return False
 
     def default(name: str) -> bool:
-        return bool(getattr(args, name) == _RUN_DEFAULTS[name])
+        return bool(getattr(args, name, None) == _RUN_DEFAULTS[name])
 
-    if not args.policies and not args.policies_configmap:
+    if default("scheduler_name"):
+        profiles = list(cfg.profiles)
+    else:
+        try:
+            profiles = [cfg.profile(args.scheduler_name)]
+        except ConfigError as exc:
+            err.write(f"{exc}\n")
+            return False
+    overridden = bool(args.policies or args.policies_configmap)
+    if overridden and len(profiles) > 1:
+        names = ", ".join(p.scheduler_name for p in profiles)
+        err.write(f"{cfg.file}: error: --policies/--policies-configmap replace one profile's sources, and the file "
+                  f"has several ({names}); choose one with --scheduler-name\n")
+        return False
+    plans = []
+    for profile in profiles:
+        if overridden:
+            plans.append(RunProfilePlan(profile.scheduler_name, tuple(args.policies or ()), args.policies_configmap,
+                                        profile.shadows))
+            continue
         paths = list(profile.paths)
         if profile.texts:
             folder = tempfile.mkdtemp(prefix=f"policyscheduler-{profile.scheduler_name}-")
             for name, text in profile.texts:
                 (Path(folder) / name).write_text(text, encoding="utf-8")
             paths.append(folder)
-        args.policies = paths or None
-        if profile.configmaps:
-            ns, name = profile.configmaps[0]
-            args.policies_configmap = f"{ns}/{name}"
+        configmap = "/".join(profile.configmaps[0]) if profile.configmaps else None
+        plans.append(RunProfilePlan(profile.scheduler_name, tuple(paths), configmap, profile.shadows))
+    args.profiles = plans
+    args.scheduler_name = plans[0].name
     for attr, value in (("kubeconfig", cfg.kubeconfig), ("leader_elect", cfg.leader_elect),
                         ("leader_elect_lease_namespace", cfg.lease_namespace),
                         ("leader_elect_lease_duration", cfg.lease_duration),
                         ("leader_elect_renew_deadline", cfg.renew_deadline),
                         ("leader_elect_retry_period", cfg.retry_period), ("bind_address", cfg.bind_address),
-                        ("verbosity", cfg.verbosity), ("engine", cfg.engine)):
+                        ("verbosity", cfg.verbosity), ("engine", cfg.engine), ("kube_api_qps", cfg.qps),
+                        ("kube_api_burst", cfg.burst), ("leader_elect_resource_name", cfg.lease_name)):
         if value is not None and default(attr):
             setattr(args, attr, value)
-    if cfg.qps is not None or cfg.burst is not None:
-        err.write(f"{cfg.file}: note: clientConnection qps/burst are not applied (the client is not rate-limited)\n")
-    if cfg.lease_name is not None and cfg.lease_name != profile.scheduler_name:
-        err.write(f"{cfg.file}: note: leaseName {cfg.lease_name!r} is not applied: the Lease is named after the "
-                  f"scheduler ({profile.scheduler_name})\n")
     return True

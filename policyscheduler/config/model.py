@@ -20,7 +20,14 @@ profiles:
       override score taint_toleration weight 1
   statements:                     # layering statements, one per item (an inline file of their own)
   - disable score image_locality
+- schedulerName: candidate        # another profile of the same process
+  mode: shadow                    # judge another scheduler's placements; never bind (kube/shadow.py)
+  shadows: default-scheduler
 ```
+
+``run`` starts every profile in one process (:mod:`policyscheduler.cli.config` ``apply_run_config``);
+``qps``/``burst`` set the client's token bucket (unset: no limit) and ``leaseName`` the Lease (unset: the
+first profile's schedulerName).
 
 Every unknown field and bad value is a :class:`ConfigError` with the file, line and column.
 """

@@ -142,17 +142,19 @@ class ClusterEvent:
 
     ``facets``: what may have changed (:data:`ALL_FACETS` members); ``node``: the node those node-local
     facets belong to (None: not local to one node); ``everything``: moves every pod (node added,
-    policies reloaded)."""
+    policies reloaded); ``profile``: only the pods of this scheduler name (one profile's policies were
+    reloaded: the other profiles' verdicts cannot change)."""
 
     name: str
     facets: frozenset[str] = frozenset()
     node: str | None = None
     everything: bool = False
+    profile: str | None = None
 
     @classmethod
-    def all(cls, name: str) -> ClusterEvent:
-        """An event that moves every unschedulable pod."""
-        return cls(name, ALL_FACETS, None, True)
+    def all(cls, name: str, profile: str | None = None) -> ClusterEvent:
+        """An event that moves every unschedulable pod (of ``profile`` only, when given)."""
+        return cls(name, ALL_FACETS, None, True, profile)
 
     @classmethod
     def node_added(cls, node: str) -> ClusterEvent:

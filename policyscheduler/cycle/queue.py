@@ -33,12 +33,24 @@ from typing import Any
 
 from policyscheduler.cycle.events import ClusterEvent, Interest
 
-__all__ = ["QueuedPod", "SchedulingQueue", "priority_order", "pod_priority", "QUEUES"]
+__all__ = ["QueuedPod", "SchedulingQueue", "priority_order", "pod_priority", "scheduler_name_of", "QUEUES",
+           "DEFAULT_SCHEDULER"]
 
 QUEUES = ("active", "backoff", "unschedulable")
 """The names used for ``pending_pods{queue=...}``."""
 
 Clock = Callable[[], float]
+
+
+DEFAULT_SCHEDULER = "default-scheduler"
+"""What the API server fills in for a pod without ``spec.schedulerName``."""
+
+
+def scheduler_name_of(pod: Any) -> str:
+    """The profile a pod belongs to: ``spec.schedulerName`` (absent: ``default-scheduler``)."""
+    spec = pod.get("spec") if isinstance(pod, dict) else None
+    name = spec.get("schedulerName") if isinstance(spec, dict) else None
+    return name if isinstance(name, str) and name else DEFAULT_SCHEDULER
 
 
 def pod_priority(pod: dict[str, Any]) -> int:
@@ -200,10 +212,11 @@ class SchedulingQueue:
                 return True
             return False
 
-    def move_all(self, event: str) -> int:
+    def move_all(self, event: str, profile: str | None = None) -> int:
         """A cluster event that can change every verdict (policies reloaded, ...): every unschedulable
-        pod goes back (backoff or active). Returns how many moved."""
-        return self.move(ClusterEvent.all(event))
+        pod (whose ``spec.schedulerName`` is ``profile``, when given) goes back (backoff or active).
+        Returns how many moved."""
+        return self.move(ClusterEvent.all(event, profile))
 
     def move(self, event: ClusterEvent) -> int:
         """``event`` happened: the unschedulable pods it may help go back (backoff or active); pods
@@ -212,7 +225,8 @@ class SchedulingQueue:
             now = self._clock()
             if self._deciding:
                 self._events.append((self._cycle, event))
-            moved = [e for e in self._unschedulable.values() if e.interest is None or e.interest.wants(event)]
+            moved = [e for e in self._unschedulable.values() if (e.interest is None or e.interest.wants(event))
+                     and (event.profile is None or scheduler_name_of(e.pod) == event.profile)]
             for entry in moved:
                 del self._unschedulable[entry.key]
                 self._requeue(entry, now)
@@ -233,6 +247,7 @@ class SchedulingQueue:
     def _stale(self, entry: QueuedPod) -> bool:
         """An event that arrived while ``entry`` was deciding may change its verdict."""
         return any(c >= entry.pop_cycle and (entry.interest is None or entry.interest.wants(ev))
+                   and (ev.profile is None or scheduler_name_of(entry.pod) == ev.profile)
                    for c, ev in self._events)
 
     def flush(self) -> None:

@@ -9,6 +9,12 @@ A pod whose previous attempt saw the same cluster generation, the same pod objec
 set gets that attempt's decision again without evaluating (the answer could not differ); this is what
 keeps a requeued pod cheap when the event that moved it did not touch anything it reads.
 
+Profiles (kube-scheduler's model): one queue, one cache, one cycle, and a policy set per scheduler name.
+Given a mapping ``schedulerName -> PolicySet`` the cycle decides each pod with the set its
+``spec.schedulerName`` names (a pod of no profile gets the first one); requeueing by reads uses that set's
+analyses, and a reload of one profile (:meth:`Cycle.set_policy_set` with ``profile``) moves only that
+profile's unschedulable pods. Given one PolicySet (``simulate``), every pod uses it.
+
 Every attempt is returned as an :class:`Attempt` (plain data): the drivers turn it into events, log
 lines, metrics or the simulator's report. Nothing here talks to the API server.
 """
@@ -24,7 +30,7 @@ from typing import TYPE_CHECKING, Any
 
 from policyscheduler.cycle.cache import ClusterCache
 from policyscheduler.cycle.events import ClusterEvent, Interest
-from policyscheduler.cycle.queue import QueuedPod, SchedulingQueue
+from policyscheduler.cycle.queue import QueuedPod, SchedulingQueue, scheduler_name_of
 
 if TYPE_CHECKING:
     from policyscheduler.compiler import PolicySet
@@ -74,9 +80,10 @@ def _deleting(pod: Mapping[str, Any]) -> bool:
 
 
 class Cycle:
-    """The queue, the cache, an evaluator and the policy set in force, driven one pod at a time.
+    """The queue, the cache, an evaluator and the policy set(s) in force, driven one pod at a time.
 
-    ``binder(attempt)`` is called for every scheduled attempt, after the assume; it may bind
+    ``policy_set``: one set for every pod, or a mapping scheduler name -> set (profiles; see the module
+    docstring). ``binder(attempt)`` is called for every scheduled attempt, after the assume; it may bind
     asynchronously and must eventually call :meth:`binding_succeeded` or :meth:`binding_failed`.
     """
 
@@ -85,7 +92,7 @@ class Cycle:
         queue: SchedulingQueue,
         cache: ClusterCache,
         evaluator: Evaluator,
-        policy_set: PolicySet,
+        policy_set: PolicySet | Mapping[str, PolicySet],
         binder: Callable[[Attempt], None],
         *,
         rng: random.Random | None = None,
@@ -94,7 +101,15 @@ class Cycle:
         self.queue = queue
         self.cache = cache
         self.evaluator = evaluator
-        self._policy_set = policy_set
+        if isinstance(policy_set, Mapping):
+            if not policy_set:
+                raise ValueError("a cycle needs at least one profile")
+            self._sets: dict[str, PolicySet] = dict(policy_set)
+            self._profiles = True
+        else:
+            self._sets = {"": policy_set}  # "" is no scheduler name: every pod falls back to it
+            self._profiles = False
+        self._fallback = next(iter(self._sets))
         self.binder = binder
         self.rng = rng if rng is not None else random.Random()
         self._timer = timer
@@ -102,15 +117,32 @@ class Cycle:
 
     @property
     def policy_set(self) -> PolicySet:
-        """The policy set the next attempt uses."""
-        return self._policy_set
+        """The policy set the next attempt uses (with profiles: the first profile's)."""
+        return self._sets[self._fallback]
 
-    def set_policy_set(self, policy_set: PolicySet) -> int:
-        """Swap in a reloaded policy set; every unschedulable pod gets another chance. Returns how many moved."""
+    @property
+    def policy_sets(self) -> dict[str, PolicySet]:
+        """Scheduler name -> the set in force (empty without profiles)."""
+        return dict(self._sets) if self._profiles else {}
+
+    def policy_set_for(self, pod: Mapping[str, Any]) -> PolicySet:
+        """The set that decides ``pod``: its profile's, else the first one."""
+        sets = self._sets
+        found = sets.get(scheduler_name_of(pod))
+        return found if found is not None else sets[self._fallback]
+
+    def set_policy_set(self, policy_set: PolicySet, profile: str | None = None) -> int:
+        """Swap in a reloaded policy set (of ``profile``; default the first/only one); the unschedulable pods
+        of that profile (every pod, without profiles) get another chance. Returns how many moved."""
+        name = self._fallback if profile is None else profile
+        if name not in self._sets:
+            raise KeyError(f"no profile {profile!r}")
         with self._policy_lock:
-            changed = policy_set.digest != self._policy_set.digest
-            self._policy_set = policy_set
-        return self.queue.move_all("PolicyReloaded") if changed else 0
+            changed = policy_set.digest != self._sets[name].digest
+            self._sets = {**self._sets, name: policy_set}  # a new dict: readers never see one mid-update
+        if not changed:
+            return 0
+        return self.queue.move_all("PolicyReloaded", name if self._profiles else None)
 
     def schedule_one(self, timeout: float | None = 0.0) -> Attempt | None:
         """Run one cycle; None when no pod was ready within ``timeout`` seconds (see the queue's pop)."""
@@ -126,7 +158,7 @@ class Cycle:
         if _deleting(pod):
             self.queue.done(entry)
             return Attempt(entry, pod, SKIPPED, None, None, self._timer() - started)
-        policy_set = self._policy_set
+        policy_set = self.policy_set_for(pod)
         try:
             snapshot = self.cache.snapshot()
             generation = self.cache.generation

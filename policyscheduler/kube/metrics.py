@@ -2,11 +2,17 @@
 
 A registry per scheduler (not the process-global one), so tests and several schedulers in one process
 never collide. Queue and cache sizes are read at scrape time by a collector, not pushed.
+
+Profiles: one process, one registry; what belongs to one profile carries a ``profile`` label (its
+scheduler name): attempts and their latency (as kube-scheduler labels them), the policy set in force
+(``policyscheduler_policy_info{digest,profile}``), reloads (``policyscheduler_policy_reloads_total{result,
+profile}``), ``policyscheduler_policy_last_reload_successful{profile}`` and the shadow profiles'
+``policyscheduler_shadow_decisions_total{profile,agreement}`` (see :mod:`.shadow`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 
 from prometheus_client import CollectorRegistry, Counter, Histogram
 from prometheus_client.core import GaugeMetricFamily
@@ -20,8 +26,8 @@ _SLI_BUCKETS = tuple(0.01 * 2**i for i in range(20))  # 10 ms x 2^0..19
 
 class _Sizes(Collector):
     def __init__(self, pending: Callable[[], dict[str, int]], cache: Callable[[], dict[str, int]],
-                 leader: Callable[[], bool], name: str, digest: Callable[[], str] | None,
-                 reload_ok: Callable[[], bool]) -> None:
+                 leader: Callable[[], bool], name: str, digest: Callable[[], Mapping[str, str]] | None,
+                 reload_ok: Callable[[], Mapping[str, bool]]) -> None:
         self._pending, self._cache, self._leader, self._name = pending, cache, leader, name
         self._digest, self._reload_ok = digest, reload_ok
 
@@ -41,12 +47,17 @@ class _Sizes(Collector):
         yield leader
         if self._digest is not None:
             info = GaugeMetricFamily("policyscheduler_policy_info",
-                                     "1 for the digest of the policy set in force.", labels=["digest"])
-            info.add_metric([self._digest()[:12]], 1)
+                                     "1 for the digest of the policy set in force, per profile.",
+                                     labels=["digest", "profile"])
+            for profile, digest in self._digest().items():
+                info.add_metric([digest[:12], profile], 1)
             yield info
-            yield GaugeMetricFamily("policyscheduler_policy_last_reload_successful",
-                                    "0 while the policy sources do not load (the last good set is in force).",
-                                    value=1 if self._reload_ok() else 0)
+            ok = GaugeMetricFamily("policyscheduler_policy_last_reload_successful",
+                                   "0 while the policy sources do not load (the last good set is in force).",
+                                   labels=["profile"])
+            for profile, good in self._reload_ok().items():
+                ok.add_metric([profile], 1 if good else 0)
+            yield ok
 
 
 class SchedulerMetrics:
@@ -54,11 +65,15 @@ class SchedulerMetrics:
 
     def __init__(self, profile: str, *, pending: Callable[[], dict[str, int]],
                  cache: Callable[[], dict[str, int]], leader: Callable[[], bool],
-                 policy_digest: Callable[[], str] | None = None) -> None:
+                 policy_digest: Callable[[], str | Mapping[str, str]] | None = None,
+                 profiles: Sequence[str] = (), lease_name: str | None = None) -> None:
+        """``profile``: the default profile label; ``profiles``: every profile (default ``[profile]``);
+        ``policy_digest``: the digest in force, or profile -> digest; ``lease_name``: the leader gauge's name."""
         self.profile = profile
+        self.profiles = list(profiles) or [profile]
         self.registry = CollectorRegistry()
         r = self.registry
-        self.attempts = Counter("policyscheduler_schedule_attempts", "Scheduling attempts by result.",
+        self.attempts = Counter("policyscheduler_schedule_attempts", "Scheduling attempts by result and profile.",
                                 ["result", "profile"], registry=r)
         self.attempt_duration = Histogram("policyscheduler_scheduling_attempt_duration_seconds",
                                           "Scheduling attempt latency (algorithm + assume).",
@@ -74,17 +89,28 @@ class SchedulerMetrics:
                                     ["resource"], registry=r)
         self.relists = Counter("policyscheduler_watch_relists", "Relists after 410 Gone by resource.",
                                ["resource"], registry=r)
-        self.policy_reloads = Counter("policyscheduler_policy_reloads", "Policy reloads by result.",
-                                      ["result"], registry=r)
-        for result in ("success", "error"):
-            self.policy_reloads.labels(result)
-        self.reload_ok = True
-        """False while the latest policy sources do not load (or the ConfigMap is gone)."""
-        r.register(_Sizes(pending, cache, leader, profile, policy_digest, lambda: self.reload_ok))
+        self.policy_reloads = Counter("policyscheduler_policy_reloads", "Policy reloads by result and profile.",
+                                      ["result", "profile"], registry=r)
+        for name in self.profiles:
+            for result in ("success", "error"):
+                self.policy_reloads.labels(result, name)
+        self.shadow_decisions = Counter("policyscheduler_shadow_decisions",
+                                        "Shadow profiles: pods the shadowed scheduler placed, by whether this "
+                                        "profile's policies agree (agree, tie, disagree, unschedulable, error).",
+                                        ["profile", "agreement"], registry=r)
+        self.reload_ok: dict[str, bool] = {name: True for name in self.profiles}
+        """Per profile: False while its latest policy sources do not load (or its ConfigMap is gone)."""
+        digests: Callable[[], Mapping[str, str]] | None = None
+        if policy_digest is not None:
+            def digests() -> Mapping[str, str]:
+                value = policy_digest()
+                return {profile: value} if isinstance(value, str) else value
+        r.register(_Sizes(pending, cache, leader, lease_name or profile, digests, lambda: dict(self.reload_ok)))
 
-    def attempt(self, result: str, seconds: float) -> None:
-        self.attempts.labels(result, self.profile).inc()
-        self.attempt_duration.labels(result, self.profile).observe(seconds)
+    def attempt(self, result: str, seconds: float, profile: str | None = None) -> None:
+        name = profile or self.profile
+        self.attempts.labels(result, name).inc()
+        self.attempt_duration.labels(result, name).observe(seconds)
 
     def bound(self, result: str, seconds: float) -> None:
         self.binding_duration.labels(result).observe(seconds)

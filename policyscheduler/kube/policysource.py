@@ -17,14 +17,18 @@ without errors in between two cycles, keeps the last good one otherwise). :class
 every outcome where operators look:
 
 * a log line (logger ``policyscheduler.policies``): ``policies reloaded`` / ``policy reload failed`` (with
-  the diagnostics) / ``policy source missing``, each with the digest in force;
-* metrics ``policyscheduler_policy_reloads_total{result="success"|"error"}``,
-  ``policyscheduler_policy_info{digest}`` (1 for the set in force) and
-  ``policyscheduler_policy_last_reload_successful``;
+  the diagnostics) / ``policy source missing``, each with the digest in force and the ``profile``;
+* metrics ``policyscheduler_policy_reloads_total{result="success"|"error",profile}``,
+  ``policyscheduler_policy_info{digest,profile}`` (1 for the set in force) and
+  ``policyscheduler_policy_last_reload_successful{profile}``;
 * events.k8s.io/v1 Events, posted by the leader only, regarding the ConfigMap (or, for ``--policies``
   alone, the scheduler's own Pod when ``POD_NAME``/``POD_NAMESPACE`` are set through the downward API):
   Normal ``PoliciesLoaded`` naming the new digest, Warning ``PolicyLoadFailed`` with the first diagnostics
-  (``file:line:col: error code: message``, cut to the 1 KiB note limit), Warning ``PolicySourceMissing``.
+  (``file:line:col: error code: message``, cut to the 1 KiB note limit), Warning ``PolicySourceMissing``;
+  reported by the profile's own recorder (``reportingController`` = the profile's scheduler name).
+
+Each profile of a process has its own :class:`PolicySources` (attached with its name): its reload swaps only
+its set and moves only its unschedulable pods.
 """
 
 from __future__ import annotations
@@ -146,6 +150,7 @@ class PolicySources:
         self.reflector: Reflector | None = None
         self.watcher: DirectoryWatcher | None = None
         self._scheduler: LiveScheduler | None = None
+        self.profile = ""
         self._texts: list[tuple[str, str]] | None = None
         self._object: dict[str, Any] = {}
         self._present = False
@@ -186,12 +191,18 @@ class PolicySources:
                  for p in empty]
         return dataclasses.replace(result, diagnostics=[*notes, *result.diagnostics])
 
-    def attach(self, scheduler: LiveScheduler) -> None:
-        """Wire the watches and the reloader to a scheduler (whose cycle holds the start-up set)."""
+    def attach(self, scheduler: LiveScheduler, profile: str | None = None) -> None:
+        """Wire the watches and the reloader to a scheduler's ``profile`` (default: its first), which holds
+        the start-up set."""
         self._scheduler = scheduler
-        cycle = scheduler.cycle
-        self.reloader = Reloader(cycle.policy_set, cycle.set_policy_set, self._report, paths=self.paths,
-                                 texts=self._texts, load=self._load, prepare=_warm(cycle.evaluator))
+        own = profile if profile is not None else scheduler.profile_names[0]
+        self.profile = own
+
+        def apply(policy_set: PolicySet) -> int:
+            return scheduler.set_profile_policy(own, policy_set)
+
+        self.reloader = Reloader(scheduler.policy_set_of(own), apply, self._report, paths=self.paths,
+                                 texts=self._texts, load=self._load, prepare=_warm(scheduler.cycle.evaluator))
         if self.configmap is not None:
             namespace, name = self.configmap
             self.reflector = Reflector(scheduler.client, "ConfigMap", self, path=configmap_path(namespace),
@@ -267,10 +278,12 @@ class PolicySources:
         scheduler = self._scheduler
         assert scheduler is not None
         source = self.description
-        fields: dict[str, Any] = {"policy_digest": outcome.digest[:12], "trigger": outcome.trigger, "source": source}
+        fields: dict[str, Any] = {"policy_digest": outcome.digest[:12], "trigger": outcome.trigger, "source": source,
+                                  "profile": self.profile}
+        metrics = scheduler.metrics
         if outcome.result == "success":
-            scheduler.metrics.policy_reloads.labels("success").inc()
-            scheduler.metrics.reload_ok = True
+            metrics.policy_reloads.labels("success", self.profile).inc()
+            metrics.reload_ok[self.profile] = True
             fields.update(previous_digest=outcome.previous[:12], rules=outcome.rules, requeued=outcome.requeued,
                           load_ms=round(outcome.seconds * 1000, 1))
             if outcome.changed or outcome.notify:
@@ -280,13 +293,13 @@ class PolicySources:
             else:
                 log.debug("policies unchanged", extra={"fields": fields})
         elif outcome.result == "error":
-            scheduler.metrics.policy_reloads.labels("error").inc()
-            scheduler.metrics.reload_ok = False
+            metrics.policy_reloads.labels("error", self.profile).inc()
+            metrics.reload_ok[self.profile] = False
             fields["errors"] = format_diagnostics(outcome.errors, 10)
             fields["error_count"] = len(outcome.errors)
             log.error("policy reload failed; keeping the running set", extra={"fields": fields})
         else:
-            scheduler.metrics.reload_ok = False
+            metrics.reload_ok[self.profile] = False
             if outcome.notify:
                 log.warning("policy source missing; keeping the running set", extra={"fields": fields})
         if not outcome.notify or not scheduler.leading:
@@ -295,12 +308,13 @@ class PolicySources:
         if regarding is None:
             return
         note = reload_note(outcome, f"ConfigMap {self._ref()}" if outcome.result == "missing" else source)
+        recorder = scheduler.recorders.get(self.profile, scheduler.recorder)
         if outcome.result == "success":
-            scheduler.recorder.object_event(regarding, "Normal", "PoliciesLoaded", "Reload", note)
+            recorder.object_event(regarding, "Normal", "PoliciesLoaded", "Reload", note)
         elif outcome.result == "error":
-            scheduler.recorder.object_event(regarding, "Warning", "PolicyLoadFailed", "Reload", note)
+            recorder.object_event(regarding, "Warning", "PolicyLoadFailed", "Reload", note)
         else:
-            scheduler.recorder.object_event(regarding, "Warning", "PolicySourceMissing", "Reload", note)
+            recorder.object_event(regarding, "Warning", "PolicySourceMissing", "Reload", note)
 
 
 def _warm(evaluator: Any) -> Any:

@@ -13,8 +13,15 @@ Cluster events (:mod:`policyscheduler.cycle.events`), each checked against what 
 rejected a pod read: node added (moves every pod); node updated (the facets that changed: labels,
 taints, unschedulable, allocatable, images, annotations -- heartbeats change none and move nothing); node
 deleted; an assigned pod added, changed (labels, resources) or deleted on its node; a failed bind
-(resources freed); a namespace's labels changed; policies reloaded (every pod; the sources, the reload
-worker and its reporting are :mod:`.policysource`).
+(resources freed); a namespace's labels changed; policies reloaded (every pod of that profile; the sources,
+the reload worker and its reporting are :mod:`.policysource`).
+
+Profiles (``run --config`` with several): one process, one cache, one queue, one loop, one lease (named
+after the first profile unless ``lease_name`` says otherwise), one /metrics; per profile its policy set
+(the cycle picks it by ``spec.schedulerName``), its policy sources reloading independently, its event
+reporter (``reportingController`` = its name), the ``profile`` field of its log lines and the ``profile``
+label of its metrics. Shadow profiles (:mod:`.shadow`) schedule nothing: they judge another scheduler's
+placements from the watch handler.
 """
 
 from __future__ import annotations
@@ -24,7 +31,7 @@ import logging
 import random
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from policyscheduler.cycle import (
@@ -38,12 +45,14 @@ from policyscheduler.cycle import (
 )
 from policyscheduler.cycle.cache import is_placed, node_name_of
 from policyscheduler.cycle.events import ClusterEvent, node_facet_view, node_facets_changed
+from policyscheduler.evaluation import make_evaluator
 from policyscheduler.kube.binder import Binder
 from policyscheduler.kube.events import EventRecorder
 from policyscheduler.kube.lease import LeaderElector
 from policyscheduler.kube.metrics import SchedulerMetrics
 from policyscheduler.kube.rest import RestClient
 from policyscheduler.kube.server import StatusServer
+from policyscheduler.kube.shadow import ShadowProfile, Shadows
 from policyscheduler.kube.watch import RESOURCES, Reflector, wait_synced
 
 if TYPE_CHECKING:
@@ -51,7 +60,7 @@ if TYPE_CHECKING:
     from policyscheduler.evaluation import Evaluator
     from policyscheduler.kube.policysource import PolicySources
 
-__all__ = ["LiveScheduler", "Options", "pod_queue_key", "is_ours"]
+__all__ = ["LiveScheduler", "Options", "RunProfile", "pod_queue_key", "is_ours"]
 
 
 def _sub(obj: Mapping[str, Any], key: str) -> Mapping[str, Any]:
@@ -78,6 +87,19 @@ class Options:
     bind_address: tuple[str, int] | None = ("127.0.0.1", 10259)
     bind_workers: int = 16
     seed: int | None = None
+    lease_name: str | None = None
+    """The Lease's name (``--leader-elect-resource-name``); default: the (first) profile's scheduler name."""
+
+
+@dataclasses.dataclass
+class RunProfile:
+    """One profile of a running process: its scheduler name, the set it starts with, its watched sources;
+    ``shadows`` set: a shadow profile judging that scheduler's placements (it never binds)."""
+
+    name: str
+    policy_set: PolicySet
+    sources: PolicySources | None = None
+    shadows: str | None = None
 
 
 def pod_queue_key(pod: Mapping[str, Any]) -> str:
@@ -117,32 +139,62 @@ def _assigned_view(pod: Mapping[str, Any]) -> tuple[Any, ...]:
 class LiveScheduler:
     """See the module docstring. :meth:`start`, then :meth:`wait`, then :meth:`shutdown`."""
 
-    def __init__(self, client: RestClient, policy_set: PolicySet, evaluator: Evaluator, options: Options,
-                 *, engine: str = "", policies: PolicySources | None = None) -> None:
+    def __init__(self, client: RestClient, policy_set: PolicySet | None, evaluator: Evaluator, options: Options,
+                 *, engine: str = "", policies: PolicySources | None = None,
+                 profiles: Sequence[RunProfile] | None = None) -> None:
+        """One profile (``options.scheduler_name`` with ``policy_set`` and ``policies``), or ``profiles``."""
         self.client = client
         self.options = options
         self.engine = engine
+        if profiles is None:
+            if policy_set is None:
+                raise ValueError("a policy set or profiles are needed")
+            profiles = [RunProfile(options.scheduler_name, policy_set, policies)]
+        if not profiles or len({p.name for p in profiles}) != len(profiles):
+            raise ValueError("profiles need distinct scheduler names")
+        self.profiles = list(profiles)
+        self.profile_names = [p.name for p in self.profiles]
+        scheduling = [p for p in self.profiles if p.shadows is None]
+        self.scheduling_names = frozenset(p.name for p in scheduling)
         self.queue = SchedulingQueue()
         self.cache = ClusterCache()
-        self.recorder = EventRecorder(client, options.scheduler_name, busy=self._busy)
+        self.recorders = {p.name: EventRecorder(client, p.name, busy=self._busy) for p in self.profiles}
+        self.recorder = self.recorders[self.profile_names[0]]
         self.binder = Binder(client, lambda: self.cycle, workers=options.bind_workers, on_done=self._bind_done)
-        self.cycle = Cycle(self.queue, self.cache, evaluator, policy_set, self._hand_to_binder,
+        sets: Any = ({p.name: p.policy_set for p in scheduling} if scheduling
+                     else self.profiles[0].policy_set)  # shadows only: the cycle never gets a pod
+        self.cycle = Cycle(self.queue, self.cache, evaluator, sets, self._hand_to_binder,
                            rng=random.Random(options.seed))
+        self.lease_name = options.lease_name or self.profile_names[0]
         self.elector: LeaderElector | None = None
         if options.leader_elect:
-            self.elector = LeaderElector(client, options.lease_namespace, options.scheduler_name,
+            self.elector = LeaderElector(client, options.lease_namespace, self.lease_name,
                                          lease_duration=options.lease_duration,
                                          renew_deadline=options.renew_deadline,
                                          retry_period=options.retry_period,
                                          on_started_leading=self._wake_loop,
                                          on_stopped_leading=self._lost_lease)
-        self.metrics = SchedulerMetrics(options.scheduler_name, pending=self.queue.pending,
+        self.metrics = SchedulerMetrics(self.profile_names[0], pending=self.queue.pending,
                                         cache=self.cache.counts, leader=lambda: self.leading,
-                                        policy_digest=lambda: self.cycle.policy_set.digest)
-        self.policies = policies  # watched sources + hot reload (kube/policysource.py)
-        if policies is not None:
-            policies.attach(self)
+                                        policy_digest=self.digests, profiles=self.profile_names,
+                                        lease_name=self.lease_name)
         self.reflectors = [Reflector(client, kind, self) for kind in RESOURCES]
+        shadow_profiles = [ShadowProfile(p.name, p.shadows, p.policy_set, self.recorders[p.name])
+                           for p in self.profiles if p.shadows is not None]
+        self.shadows: Shadows | None = None
+        if shadow_profiles:
+            own = bool(scheduling)  # the scheduling loop takes the shared cache's snapshots: judge in a copy
+            # With a scheduling loop beside it the shadow judges in the watch thread while the loop evaluates:
+            # it gets an engine of its own (an engine's caches are not shared across threads).
+            judge = make_evaluator(engine or "vector") if own else evaluator
+            self.shadows = Shadows(shadow_profiles, judge, ClusterCache() if own else self.cache, own_cache=own,
+                                   metrics=self.metrics, rng=random.Random(options.seed),
+                                   active=lambda: self.leading and all(r.synced.is_set() for r in self.reflectors))
+        self._shadow_by_name = {p.name: p for p in shadow_profiles}
+        self.sources = [(p.name, p.sources) for p in self.profiles if p.sources is not None]
+        self.policies = self.profiles[0].sources  # the first profile's sources (one-profile callers)
+        for name, sources in self.sources:  # watched sources + hot reload (kube/policysource.py)
+            sources.attach(self, name)
         self.server: StatusServer | None = None
         if options.bind_address is not None:
             self.server = StatusServer(options.bind_address, self.metrics.registry, self._health, self._ready)
@@ -157,6 +209,27 @@ class LiveScheduler:
         self.exit_code = 0
         self.scheduled = 0
         self.failures = 0
+
+    # -- profiles -------------------------------------------------------------------------------------------
+
+    def policy_set_of(self, profile: str) -> PolicySet:
+        """The set in force for ``profile`` (scheduling or shadow)."""
+        shadow = self._shadow_by_name.get(profile)
+        if shadow is not None:
+            return shadow.policy_set
+        sets = self.cycle.policy_sets
+        return sets[profile] if sets else self.cycle.policy_set
+
+    def set_profile_policy(self, profile: str, policy_set: PolicySet) -> int:
+        """A reload of ``profile``'s sources: swap its set; only its unschedulable pods move. How many moved."""
+        shadow = self._shadow_by_name.get(profile)
+        if shadow is not None:
+            return shadow.set_policy_set(policy_set)
+        return self.cycle.set_policy_set(policy_set, profile)
+
+    def digests(self) -> dict[str, str]:
+        """Profile -> digest of the set in force (``policyscheduler_policy_info``)."""
+        return {name: self.policy_set_of(name).digest for name in self.profile_names}
 
     # -- lifecycle -----------------------------------------------------------------------------------------
 
@@ -173,8 +246,8 @@ class LiveScheduler:
             reflector.start()
         if self.elector is not None:
             self.elector.start()
-        if self.policies is not None:
-            self.policies.start()
+        for _, sources in self.sources:
+            sources.start()
         self._loop_thread.start()
 
     def wait_synced(self, timeout: float) -> bool:
@@ -190,15 +263,16 @@ class LiveScheduler:
         self._stopping.set()
         self.queue.close()
         self._wake.set()
-        if self.policies is not None:
-            self.policies.stop()
+        for _, sources in self.sources:
+            sources.stop()
         if self._loop_thread.is_alive():
             self._loop_thread.join(timeout=60)
         drained = self.binder.drain(bind_timeout)
         if not drained:
             log.error("shutdown: %d binds still in flight after %.0fs", self.binder.in_flight, bind_timeout)
             self.exit_code = self.exit_code or 1
-        self.recorder.shutdown(wait=True)
+        for recorder in self.recorders.values():
+            recorder.shutdown(wait=True)
         if self.elector is not None:
             self.elector.release()
         for reflector in self.reflectors:
@@ -240,6 +314,8 @@ class LiveScheduler:
     # -- watch handler -------------------------------------------------------------------------------------
 
     def on_upsert(self, kind: str, obj: dict[str, Any]) -> None:
+        if self.shadows is not None:
+            self.shadows.before_upsert(kind, obj)  # judges a shadowed pod's bind in the state before it
         self.cache.upsert(kind, obj)
         if kind == "Pod":
             self._pod_changed(obj)
@@ -262,6 +338,8 @@ class LiveScheduler:
                 self.queue.move(ClusterEvent.cluster("NamespaceChange"))
 
     def on_delete(self, kind: str, obj: dict[str, Any]) -> None:
+        if self.shadows is not None:
+            self.shadows.on_delete(kind, obj)
         self.cache.remove(kind, obj)
         if kind == "Pod":
             key = pod_queue_key(obj)
@@ -299,7 +377,7 @@ class LiveScheduler:
             elif before is not None:
                 del self._bound[key]
                 self.queue.move(ClusterEvent.assigned_pod("AssignedPodDelete", before[0]))
-        elif is_ours(pod, self.options.scheduler_name) and _waiting(pod):
+        elif (_spec(pod).get("schedulerName") or DEFAULT_SCHEDULER) in self.scheduling_names and _waiting(pod):
             self.queue.add(key, pod)
         else:
             self.queue.delete(key)
@@ -331,18 +409,21 @@ class LiveScheduler:
 
     def _report(self, attempt: Attempt) -> None:
         """Metrics, events, condition and the one log line of a decision."""
-        self.metrics.attempt(attempt.result if attempt.result != SKIPPED else "skipped", attempt.duration)
-        record = decision_record(attempt, self.cycle.policy_set.digest)
+        profile = self._profile_of(attempt.pod)
+        self.metrics.attempt(attempt.result if attempt.result != SKIPPED else "skipped", attempt.duration, profile)
+        record = decision_record(attempt, self.cycle.policy_set_for(attempt.pod).digest)
+        record["profile"] = profile
         decisions.info(record["result"], extra={"fields": record})
+        recorder = self.recorders.get(profile, self.recorder)
         if attempt.result == UNSCHEDULABLE:
             self.failures += 1
             assert attempt.decision is not None
             if not attempt.reused:
-                self.recorder.failed(attempt.pod, attempt.decision.message or "", reason="Unschedulable",
+                recorder.failed(attempt.pod, attempt.decision.message or "", reason="Unschedulable",
                                      digest=attempt.decision.policy_digest)
         elif attempt.result == ERROR:
             self.failures += 1
-            self.recorder.failed(attempt.pod, f"scheduler error: {attempt.error}", reason="SchedulerError",
+            recorder.failed(attempt.pod, f"scheduler error: {attempt.error}", reason="SchedulerError",
                                  digest=record["policy_digest"])
         warnings = self.cache.warnings
         if len(warnings) > self._warned:
@@ -350,14 +431,21 @@ class LiveScheduler:
                 log.warning("malformed object: %s", warning)
             self._warned = len(warnings)
 
+    def _profile_of(self, pod: Mapping[str, Any]) -> str:
+        """The profile that decides ``pod`` (its scheduler name; the first profile for a stranger)."""
+        name = _spec(pod).get("schedulerName") or DEFAULT_SCHEDULER
+        return name if name in self.scheduling_names else self.profile_names[0]
+
     def _bind_done(self, attempt: Attempt, result: str, seconds: float, error: str | None) -> None:
         self.metrics.bound(result, seconds)
         digest = attempt.decision.policy_digest[:12] if attempt.decision is not None else None
+        profile = self._profile_of(attempt.pod)
+        recorder = self.recorders.get(profile, self.recorder)
         fields = {"pod": attempt.key, "node": attempt.node, "result": result, "bind_ms": round(seconds * 1000, 2),
-                  "policy_digest": digest}
+                  "policy_digest": digest, "profile": profile}
         if result == "bound":
             self.scheduled += 1
-            self.recorder.scheduled(attempt.pod, str(attempt.node), digest=digest)
+            recorder.scheduled(attempt.pod, str(attempt.node), digest=digest)
             first = attempt.entry.initial_attempt
             if first is not None:
                 self.metrics.scheduled_sli(attempt.entry.attempts, time.monotonic() - first)
@@ -366,7 +454,7 @@ class LiveScheduler:
             fields["error"] = error
             (decisions.warning if result == "error" else decisions.info)("bind " + result, extra={"fields": fields})
             if result == "error":
-                self.recorder.failed(attempt.pod, f"Binding rejected: {error}", reason="SchedulerError",
+                recorder.failed(attempt.pod, f"Binding rejected: {error}", reason="SchedulerError",
                                      digest=digest)
 
 

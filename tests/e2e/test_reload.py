@@ -50,15 +50,6 @@ def digest_of(text: str) -> str:
     return policy_set.digest[:12]
 
 
-@pytest.fixture(scope="module")
-def cp() -> Iterator[ControlPlane]:
-    plane = ControlPlane.start()
-    try:
-        yield plane
-    finally:
-        plane.stop()
-
-
 class Env:
     def __init__(self, cp: ControlPlane, tmp: Path) -> None:
         self.cp, self.api, self.tmp = cp, cp.api(), tmp
@@ -187,7 +178,7 @@ def test_configmap_edit_is_obeyed_by_the_next_pods_and_10_reload_delays(env: Env
     loaded = wait_until(lambda: [e for e in env.cm_events("PoliciesLoaded") if final in e["note"]], 10,
                         "the Normal event naming the digest")
     assert loaded[0]["type"] == "Normal" and loaded[0]["regarding"]["namespace"] == env.ns
-    assert 'policyscheduler_policy_reloads_total{result="success"} 10.0' in env.metrics(run)
+    assert 'policyscheduler_policy_reloads_total{profile="policy-scheduler",result="success"} 10.0' in env.metrics(run)
     assert run.terminate() == 0
 
 
@@ -235,8 +226,8 @@ def test_a_broken_configmap_is_reported_and_the_last_good_set_keeps_scheduling(e
     failed = run.find("policy reload failed; keeping the running set")
     assert failed and failed[0]["policy_digest"] == good_digest and "bad-quantity" in failed[0]["errors"][0]
     text = env.metrics(run)
-    assert 'policyscheduler_policy_reloads_total{result="error"} 1.0' in text
-    assert "policyscheduler_policy_last_reload_successful 0.0" in text
+    assert 'policyscheduler_policy_reloads_total{profile="policy-scheduler",result="error"} 1.0' in text
+    assert 'policyscheduler_policy_last_reload_successful{profile="policy-scheduler"} 0.0' in text
     assert env.in_force(run) == good_digest
 
     # Not a gap: every pod created around and after the broken push was bound, by the old rules, quickly.
@@ -255,7 +246,7 @@ def test_a_broken_configmap_is_reported_and_the_last_good_set_keeps_scheduling(e
     loaded = wait_until(lambda: [e for e in env.cm_events("PoliciesLoaded") if fixed_digest in e["note"]], 10,
                         "the Normal event after the fix")
     assert loaded[0]["type"] == "Normal"
-    assert "policyscheduler_policy_last_reload_successful 1.0" in env.metrics(run)
+    assert 'policyscheduler_policy_last_reload_successful{profile="policy-scheduler"} 1.0' in env.metrics(run)
     later = env.pods(3)
     env.placements(later)
     assert {decided_with(run, env.ns)[n] for n in later} == {fixed_digest}
@@ -341,13 +332,13 @@ def test_policies_dir_with_the_kubelet_data_symlink_swap(env: Env, monkeypatch: 
                          10, "the Warning event on our Pod")[0]
     assert warning["regarding"]["kind"] == "Pod" and warning["regarding"]["name"] == "policy-scheduler-0"
     assert "error bad-quantity" in warning["note"]
-    assert 'policyscheduler_policy_reloads_total{result="error"} 1.0' in env.metrics(run)
+    assert 'policyscheduler_policy_reloads_total{profile="policy-scheduler",result="error"} 1.0' in env.metrics(run)
 
     kubelet_volume(volume, {"site.policy": rule("y", 5)}, "2026_11_30_12_03_00.000000004")
     env.wait_in_force(run, digest_of(rule("y", 5)))
     wait_until(lambda: [e for e in events(env.api, env.ns) if e.get("reason") == "PoliciesLoaded"
                         and digest_of(rule("y", 5)) in e["note"]], 10, "the Normal event after the fix")
-    assert "policyscheduler_policy_last_reload_successful 1.0" in env.metrics(run)
+    assert 'policyscheduler_policy_last_reload_successful{profile="policy-scheduler"} 1.0' in env.metrics(run)
     assert json.dumps(run.find("policies reloaded")[-1]).count(digest_of(rule("y", 5))) == 1
     assert run.terminate() == 0
 

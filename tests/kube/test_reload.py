@@ -220,13 +220,13 @@ def test_policy_metrics() -> None:
     digest = ["d" * 64]
     metrics = SchedulerMetrics("p", pending=dict, cache=dict, leader=lambda: True, policy_digest=lambda: digest[0])
     text = generate_latest(metrics.registry).decode()
-    assert 'policyscheduler_policy_info{digest="dddddddddddd"} 1.0' in text
-    assert 'policyscheduler_policy_reloads_total{result="error"} 0.0' in text
-    assert "policyscheduler_policy_last_reload_successful 1.0" in text
+    assert 'policyscheduler_policy_info{digest="dddddddddddd",profile="p"} 1.0' in text
+    assert 'policyscheduler_policy_reloads_total{profile="p",result="error"} 0.0' in text
+    assert 'policyscheduler_policy_last_reload_successful{profile="p"} 1.0' in text
     digest[0] = "e" * 64
-    metrics.policy_reloads.labels("success").inc()
-    metrics.reload_ok = False
+    metrics.policy_reloads.labels("success", "p").inc()
+    metrics.reload_ok["p"] = False
     text = generate_latest(metrics.registry).decode()
-    assert 'policyscheduler_policy_info{digest="eeeeeeeeeeee"} 1.0' in text and "dddddddd" not in text
-    assert 'policyscheduler_policy_reloads_total{result="success"} 1.0' in text
-    assert "policyscheduler_policy_last_reload_successful 0.0" in text
+    assert 'policyscheduler_policy_info{digest="eeeeeeeeeeee",profile="p"} 1.0' in text and "dddddddd" not in text
+    assert 'policyscheduler_policy_reloads_total{profile="p",result="success"} 1.0' in text
+    assert 'policyscheduler_policy_last_reload_successful{profile="p"} 0.0' in text
