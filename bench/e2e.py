@@ -30,6 +30,12 @@ affinity; must be 0).
 
 Output (``--out``, default bench/results/): ``e2e.json``, ``e2e.md`` (table with ours/kube-100,
 ours/kube-default and ours/ceiling ratios) and ``e2e.png``.
+
+Where our CPU goes: ``--profile DIR`` runs ``ours`` under cProfile in every thread (thread CPU time as
+the timer) and writes ``DIR/<workload>-ours.prof.txt`` for the throughput phase: CPU seconds per thread
+(scheduling loop, binders, watches, event writers) and the functions by own and cumulative time. The
+profiler slows ours down several times, so only the shares mean something; with
+``POLICYSCHEDULER_PROFILE=threads`` only the per-thread CPU is recorded, at full speed.
 """
 
 from __future__ import annotations
@@ -39,6 +45,7 @@ import copy
 import json
 import multiprocessing
 import os
+import signal
 import sys
 import tempfile
 import threading
@@ -125,7 +132,9 @@ def create_pods(cp: Any, namespace: str, pods: list[dict[str, Any]], processes: 
     bodies = [json.dumps(p, separators=(",", ":")).encode() for p in pods]
     names = [p["metadata"]["name"] for p in pods]
     tls = (str(cp.ca.pair.cert_file), str(cp.admin.cert_file), str(cp.admin.key_file))
-    ctx = multiprocessing.get_context("fork")
+    # forkserver, not fork: this process has threads (the bound-pod watch, mid-TLS-read); a fork copies
+    # the locks they hold (OpenSSL's, the import lock) and a creator then hung forever on one of them
+    ctx = multiprocessing.get_context("forkserver")
     queue = ctx.Queue()
     slices = [list(range(i, len(bodies), processes)) for i in range(processes)]
     started = time.time()
@@ -212,11 +221,23 @@ def peak_rss_mb(pid: int) -> float:
 class Ours:
     scheduler_name = OURS
 
-    def __init__(self, cp: Any, logdir: Path, tag: str, engine: str) -> None:
+    def __init__(self, cp: Any, logdir: Path, tag: str, engine: str, profile: str | None = None) -> None:
         from tests.kube.live import RunProcess
 
         (logdir / f"{tag}.log").unlink(missing_ok=True)
-        self.run = RunProcess(cp, logdir / f"{tag}.log", "--engine", engine, "--seed", "1")
+        if profile:  # the same child under this file's profiling wrapper (see profiled_run)
+            Path(profile).mkdir(parents=True, exist_ok=True)
+            self.run = RunProcess.__new__(RunProcess)
+            self.run.log_file = logdir / f"{tag}.log"
+            argv = [sys.executable, str(Path(__file__).resolve()), "--profiled-run", str(Path(profile) / tag),
+                    "run", "--kubeconfig", str(cp.kubeconfig), "--scheduler-name", OURS,
+                    "--bind-address", "127.0.0.1:0", "--engine", engine, "--seed", "1"]
+            from tests.controlplane import procs
+
+            self.run.child = procs.Child("policyscheduler-run", argv, self.run.log_file,
+                                         env={**os.environ, "PYTHONPATH": str(REPO)})
+        else:
+            self.run = RunProcess(cp, logdir / f"{tag}.log", "--engine", engine, "--seed", "1")
         started = self.run.wait_log("started", timeout=120)
         address = started["status_address"]
         deadline = time.monotonic() + 120
@@ -315,10 +336,99 @@ def ceiling_worker(kubeconfig: str, namespace: str, plan_file: str) -> int:
                 if event.get("type") == "ADDED" and name in plan and name not in seen \
                         and not (obj.get("spec") or {}).get("nodeName"):
                     seen.add(name)
-                    pool.submit(bind, name, meta.get("uid"))
+                    pool.submit(bind, name, str(meta.get("uid") or ""))
         except Exception as err:  # noqa: BLE001
             print(f"watch: {err}", flush=True)
             time.sleep(0.2)
+
+
+def profiled_run(prefix: str, argv: list[str]) -> int:
+    """``policyscheduler <argv>`` with cProfile (timer: thread CPU time) in every thread; SIGUSR1 marks the
+    start of the measured phase, SIGUSR2 its end: ``<prefix>.prof.txt`` gets the functions' CPU time in
+    between (tottime and cumtime summed over threads; the profiler slows calls down, so read shares, not
+    seconds) and the CPU seconds of each thread (from /proc). ``POLICYSCHEDULER_PROFILE=threads``: thread
+    CPU only, no cProfile (no slow-down)."""
+    import cProfile
+    import signal
+
+    profiles: dict[int, tuple[str, cProfile.Profile]] = {}
+    lock = threading.Lock()
+
+    threads_only = os.environ.get("POLICYSCHEDULER_PROFILE") == "threads"
+
+    def per_thread(*_: Any) -> None:
+        prof = cProfile.Profile(time.thread_time)  # CPU time: a thread blocked on I/O or a lock costs nothing
+        if threads_only:
+            with lock:
+                profiles[threading.get_native_id()] = (threading.current_thread().name, prof)
+            sys.setprofile(None)  # named once; no hook on every call
+            return
+        with lock:
+            profiles[threading.get_native_id()] = (threading.current_thread().name, prof)
+        prof.enable()
+
+    def thread_cpu() -> dict[int, float]:
+        out = {}
+        for task in Path("/proc/self/task").iterdir():
+            try:
+                fields = (task / "stat").read_text().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            out[int(task.name)] = (int(fields[11]) + int(fields[12])) / _TICK
+        return out
+
+    def raw() -> dict[tuple[str, int, str], tuple[int, float, float]]:
+        totals: dict[tuple[str, int, str], tuple[int, float, float]] = {}
+        with lock:
+            items = list(profiles.values())
+        for _, prof in items:
+            for entry in prof.getstats():
+                code = entry.code
+                key = ((code.co_filename, code.co_firstlineno, code.co_name) if not isinstance(code, str)
+                       else ("~", 0, code))
+                n, tot, cum = totals.get(key, (0, 0.0, 0.0))
+                totals[key] = (n + entry.callcount, tot + entry.inlinetime, cum + entry.totaltime)
+        return totals
+
+    Raw = dict[tuple[str, int, str], tuple[int, float, float]]
+    marks: dict[str, tuple[Raw, dict[int, float], float]] = {}
+
+    def start(*_: Any) -> None:
+        marks["start"] = (raw(), thread_cpu(), time.process_time())
+
+    def stop(*_: Any) -> None:
+        empty: Raw = {}
+        before, cpu0, proc0 = marks.get("start") or (empty, {}, 0.0)
+        after, cpu1, proc1 = raw(), thread_cpu(), time.process_time()
+        with lock:
+            names = {tid: name for tid, (name, _) in profiles.items()}
+        rows: list[tuple[float, float, int, tuple[str, int, str]]] = []
+        for key, (n, tot, cum) in after.items():
+            n0, tot0, cum0 = before.get(key, (0, 0.0, 0.0))
+            if n - n0:
+                rows.append((tot - tot0, cum - cum0, n - n0, key))
+        total = sum(r[0] for r in rows) or 1.0
+        lines = [f"process CPU {proc1 - proc0:.2f}s; per thread (CPU s):"]
+        by_name: dict[str, float] = {}
+        for tid, seconds in cpu1.items():
+            name = names.get(tid, "main" if tid == os.getpid() else f"tid-{tid}")
+            name = name.rsplit("_", 1)[0] if name.startswith(("bind", "events")) else name
+            by_name[name] = by_name.get(name, 0.0) + seconds - cpu0.get(tid, 0.0)
+        lines += [f"  {s:7.2f}  {n}" for n, s in sorted(by_name.items(), key=lambda x: -x[1])]
+        for title, idx in (("by tottime", 0), ("by cumtime", 1)):
+            lines += ["", f"top 150 {title} (share of profiled tottime; calls):"]
+            for tot, cum, n, key in sorted(rows, key=lambda r: -(r[1] if idx else r[0]))[:150]:
+                where = f"{Path(key[0]).name}:{key[1]}({key[2]})" if key[0] != "~" else key[2]
+                lines.append(f"  {100 * tot / total:6.2f}%  cum {100 * cum / total:7.2f}%  {n:9d}  {where}")
+        Path(prefix + ".prof.txt").write_text("\n".join(lines) + "\n")
+
+    signal.signal(signal.SIGUSR1, start)
+    signal.signal(signal.SIGUSR2, stop)
+    threading.setprofile(per_thread)
+    per_thread()
+    from policyscheduler.cli import main as cli_main
+
+    return cli_main(argv)
 
 
 # -- one run --------------------------------------------------------------------------------------------------
@@ -390,7 +500,7 @@ def paced_create(client: Any, namespace: str, pods: list[dict[str, Any]], rate: 
 
 def one_run(cp: Any, client: Any, workload: str, kind: str, count: int, logdir: Path, engine: str,
             placements: dict[str, dict[str, str]], timeout: float, latency_count: int = 200,
-            latency_rate: float = 50.0, settle: float = 5.0) -> dict[str, Any]:
+            latency_rate: float = 50.0, settle: float = 5.0, profile: str | None = None) -> dict[str, Any]:
     from tests.kube.live import violations
 
     namespace = f"{workload}-{kind}"[:63]
@@ -398,7 +508,7 @@ def one_run(cp: Any, client: Any, workload: str, kind: str, count: int, logdir: 
     tag = namespace
     start: Callable[[], Any]
     if kind == "ours":
-        scheduler_name, start = OURS, lambda: Ours(cp, logdir, tag, engine)
+        scheduler_name, start = OURS, lambda: Ours(cp, logdir, tag, engine, profile)
     elif kind == "kube-100":
         scheduler_name, start = "default-scheduler", lambda: Kube(cp, 100)
     elif kind == "kube-default":
@@ -413,10 +523,15 @@ def one_run(cp: Any, client: Any, workload: str, kind: str, count: int, logdir: 
     _, create_seconds = create_pods(cp, namespace, pods)  # all pending before the scheduler starts
     scheduler = start()
     cpu0 = cpu_seconds(scheduler.pid)
+    profiled = kind == "ours" and profile is not None
+    if profiled:
+        os.kill(scheduler.pid, signal.SIGUSR1)
     try:
         names = {p["metadata"]["name"] for p in pods}
         wait_bound(watch, names, timeout)
         cpu = cpu_seconds(scheduler.pid) - cpu0
+        if profiled:
+            os.kill(scheduler.pid, signal.SIGUSR2)
         time.sleep(settle)  # let the burst's after-effects (event writes, ...) finish for every scheduler
         sent = paced_create(client, namespace, latency_pods, latency_rate)
         wait_bound(watch, set(sent), timeout)
@@ -519,6 +634,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--latency-pods", type=int, default=200, help="pods of the latency phase (default 200)")
     parser.add_argument("--latency-rate", type=float, default=50.0, help="their creation rate, pods/s (default 50)")
     parser.add_argument("--out", default=str(REPO / "bench" / "results"), help="where e2e.{json,md,png} go")
+    parser.add_argument("--profile", default=None, metavar="DIR",
+                        help="run ours under cProfile (all threads); DIR/<namespace>.prof.txt covers the throughput "
+                             "phase (slows ours down: throughput numbers of such a run are not comparable)")
     parser.add_argument("--logs", default=None, help="where the schedulers' logs go (default: a temp dir)")
     return parser.parse_args(argv)
 
@@ -558,7 +676,8 @@ def run_all(args: argparse.Namespace, progress: Callable[[str], None] = _say) ->
             count = pod_count(workload, args.pods, args.nodes)
             for kind in kinds:
                 runs.append(one_run(cp, client, workload, kind, count, logdir, args.engine, placements,
-                                    args.timeout, args.latency_pods, args.latency_rate))
+                                    args.timeout, args.latency_pods, args.latency_rate,
+                                    profile=args.profile))
     machine = f"{os.cpu_count()} cores, Python {sys.version.split()[0]}"
     results = {"nodes": args.nodes, "pods": args.pods, "workloads": workloads, "run_kinds": kinds, "runs": runs,
                "engine": args.engine, "seconds": round(time.monotonic() - t0, 1), "machine": machine,
@@ -574,6 +693,8 @@ def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     if argv[:1] == ["--ceiling-worker"]:
         return ceiling_worker(*argv[1:4])
+    if argv[:1] == ["--profiled-run"]:
+        return profiled_run(argv[1], argv[2:])
     args = parse_args(argv)
     results = run_all(args)
     print(markdown(results))

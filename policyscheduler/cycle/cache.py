@@ -16,6 +16,7 @@ pod bound) never removes a pod that really sits on its node.
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 from collections.abc import Iterable, Mapping
 from typing import Any
@@ -54,19 +55,69 @@ def is_placed(pod: Mapping[str, Any]) -> bool:
     return node_name_of(pod) is not None and phase not in _DONE
 
 
-def _same_placement(assumed: Mapping[str, Any], node: str, bound: Mapping[str, Any]) -> bool:
-    """The bound object is the assumed one on the assumed node: same uid, labels and spec but ``nodeName``
-    (a binding changes nothing else a policy reads), so the assumption's record stays valid."""
+SAME, RELABELED, CHANGED = "same", "relabeled", "changed"
+
+
+def _same_placement(assumed: Mapping[str, Any], node: str, bound: Mapping[str, Any]) -> str:
+    """How the bound object differs from the assumed one on the assumed node.
+
+    ``SAME``: same uid, labels, annotations and spec but ``nodeName`` (a binding changes nothing else a
+    policy reads), so the assumption's record stays valid. ``RELABELED``: the same but for labels --
+    the API server's PodTopologyLabels admission copies the node's ``topology.kubernetes.io/{zone,region}``
+    labels onto every pod it binds -- and no ``matchLabelKeys`` / ``mismatchLabelKeys`` could turn the
+    labels into selector terms, so the record only needs its ``labels`` replaced. ``CHANGED``: rebuild."""
     a_meta, b_meta = assumed.get("metadata"), bound.get("metadata")
     a_spec, b_spec = assumed.get("spec"), bound.get("spec")
     if not (isinstance(a_meta, Mapping) and isinstance(b_meta, Mapping)
             and isinstance(a_spec, Mapping) and isinstance(b_spec, Mapping)):
-        return False
+        return CHANGED
     if b_spec.get("nodeName") != node or a_meta.get("uid") != b_meta.get("uid"):
+        return CHANGED
+    if a_meta.get("annotations") != b_meta.get("annotations"):
+        return CHANGED
+    if not (len(a_spec) + 1 == len(b_spec) and all(b_spec.get(k) == v for k, v in a_spec.items())):
+        return CHANGED
+    if a_meta.get("labels") == b_meta.get("labels"):
+        return SAME
+    labels = b_meta.get("labels")
+    if not (isinstance(labels, Mapping) and all(isinstance(k, str) and isinstance(v, str) for k, v in labels.items())):
+        return CHANGED  # the parser's warnings and defaults apply: let it read them
+    return CHANGED if _label_keyed(b_spec) else RELABELED
+
+
+def _label_keyed(spec: Mapping[str, Any]) -> bool:
+    """Whether any pod affinity term or spread constraint names ``matchLabelKeys`` / ``mismatchLabelKeys``
+    (then the pod's labels become part of its selectors) -- or the spec is too odd to tell."""
+    spread = spec.get("topologySpreadConstraints")
+    if spread is not None:
+        if not isinstance(spread, list):
+            return True
+        for c in spread:
+            if not isinstance(c, Mapping) or c.get("matchLabelKeys"):
+                return True
+    affinity = spec.get("affinity")
+    if affinity is None:
         return False
-    if a_meta.get("labels") != b_meta.get("labels") or a_meta.get("annotations") != b_meta.get("annotations"):
-        return False
-    return len(a_spec) + 1 == len(b_spec) and all(b_spec.get(k) == v for k, v in a_spec.items())
+    if not isinstance(affinity, Mapping):
+        return True
+    for kind in ("podAffinity", "podAntiAffinity"):
+        block = affinity.get(kind)
+        if block is None:
+            continue
+        if not isinstance(block, Mapping):
+            return True
+        for mode in ("requiredDuringSchedulingIgnoredDuringExecution", "preferredDuringSchedulingIgnoredDuringExecution"):
+            terms = block.get(mode)
+            if terms is None:
+                continue
+            if not isinstance(terms, list):
+                return True
+            for term in terms:
+                if isinstance(term, Mapping) and mode.startswith("preferred"):
+                    term = term.get("podAffinityTerm")
+                if not isinstance(term, Mapping) or term.get("matchLabelKeys") or term.get("mismatchLabelKeys"):
+                    return True
+    return False
 
 
 class ClusterCache:
@@ -140,8 +191,15 @@ class ClusterCache:
             if node_name_of(obj) is None:
                 return  # still pending on the server: our choice stands until the bind answers
             del self._assumed[key]  # the watch shows it bound: the truth replaces the assumption
-            if is_placed(obj) and _same_placement(assumed[0], assumed[1], obj):
+            same = _same_placement(assumed[0], assumed[1], obj) if is_placed(obj) else CHANGED
+            if same == SAME:
                 self._placed.add(key)  # exactly what we assumed: keep the record, skip a rebuild
+                return
+            if same == RELABELED:  # the assumption's record with the bound labels: no re-parse
+                record = snap.pod_record(assumed[0])
+                labels = dict(obj["metadata"]["labels"])
+                snap.state.add_pod(dataclasses.replace(record, node_name=assumed[1], labels=labels))
+                self._placed.add(key)
                 return
             snap.forget(assumed[0])
         placed = is_placed(obj)

@@ -159,13 +159,45 @@ def lookup_column(m: TopologyMap, index: ClusterIndex) -> IntArray:
     return out
 
 
+_Hits = dict[str, tuple[list[int], list[int]]]
+"""topology key -> (slots, weights) of the matched terms (weights empty: every one counts 1)."""
+
+
+def _flush(m: TopologyMap, nodes: Sequence[Node], index: ClusterIndex, hits: _Hits) -> None:
+    """``_add(m, nodes[slot], key, weight)`` for every hit, summed per domain with numpy."""
+    for key, (slots, weights) in hits.items():
+        counts = np.bincount(np.asarray(slots, dtype=np.int64),
+                             weights=np.asarray(weights, dtype=np.float64) if weights else None, minlength=len(nodes))
+        _add_counts(m, key, np.rint(counts).astype(np.int64), 1, index.label_codes(key))
+
+
+def _lists(hits: _Hits, term: PodAffinityTerm, matches: bool) -> tuple[list[int], list[int]] | None:
+    """Where the hits of ``term`` go (its topology key's lists), None when it does not match."""
+    if not matches:
+        return None
+    found = hits.get(term.topology_key)
+    if found is None:
+        found = hits[term.topology_key] = ([], [])
+    return found
+
+
 def _walk_existing_anti(state: FilterState, pod: Pod, nodes: Sequence[Node], index: ClusterIndex,
                         own_labels: Mapping[str, str]) -> None:
+    # The pods of a workload share their terms (the parser keeps one object per distinct term), so each
+    # distinct term is matched once per decision (``memo``, by identity: the lists its hits go to, or
+    # None), and the hits are summed per domain with numpy at the end: the walk over the pods with terms
+    # costs a dict lookup and an append per term.
+    memo: dict[PodAffinityTerm, tuple[list[int], list[int]] | None] = {}
+    hits: _Hits = {}
     for slot, other in index.anti_affinity_pods():
-        node = nodes[slot]
         for term in other.required_anti_affinity_terms:
-            if existing_term_matches(term, pod, own_labels):
-                _add(state.existing_anti, node, term.topology_key, 1)
+            if term in memo:
+                into = memo[term]
+            else:
+                into = memo[term] = _lists(hits, term, existing_term_matches(term, pod, own_labels))
+            if into is not None:
+                into[0].append(slot)
+    _flush(state.existing_anti, nodes, index, hits)
 
 
 class IndexedFilterState(FilterState):
@@ -207,13 +239,32 @@ class IndexedScoreState(ScoreState):
                 if clause is not None:
                     counts = index.match_counts((False, (clause,)))
                     _add_counts(m, w.term.topology_key, counts, w.weight, index.label_codes(w.term.topology_key))
+        # as in _walk_existing_anti: one match per distinct term; memo keys are (term, which map)
+        memo: dict[tuple[PodAffinityTerm, int], tuple[list[int], list[int]] | None] = {}
+        required: _Hits = {}
+        preferred: _Hits = {}
+        preferred_anti: _Hits = {}
         for slot, other in index.affinity_pods():
-            node = nodes[slot]
             for t in other.required_affinity_terms:
-                if existing_term_matches(t, pod, own_labels):
-                    _add(self.existing_required, node, t.topology_key, 1)
-            for wterms, m in ((other.preferred_affinity_terms, self.existing_preferred),
-                              (other.preferred_anti_affinity_terms, self.existing_preferred_anti)):
-                for w in wterms:
-                    if existing_term_matches(w.term, pod, own_labels):
-                        _add(m, node, w.term.topology_key, w.weight)
+                k = (t, 0)
+                if k in memo:
+                    into = memo[k]
+                else:
+                    into = memo[k] = _lists(required, t, existing_term_matches(t, pod, own_labels))
+                if into is not None:
+                    into[0].append(slot)
+            if other.preferred_affinity_terms or other.preferred_anti_affinity_terms:
+                for which, wterms, hits in ((1, other.preferred_affinity_terms, preferred),
+                                            (2, other.preferred_anti_affinity_terms, preferred_anti)):
+                    for w in wterms:
+                        k = (w.term, which)
+                        if k in memo:
+                            into = memo[k]
+                        else:
+                            into = memo[k] = _lists(hits, w.term, existing_term_matches(w.term, pod, own_labels))
+                        if into is not None:
+                            into[0].append(slot)
+                            into[1].append(w.weight)
+        _flush(self.existing_required, nodes, index, required)
+        _flush(self.existing_preferred, nodes, index, preferred)
+        _flush(self.existing_preferred_anti, nodes, index, preferred_anti)

@@ -31,6 +31,26 @@ from policyscheduler.quantity import QuantityError, to_quantity
 __all__ = ["Reader"]
 
 
+_TermValue = tuple[builtins.str, tuple[builtins.str, ...], Selector | None, Selector | None, frozenset[builtins.str]]
+_SHARED: dict[_TermValue, PodAffinityTerm] = {}
+_SHARED_MAX = 4096
+
+
+def _shared_term(topology_key: builtins.str, namespaces: tuple[builtins.str, ...], selector: Selector | None,
+                 ns_selector: Selector | None, names: frozenset[builtins.str]) -> PodAffinityTerm:
+    """One :class:`PodAffinityTerm` object per distinct term (terms are immutable values): the pods of a
+    workload then share their terms, which lets the affinity walks match each distinct term once per
+    decision (objects/affinity.py). Bounded: forgotten when it grows past ``_SHARED_MAX`` terms."""
+    value = (topology_key, namespaces, selector, ns_selector, names)
+    known = _SHARED.get(value)
+    if known is not None:
+        return known
+    if len(_SHARED) >= _SHARED_MAX:
+        _SHARED.clear()
+    term = _SHARED[value] = PodAffinityTerm(topology_key, namespaces, selector, ns_selector, names)
+    return term
+
+
 class Reader:
     """Typed access to one object's fields, collecting warnings under the object's name."""
 
@@ -201,7 +221,7 @@ class Reader:
                 extra.append(Requirement(key, "NotIn", frozenset([labels[key]])))
         if extra and selector is not None:
             selector = selector.add(*extra)
-        return PodAffinityTerm(self.str(raw, "topologyKey"), namespaces, selector, ns_selector, names)
+        return _shared_term(self.str(raw, "topologyKey"), namespaces, selector, ns_selector, names)
 
     def affinity_terms(
         self, block: Any, where: builtins.str, namespace: builtins.str, labels: Mapping[builtins.str, builtins.str]

@@ -29,3 +29,16 @@ def test_e2e_bench_smoke(tmp_path: Path) -> None:
     table = (tmp_path / "e2e.md").read_text()
     assert "| mixed |" in table and "ours/kube-100" in table and "ours/ceiling" in table
     assert (tmp_path / "e2e.png").read_bytes().startswith(b"\x89PNG\r\n\x1a\n")
+
+
+def test_e2e_bench_profile_of_ours(tmp_path: Path) -> None:
+    """``--profile``: ours runs under the profiling wrapper and its report names the threads and the
+    functions where the throughput phase's CPU went."""
+    args = e2e.parse_args(["--nodes", "12", "--pods", "15", "--workloads", "basic", "--runs", "ours",
+                           "--latency-pods", "5", "--latency-rate", "20", "--timeout", "60",
+                           "--out", str(tmp_path / "out"), "--profile", str(tmp_path / "prof")])
+    results = e2e.run_all(args, progress=lambda _: None)
+    assert results["runs"][0]["bound"] == 15 and results["runs"][0]["violations"] == 0
+    report = (tmp_path / "prof" / "basic-ours.prof.txt").read_text()
+    assert report.startswith("process CPU ") and "scheduling-loop" in report
+    assert "schedule.py" in report and "by cumtime" in report
