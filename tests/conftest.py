@@ -1,6 +1,6 @@
 """Shared pytest fixtures: the real control plane for the e2e tests.
 
-``control_plane`` (session) starts etcd + kube-apiserver once; it builds the
+``control_plane`` (session) starts etcd + kube-apiserver once, ``cp`` (module) one per test module; it builds the
 binaries first if needed and *fails* (never skips) with the reason when it cannot.
 ``namespace`` gives each test a fresh namespace, and ``kube`` adds helpers that
 create fake nodes and pods and delete them again after the test.
@@ -21,21 +21,36 @@ if TYPE_CHECKING:
     from tests.controlplane.harness import ControlPlane
 
 
-@pytest.fixture(scope="session")
-def control_plane() -> Iterator[ControlPlane]:
+def _start_control_plane() -> ControlPlane:
+    """Start etcd + kube-apiserver; a test *fails* (never skips) with the reason when that cannot be done."""
     from tests.controlplane.harness import ControlPlane, ControlPlaneError
 
     error = None
     try:
-        cp = ControlPlane.start()
+        return ControlPlane.start()
     except ControlPlaneError as exc:
         error = str(exc)
-    if error is not None:
-        pytest.fail(f"cannot start the test control plane: {error}", pytrace=False)
+    pytest.fail(f"cannot start the test control plane: {error}", pytrace=False)
+
+
+@pytest.fixture(scope="session")
+def control_plane() -> Iterator[ControlPlane]:
+    cp = _start_control_plane()
     try:
         yield cp
     finally:
         cp.stop()
+
+
+@pytest.fixture(scope="module")
+def cp() -> Iterator[ControlPlane]:
+    """A control plane of the test module's own, for modules that run a live scheduler: it watches every
+    namespace, so no other module's pods may reach it (and it may be restarted or compacted)."""
+    plane = _start_control_plane()
+    try:
+        yield plane
+    finally:
+        plane.stop()
 
 
 @pytest.fixture

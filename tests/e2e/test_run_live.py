@@ -27,15 +27,6 @@ ZONE = "topology.kubernetes.io/zone"
 HOST = "kubernetes.io/hostname"
 
 
-@pytest.fixture(scope="module")
-def cp() -> Iterator[ControlPlane]:
-    plane = ControlPlane.start()
-    try:
-        yield plane
-    finally:
-        plane.stop()
-
-
 class Env:
     def __init__(self, cp: ControlPlane, tmp: Path) -> None:
         self.cp, self.api, self.tmp = cp, cp.api(), tmp

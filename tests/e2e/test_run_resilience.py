@@ -22,6 +22,8 @@ pytestmark = pytest.mark.e2e
 
 @pytest.fixture
 def cp() -> Iterator[ControlPlane]:
+    """A control plane per test (not per module, as in tests/conftest.py): these tests stop the API server
+    and compact etcd."""
     plane = ControlPlane.start()
     try:
         yield plane

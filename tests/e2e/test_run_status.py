@@ -7,7 +7,6 @@ import re
 import signal
 import urllib.request
 import uuid
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -18,15 +17,6 @@ from tests.controlplane.harness import ControlPlane
 from tests.kube.live import RunProcess, wait_all_bound, wait_until
 
 pytestmark = pytest.mark.e2e
-
-
-@pytest.fixture(scope="module")
-def cp() -> Iterator[ControlPlane]:
-    plane = ControlPlane.start()
-    try:
-        yield plane
-    finally:
-        plane.stop()
 
 
 def get(address: str, path: str) -> tuple[int, str]:

@@ -6,7 +6,6 @@ node before it is stopped."""
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -24,15 +23,6 @@ filter heavy
   applies when pod.labels["heavy"] == "yes"
   require count(a in node.labels where count(b in node.labels where a == b) == 1) > 0
 """
-
-
-@pytest.fixture(scope="module")
-def cp() -> Iterator[ControlPlane]:
-    plane = ControlPlane.start()
-    try:
-        yield plane
-    finally:
-        plane.stop()
 
 
 def test_budget_error_is_a_located_failed_scheduling_and_the_loop_goes_on(cp: ControlPlane, tmp_path: Path) -> None:
