@@ -119,8 +119,10 @@ class ClusterSnapshot:
                 self._seen_warnings.add(w)
                 self.warnings.append(w)
 
-    def _add_node(self, obj: Mapping[str, Any], warnings: list[str]) -> None:
-        node = build_node(obj, warnings)
+    def _add_node(self, obj: Mapping[str, Any], warnings: list[str], node: Node | None = None) -> None:
+        """Add a Node object (``node``: its record, when the caller built it already)."""
+        if node is None:
+            node = build_node(obj, warnings)
         if not node.name:
             warnings.append("Node without metadata.name ignored")
         elif not self.state.add_node(node):
@@ -171,7 +173,7 @@ class ClusterSnapshot:
             if kind == "Node":
                 node = build_node(obj, warnings)
                 if node.name and not self.state.update_node(node):
-                    self._add_node(obj, [])
+                    self._add_node(obj, [], node)
             elif kind == "Pod":
                 if _runs(obj):
                     self._place_object(obj, warnings)
