@@ -210,15 +210,17 @@ def test_on_the_control_plane_the_digest_is_the_running_schedulers(control_plane
     spot = fakes.make_node(f"{ns}-spot", cpu="8", memory="16Gi", labels={"lifecycle": "spot"}, owner=ns)
     regular = fakes.make_node(f"{ns}-regular", cpu="2", memory="8Gi", owner=ns)
     fakes.create_all(api, [spot, regular, fakes.make_pod("web", ns, scheduler_name=name, cpu="500m", memory="256Mi")])
-
-    code, out, err = _cli(capsys, "explain", f"{ns}/web", "--config", str(config), "-o", "json", "--node", f"{ns}-spot")
-    assert code == 0, err
-    doc = json.loads(out)
-    assert doc["nodes"][0]["rule"] == "no_spot"  # the ConfigMap's filter
-    assert f"ConfigMap {ns}/policies" in doc["policy_source"]
-    run = RunProcess(control_plane, tmp_path / "run.log", "--config", str(config), name=name)
-    try:
-        started = run.wait_log("started", timeout=60)
+    try:  # the nodes live in the session control plane: later tests count every node
+        code, out, err = _cli(capsys, "explain", f"{ns}/web", "--config", str(config), "-o", "json", "--node", f"{ns}-spot")
+        assert code == 0, err
+        doc = json.loads(out)
+        assert doc["nodes"][0]["rule"] == "no_spot"  # the ConfigMap's filter
+        assert f"ConfigMap {ns}/policies" in doc["policy_source"]
+        run = RunProcess(control_plane, tmp_path / "run.log", "--config", str(config), name=name)
+        try:
+            started = run.wait_log("started", timeout=60)
+        finally:
+            run.terminate()
     finally:
-        run.terminate()
+        fakes.delete_owned(api, ns)
     assert started["policy_digest"] == doc["policy_digest"][:12]
