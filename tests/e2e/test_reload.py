@@ -16,7 +16,6 @@ import sys
 import threading
 import time
 import urllib.request
-import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -26,7 +25,7 @@ import pytest
 from policyscheduler.loader import load_layered
 from tests.controlplane import fakes
 from tests.controlplane.harness import ControlPlane
-from tests.kube.live import REPO, RunProcess, events, pods, wait_all_bound, wait_until
+from tests.kube.live import REPO, LiveEnv, RunProcess, events, wait_all_bound, wait_until
 
 pytestmark = pytest.mark.e2e
 
@@ -50,12 +49,9 @@ def digest_of(text: str) -> str:
     return policy_set.digest[:12]
 
 
-class Env:
+class Env(LiveEnv):
     def __init__(self, cp: ControlPlane, tmp: Path) -> None:
-        self.cp, self.api, self.tmp = cp, cp.api(), tmp
-        self.ns = f"reload-{uuid.uuid4().hex[:6]}"
-        self.api.post("/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": self.ns}})
-        self.runs: list[RunProcess] = []
+        super().__init__(cp, tmp, "reload")
         self.count = 0
         labels = {fakes.OWNER_LABEL: self.ns}
         fakes.create_all(self.api, [fakes.make_node(f"{self.ns}-xy", zone="zone-a", labels={**labels, "x": "y"}),
@@ -63,12 +59,6 @@ class Env:
                                     fakes.make_node(f"{self.ns}-c", zone="zone-c", labels=labels)])
 
     # -- the scheduler ------------------------------------------------------------------------------
-    def start(self, *args: str) -> RunProcess:
-        run = RunProcess(self.cp, self.tmp / f"run-{len(self.runs)}.log", "--engine", "reference", "--seed", "1", *args)
-        self.runs.append(run)
-        run.wait_log("started", timeout=60)
-        return run
-
     def metrics(self, run: RunProcess) -> str:
         address = run.find("started")[0]["status_address"]
         with urllib.request.urlopen(f"http://{address}/metrics", timeout=5) as resp:
@@ -116,14 +106,6 @@ class Env:
 
     def placements(self, names: list[str], timeout: float = 30.0) -> dict[str, str]:
         return wait_all_bound(self.api, self.ns, names, timeout=timeout)
-
-    def cleanup(self) -> None:
-        for run in self.runs:
-            if run.child.alive():
-                run.terminate()
-        fakes.delete_owned(self.api, self.ns)
-        for p in pods(self.api, self.ns):
-            self.api.delete(f"/api/v1/namespaces/{self.ns}/pods/{p['metadata']['name']}", gracePeriodSeconds=0)
 
 
 @pytest.fixture

@@ -8,7 +8,6 @@ nodes a pod may land on are exactly what each test creates. Every test starts a 
 from __future__ import annotations
 
 import time
-import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -19,7 +18,7 @@ from tests.controlplane import fakes
 from tests.controlplane.api import Api
 from tests.controlplane.harness import ControlPlane
 from tests.e2e.parity_report import strip_post_filter
-from tests.kube.live import RunProcess, pods, scheduled_events, violations, wait_all_bound, wait_until
+from tests.kube.live import LiveEnv, pods, scheduled_events, violations, wait_all_bound, wait_until
 
 pytestmark = pytest.mark.e2e
 
@@ -27,18 +26,9 @@ ZONE = "topology.kubernetes.io/zone"
 HOST = "kubernetes.io/hostname"
 
 
-class Env:
+class Env(LiveEnv):
     def __init__(self, cp: ControlPlane, tmp: Path) -> None:
-        self.cp, self.api, self.tmp = cp, cp.api(), tmp
-        self.ns = f"run-{uuid.uuid4().hex[:6]}"
-        self.api.post("/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": self.ns}})
-        self.runs: list[RunProcess] = []
-
-    def start(self, *args: str) -> RunProcess:
-        run = RunProcess(self.cp, self.tmp / f"run-{len(self.runs)}.log", "--engine", "reference", "--seed", "1", *args)
-        self.runs.append(run)
-        run.wait_log("started", timeout=60)
-        return run
+        super().__init__(cp, tmp, "run")
 
     def nodes(self, objs: list[dict[str, Any]]) -> None:
         for o in objs:
@@ -49,14 +39,6 @@ class Env:
         for o in objs:
             o["metadata"]["namespace"] = self.ns
         return fakes.create_all(self.api, objs)
-
-    def cleanup(self) -> None:
-        for run in self.runs:
-            if run.child.alive():
-                run.terminate()
-        fakes.delete_owned(self.api, self.ns)
-        for p in pods(self.api, self.ns):
-            self.api.delete(f"/api/v1/namespaces/{self.ns}/pods/{p['metadata']['name']}", gracePeriodSeconds=0)
 
 
 @pytest.fixture

@@ -14,13 +14,14 @@ import os
 import signal
 import sys
 import time
+import uuid
 from collections import Counter, defaultdict
 from collections.abc import Iterable
 from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
-from tests.controlplane import procs
+from tests.controlplane import fakes, procs
 from tests.controlplane.api import Api, wait_for
 from tests.controlplane.harness import ControlPlane
 
@@ -233,3 +234,29 @@ def wait_until(check: Any, timeout: float, what: str) -> Any:
 
 def now() -> float:
     return time.monotonic()
+
+
+class LiveEnv:
+    """A test's namespace on a control plane and the ``policyscheduler run`` processes it started; cleanup
+    stops them and deletes the nodes labelled with the namespace and its pods."""
+
+    def __init__(self, cp: ControlPlane, tmp: Path, prefix: str) -> None:
+        self.cp, self.api, self.tmp = cp, cp.api(), tmp
+        self.ns = f"{prefix}-{uuid.uuid4().hex[:6]}"
+        self.api.post("/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": self.ns}})
+        self.runs: list[RunProcess] = []
+
+    def start(self, *args: str) -> RunProcess:
+        """``policyscheduler run --engine reference --seed 1 ARGS``, once it logged ``started``."""
+        run = RunProcess(self.cp, self.tmp / f"run-{len(self.runs)}.log", "--engine", "reference", "--seed", "1", *args)
+        self.runs.append(run)
+        run.wait_log("started", timeout=60)
+        return run
+
+    def cleanup(self) -> None:
+        for run in self.runs:
+            if run.child.alive():
+                run.terminate()
+        fakes.delete_owned(self.api, self.ns)
+        for p in pods(self.api, self.ns):
+            self.api.delete(f"/api/v1/namespaces/{self.ns}/pods/{p['metadata']['name']}", gracePeriodSeconds=0)
