@@ -27,6 +27,7 @@ placements from the watch handler.
 from __future__ import annotations
 
 import dataclasses
+import gc
 import logging
 import random
 import threading
@@ -388,6 +389,7 @@ class LiveScheduler:
         return not self._stopping.is_set() and self.leading
 
     def _loop(self) -> None:
+        frozen = False
         while not self._stopping.is_set():
             if not self.leading or not all(r.synced.is_set() for r in self.reflectors):
                 self._wake.wait(0.2)
@@ -397,9 +399,28 @@ class LiveScheduler:
                 attempt = self.cycle.schedule_one(timeout=0.5)
                 if attempt is not None:
                     self._report(attempt)
+                    if not frozen:
+                        frozen = True
+                        self._freeze_heap()
             except Exception:
                 log.exception("scheduling loop: unexpected error")
                 time.sleep(0.1)
+
+    def _freeze_heap(self) -> None:
+        """After the first attempt (the listed objects are in the cache, the engine's per-node tables are
+        built): collect, then move every surviving object out of the collector's reach (:func:`gc.freeze`).
+
+        Why: the cluster state is hundreds of thousands of long-lived objects. Left in the collector's
+        oldest generation, every full collection walks all of them, an 60-80 ms pause at 1,000 nodes that
+        lands on whichever pod is being decided (it was the tail of the p99 latency). Frozen objects are
+        still freed by reference counting when the cache drops them; only cyclic garbage among them would
+        stay, and the cache builds no cycles. Later objects are collected as usual.
+        """
+        started = time.monotonic()
+        gc.collect()
+        gc.freeze()
+        log.info("heap frozen after the first attempt", extra={"fields": {
+            "objects": gc.get_freeze_count(), "seconds": round(time.monotonic() - started, 3)}})
 
     def _hand_to_binder(self, attempt: Attempt) -> None:
         if not self._may_schedule():  # lost the lease (or stopping) between decision and bind
