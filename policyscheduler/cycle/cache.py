@@ -198,7 +198,9 @@ class ClusterCache:
             if same == RELABELED:  # the assumption's record with the bound labels: no re-parse
                 record = snap.pod_record(assumed[0])
                 labels = dict(obj["metadata"]["labels"])
-                snap.state.add_pod(dataclasses.replace(record, node_name=assumed[1], labels=labels))
+                bound = dataclasses.replace(record, node_name=assumed[1], labels=labels)
+                if not snap.state.relabel_pod(bound):  # node aggregates kept: resource rules see no change
+                    snap.state.add_pod(bound)
                 self._placed.add(key)
                 return
             snap.forget(assumed[0])

@@ -108,6 +108,16 @@ class _Slot:
         self.record = None
         return pod
 
+    def relabel(self, key: str, pod: Pod) -> Pod:
+        """Swap in a new record of a stored pod with the same requests and ports (a label change): the
+        aggregates are untouched, and the next record reuses the last one's aggregate objects, so the
+        node's change shows in its ``pods`` only."""
+        old = self.pods[key]
+        self.pods[key] = pod
+        if self.record is not None:
+            self.record = replace_fields(self.record, pods=tuple(self.pods.values()))
+        return old
+
     def materialise(self) -> Node:
         record = self.record
         if record is None:
@@ -296,6 +306,34 @@ class ClusterState:
         self.remove_pod(key)
         if pod.node_name:
             self._place(key, pod)
+
+    def relabel_pod(self, pod: Pod) -> bool:
+        """Replace a placed pod by a record that differs only in its labels (same node, requests, ports):
+        what the API server does to a pod it binds (it adds the node's topology labels). Unlike
+        :meth:`add_pod`, the node's resource aggregates keep their identity, so rules that read only
+        resources keep their cached rows for the node. False (nothing done) when the pod is not stored
+        on that node."""
+        key = pod_key(pod)
+        i = self._slot_of.get(pod.node_name) if self._pods.get(key) == pod.node_name else None
+        if i is None:
+            return False
+        slot = self._slots[i]
+        old = slot.pods[key]
+        if (old.requests != pod.requests or old.nonzero_requests != pod.nonzero_requests
+                or old.host_ports != pod.host_ports):
+            return False
+        if slot.record is None:  # aggregates changed since the last record: materialise them first
+            slot.materialise()
+        slot.relabel(key, pod)
+        self._unindex(key)
+        if pod.required_anti_affinity_terms:
+            self._with_anti[key] = pod
+        if _has_affinity(pod):
+            self._with_affinity[key] = pod
+        self._counts.pod_changed(i, old, -1)
+        self._counts.pod_changed(i, pod, 1)
+        self._node_changed(i)
+        return True
 
     def remove_pod(self, key: str) -> Pod | None:
         """Remove a pod by key (uid, or ns/name); returns its record, None if it was not stored."""

@@ -115,3 +115,47 @@ def test_a_label_keyed_pod_is_rebuilt_with_its_bound_labels() -> None:
     assert record is not None and record.labels[ZONE] == zone
     selector = record.preferred_affinity_terms[0].term._selector
     assert selector is not None and any(r.key == ZONE for r in selector.requirements)
+
+
+def test_a_confirmed_relabel_changes_only_the_nodes_pods() -> None:
+    """The confirmation of a relabelled bind keeps the node's resource aggregates (same objects), so the
+    engine's cached rows of rules that read only resources stay valid; label counts follow the new labels."""
+    from policyscheduler.evaluation.vector.columns import Interner, Tables
+
+    cycle, _ = make()
+    a = pod("a", {"app": "a"}, nodeSelector={"kubernetes.io/hostname": "n1"})
+    cycle.queue.add("a", a)
+    assert cycle.schedule_one().node == "n1"
+    tables = Tables(Interner())
+    snap = cycle.cache.snapshot()
+    tables.sync(snap)
+    before = snap.nodes[0]
+    cycle.cache.upsert("Pod", bound_copy(a, "n1", "z1"))
+    snap = cycle.cache.snapshot()
+    tables.sync(snap)
+    after = snap.nodes[0]
+    assert tables.changed == [0] and tables.slot_fields == [frozenset({"pods"})]
+    assert after.requested is before.requested and after.nonzero_requested is before.nonzero_requested
+    assert [p.labels for p in after.pods] == [{"app": "a", ZONE: "z1"}]
+    # the label index counts the new labels: a pod requiring a zone-labelled pod in z1 now fits
+    cycle.queue.add("b", affine_to_zone_labelled("b", "z1"))
+    assert cycle.schedule_one().node == "n1"
+
+
+def test_a_relabel_with_other_requests_falls_back_to_a_full_replace() -> None:
+    """``relabel_pod`` refuses a record whose requests differ (its aggregates would be wrong)."""
+    import dataclasses
+    from fractions import Fraction
+
+    cycle, _ = make()
+    a = pod("a", {"app": "a"}, nodeSelector={"kubernetes.io/hostname": "n1"})
+    cycle.queue.add("a", a)
+    cycle.schedule_one()
+    snap = cycle.cache.snapshot()
+    stored = snap.state.pod("uid-a")
+    assert stored is not None
+    bigger = dataclasses.replace(stored, requests={"cpu": Fraction(3)})
+    assert snap.state.relabel_pod(bigger) is False
+    assert snap.state.relabel_pod(dataclasses.replace(stored, labels={"app": "z"})) is True
+    assert snap.nodes[0].requested["cpu"] == Fraction(1)
+    assert snap.state.relabel_pod(dataclasses.replace(stored, node_name="n2")) is False  # not stored there

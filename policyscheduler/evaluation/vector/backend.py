@@ -271,5 +271,5 @@ class VectorBackend:
         tables.sync(snapshot)
         reuse = self.reuse
         if reuse is not None:
-            reuse.sync(policy_set, tables.epoch, tables.changed, len(tables.nodes.objects), tables.changed_fields)
+            reuse.sync(policy_set, tables.epoch, tables.changed, len(tables.nodes.objects), tables.slot_fields)
         return VectorRun(lowered(policy_set), tables, snapshot, pod, cluster, self.reference_rows, reuse)

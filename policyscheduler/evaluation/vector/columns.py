@@ -339,12 +339,17 @@ class Tables:
         """The slots the last :meth:`sync` refreshed (within the same epoch)."""
         self.changed_fields: frozenset[str] | None = None
         """The record fields that differ (by identity) on the ``changed`` slots; None: unknown, take all."""
+        self.slot_fields: list[frozenset[str] | None] = []
+        """Per slot of ``changed``, the fields that differ on that slot (None: unknown). A pod placed on one
+        node and a label change confirmed on another change different fields: rules that read resources
+        must keep their rows on the second."""
 
     def sync(self, snapshot: Any) -> None:
         """Follow ``snapshot``'s changes (O(changed nodes)): element tables are updated, node columns
         refresh the changed slots when next read; ``changed`` / ``changed_fields`` say what changed."""
         self.changed = []
         self.changed_fields = None
+        self.slot_fields = []
         nodes = snapshot.nodes
         owner = self._snapshot() if self._snapshot is not None else None
         if owner is not snapshot or len(nodes) != len(self._seen):
@@ -367,7 +372,9 @@ class Tables:
             return
         changed = sorted(set(changed))
         self.changed = changed
-        fields = self.changed_fields = _changed_fields([(self._seen[i], nodes[i]) for i in changed])
+        per_slot = self.slot_fields = [_changed_fields(self._seen[i], nodes[i]) for i in changed]
+        fields = self.changed_fields = (None if any(f is None for f in per_slot)
+                                        else frozenset().union(*per_slot))  # type: ignore[arg-type]
         for i in changed:
             self._seen[i] = nodes[i]
         self.nodes.objects = self._seen
@@ -397,24 +404,19 @@ class Tables:
 _FIELDS: dict[type, tuple[str, ...]] = {}
 
 
-def _changed_fields(pairs: list[tuple[Any, Any]]) -> frozenset[str] | None:
-    """The dataclass fields whose value object differs between the old and the new record of each pair
-    (a pod placed on a node changes its aggregates, never its labels or taints), or None when a pair is
-    not two records of the same dataclass type (then everything counts as changed)."""
-    out: set[str] = set()
-    for old, new in pairs:
-        kind = type(new)
-        if type(old) is not kind:
+def _changed_fields(old: Any, new: Any) -> frozenset[str] | None:
+    """The dataclass fields whose value object differs between the old and the new record of a node (a
+    pod placed on a node changes its aggregates, never its labels or taints), or None when they are not
+    two records of the same dataclass type (then everything counts as changed)."""
+    kind = type(new)
+    if type(old) is not kind:
+        return None
+    names = _FIELDS.get(kind)
+    if names is None:
+        if not dataclasses.is_dataclass(kind):
             return None
-        names = _FIELDS.get(kind)
-        if names is None:
-            if not dataclasses.is_dataclass(kind):
-                return None
-            names = _FIELDS[kind] = tuple(f.name for f in dataclasses.fields(kind))
-        for name in names:
-            if getattr(old, name) is not getattr(new, name):
-                out.add(name)
-    return frozenset(out)
+        names = _FIELDS[kind] = tuple(f.name for f in dataclasses.fields(kind))
+    return frozenset(name for name in names if getattr(old, name) is not getattr(new, name))
 
 
 def _changed_slots(nodes: list[Any], seen: list[Any]) -> list[int]:

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections import OrderedDict
+from collections.abc import Sequence
 from fractions import Fraction
 from typing import Any
 
@@ -409,9 +410,10 @@ class Reuse:
         self._entries: dict[int, OrderedDict[Any, Entry]] = {}
 
     def sync(self, policy_set: Any, epoch: int, changed: list[int], n: int,
-             changed_fields: frozenset[str] | None = None) -> None:
+             slot_fields: Sequence[frozenset[str] | None] | None = None) -> None:
         """Forget everything on another policy set / node set; else invalidate the ``changed`` slots in the
-        entries of the rules reading one of ``changed_fields`` (None: every rule)."""
+        entries of the rules reading a field that changed on that slot (``slot_fields``, aligned with
+        ``changed``; None, or None for a slot: every rule)."""
         if self._owner is not policy_set or epoch != self._epoch or n != self._n:
             self._owner = policy_set
             self._epoch = epoch
@@ -422,14 +424,17 @@ class Reuse:
             self._memo_fields = {}
             self.memo = Memo()
             return
-        if changed:
-            for key, per_rule in self._entries.items():
-                if changed_fields is not None:
-                    reads = self._node_fields.get(key)
-                    if reads is not None and reads.isdisjoint(changed_fields):
-                        continue
-                for entry in per_rule.values():
-                    entry.invalidate(changed)
+        if not changed:
+            return
+        for key, per_rule in self._entries.items():
+            reads = self._node_fields.get(key)
+            slots = changed
+            if slot_fields is not None and reads is not None:
+                slots = [i for i, f in zip(changed, slot_fields) if f is None or not reads.isdisjoint(f)]
+                if not slots:
+                    continue
+            for entry in per_rule.values():
+                entry.invalidate(slots)
 
     def fields(self, rule: Any) -> tuple[str, ...] | None:
         key = id(rule)

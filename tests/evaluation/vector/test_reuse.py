@@ -279,3 +279,25 @@ def test_node_tables_refresh_only_changed_fields_when_read() -> None:
     assert values == [n.requested.get("cpu", Fraction(0)) for n in snap.nodes]
     assert values[2] == old + Fraction(1, 2)
     assert tables.nodes.column(zone).data.tolist() == before_zone.tolist()
+
+
+def test_rows_are_invalidated_per_slot_by_that_slots_changed_fields() -> None:
+    """One node gets a pod (its aggregates change), another only a relabelled pod (its ``pods`` change): a
+    rule reading resources must be recomputed on the first only, a rule reading pods on both."""
+    from policyscheduler.evaluation.vector.reuse import Reuse
+
+    reuse = Reuse()
+    policy = object()
+    resources, pods = object(), object()
+    reuse.sync(policy, 1, [], 4)
+    reuse._node_fields = {id(resources): frozenset({"requested", "allocatable"}), id(pods): frozenset({"pods"})}
+    entries = {}
+    for rule in (resources, pods):
+        entry = reuse.entry(rule, ("k",))
+        entry.complete = True
+        entries[rule] = entry
+    reuse.sync(policy, 1, [1, 3], 4, [frozenset({"requested", "pods", "pod_count"}), frozenset({"pods"})])
+    assert sorted(entries[resources].pending) == [1]
+    assert sorted(entries[pods].pending) == [1, 3]
+    reuse.sync(policy, 1, [2], 4, [None])  # unknown: every rule
+    assert sorted(entries[resources].pending) == [1, 2]
