@@ -183,7 +183,7 @@ class Decision:
     feasible: Sequence[str]
     scores: Mapping[str, Mapping[str, RuleScore]]
     totals: Mapping[str, int]
-    top: list[str]
+    top: Sequence[str]
     score: int | None
     message: str | None
     policy_digest: str

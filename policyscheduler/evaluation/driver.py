@@ -364,8 +364,10 @@ class Driver:
             totals += offset
         best = int(totals.max())
         top_idx = kept[totals == best]
-        top = [names[i] for i in top_idx.tolist()]
-        chosen = rng.choice(top)
+        # rng.choice(top) without building ``top`` (hundreds of names when empty nodes tie): choice(seq) is
+        # seq[randbelow(len(seq))], as is randrange(len), so the rng is consumed exactly as the contract says
+        chosen = names[int(top_idx[rng.randrange(int(top_idx.size))])]
+        top = LazyList(lambda: [names[i] for i in top_idx.tolist()])
         kept_names = LazyList(lambda: [names[i] for i in kept.tolist()])
         return Decision(
             key, chosen,

@@ -98,6 +98,7 @@ class VectorRun:
         self._reference: ReferenceRun | None = None
         self._reuse = reuse
         self._frozen: dict[str, Any] = {}
+        self._prints: dict[tuple[str, ...], Any] = {}
 
     def _fingerprint(self, rule: Any, fields: tuple[str, ...] | None = None) -> Any:
         """The pod's values of the fields ``rule`` depends on (or of ``fields``), or None when its results
@@ -109,19 +110,23 @@ class VectorRun:
             fields = reuse.fields(rule)
         if fields is None:
             return None
-        if fields == (ALL_FIELDS,):
-            fields = _ALL_POD_FIELDS
+        prints = self._prints
+        if fields in prints:  # rules reading the same pod fields share one image (several per pod)
+            return prints[fields]
+        wanted = _ALL_POD_FIELDS if fields == (ALL_FIELDS,) else fields
         frozen = self._frozen
         out = []
         try:
-            for f in fields:
+            for f in wanted:
                 v = frozen.get(f)
                 if v is None:
                     v = frozen[f] = freeze(getattr(self._pod, f))
                 out.append(v)
         except (Unfreezable, AttributeError):
+            prints[fields] = None
             return None
-        return tuple(out)
+        key = prints[fields] = tuple(out)
+        return key
 
     def filter(self, rule: FilterRule, idx: Indexes) -> FilterOutcome:
         """The rule's verdicts on ``idx``, reusing the previous pods' results where they must be equal."""
