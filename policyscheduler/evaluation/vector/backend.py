@@ -28,7 +28,14 @@ from policyscheduler.evaluation.vector.program import (
     run_filter,
     run_score,
 )
-from policyscheduler.evaluation.vector.reuse import ALL_FIELDS, Reuse, Unfreezable, constant_array, freeze
+from policyscheduler.evaluation.vector.reuse import (
+    ALL_FIELDS,
+    Reuse,
+    Unfreezable,
+    constant_array,
+    freeze,
+    node_image,
+)
 from policyscheduler.evaluation.vector.values import Unsupported
 from policyscheduler.objects.cluster import COLUMNS
 from policyscheduler.objects.records import Pod as PodRecord
@@ -205,7 +212,9 @@ class VectorRun:
     def _filter(self, rule: FilterRule, idx: Indexes) -> FilterOutcome:
         """The rule's verdicts on ``idx``: lowered where possible, reference rows merged in."""
         prog = self._programs.get(id(rule))
-        if not isinstance(prog, FilterProgram) or idx.size <= SMALL:
+        if idx.size <= SMALL:
+            return self._few_filter(rule, idx)
+        if not isinstance(prog, FilterProgram):
             return self.reference.filter(rule, idx)
         codes, verdicts, err = run_filter(prog, self._state, idx)
         if err.any():
@@ -221,10 +230,76 @@ class VectorRun:
     def _score(self, rule: ScoreRule, idx: Indexes) -> ScoreOutcome:
         """The rule's raw scores on ``idx``: lowered where possible, reference rows merged in."""
         prog = self._programs.get(id(rule))
-        if not isinstance(prog, ScoreProgram) or idx.size <= SMALL:
+        if idx.size <= SMALL:
+            return self._few_score(rule, idx)
+        if not isinstance(prog, ScoreProgram):
             return self.reference.score(rule, idx)
         raw, ignored, err = run_score(prog, self._state, idx)
         return self._merge_score(rule, idx, raw, ignored, err)
+
+    def _row_keys(self, rule: Any, idx: Indexes) -> tuple[dict[Any, Any], list[Any]] | None:
+        """The row memo of ``rule`` (:class:`.reuse.Rows`) and each row's key, or None when not memoised."""
+        reuse = self._reuse
+        fields = reuse.row_fields(rule) if reuse is not None else None
+        if fields is None:
+            return None
+        pod = self._fingerprint(rule)
+        if pod is None:
+            return None
+        nodes = self._snapshot.nodes
+        try:
+            keys = [(pod, node_image(nodes[i], fields)) for i in idx.tolist()]
+        except Unfreezable:
+            return None
+        assert reuse is not None
+        return reuse.rows.table(rule), keys
+
+    def _few_filter(self, rule: FilterRule, idx: Indexes) -> FilterOutcome:
+        """A few rows by the reference closures, through the row memo where the rule allows it."""
+        memo = self._row_keys(rule, idx)
+        if memo is None:
+            return self.reference.filter(rule, idx)
+        table, keys = memo
+        found = [table.get(k, _MISS) for k in keys]
+        missing = [j for j, v in enumerate(found) if v is _MISS]
+        if missing:
+            ref = self.reference.filter(rule, idx[missing])
+            for j, code in zip(missing, ref.codes.tolist()):
+                found[j] = table[keys[j]] = ref.verdicts[code] if code >= 0 else None
+        if len(missing) < len(keys):
+            self._reuse.rows.hits += len(keys) - len(missing)  # type: ignore[union-attr]
+        codes = np.full(idx.size, -1, dtype=np.int32)
+        verdicts: list[Any] = []
+        for j, verdict in enumerate(found):
+            if verdict is not None:
+                codes[j] = len(verdicts)
+                verdicts.append(verdict)
+        return FilterOutcome(codes, verdicts)
+
+    def _few_score(self, rule: ScoreRule, idx: Indexes) -> ScoreOutcome:
+        """A few rows by the reference closures, through the row memo where the rule allows it."""
+        memo = self._row_keys(rule, idx)
+        if memo is None:
+            return self.reference.score(rule, idx)
+        table, keys = memo
+        found = [table.get(k, _MISS) for k in keys]
+        missing = [j for j, v in enumerate(found) if v is _MISS]
+        if missing:
+            ref = self.reference.score(rule, idx[missing])
+            for j, raw, ign, code in zip(missing, ref.raw.tolist(), ref.ignored.tolist(), ref.errors.tolist()):
+                found[j] = table[keys[j]] = (raw, ign, ref.verdicts[code] if code >= 0 else None)
+        if len(missing) < len(keys):
+            self._reuse.rows.hits += len(keys) - len(missing)  # type: ignore[union-attr]
+        raws = [row[0] for row in found]
+        errors = np.full(idx.size, -1, dtype=np.int32)
+        verdicts: list[Any] = []
+        for j, row in enumerate(found):
+            if row[2] is not None:
+                errors[j] = len(verdicts)
+                verdicts.append(row[2])
+        fits = all(-(2**63) <= r <= 2**63 - 1 for r in raws)
+        return ScoreOutcome(np.array(raws, dtype=np.int64 if fits else object),
+                            np.array([row[1] for row in found], dtype=np.bool_), errors, verdicts)
 
     def _merge_score(self, rule: ScoreRule, idx: Indexes, raw: Any, ignored: Any, err: Any) -> ScoreOutcome:
         """A lowered rule's outcome with the rows it could not decide (``err``) handed to the reference."""
@@ -244,6 +319,8 @@ class VectorRun:
         raw[at] = ref.raw
         return ScoreOutcome(raw, ignored, errors, list(ref.verdicts))
 
+
+_MISS = object()
 
 _CLUSTER_CALLS = frozenset(COLUMNS)
 """The cluster builtins with a whole-cluster column (objects/cluster.py); :class:`.reuse.Memo` replays them."""

@@ -107,6 +107,7 @@ def test_reused_results_equal_the_reference_through_changes(which: str, seed: in
             right.remove(obj)
     reuse = vec.backend.reuse  # type: ignore[attr-defined]
     assert reuse is not None and reuse._entries, "the cache was never used"
+    assert reuse.rows.hits > 0, "the row memo was never used"
 
 
 def test_the_cache_can_be_turned_off() -> None:
@@ -301,3 +302,40 @@ def test_rows_are_invalidated_per_slot_by_that_slots_changed_fields() -> None:
     assert sorted(entries[pods].pending) == [1, 3]
     reuse.sync(policy, 1, [2], 4, [None])  # unknown: every rule
     assert sorted(entries[resources].pending) == [1, 2]
+
+
+def test_row_memo_takes_only_rules_of_pod_and_node_values() -> None:
+    """Rows are memoised by the values a rule reads: never for a rule reading ``cluster`` or a node's pods."""
+    from policyscheduler.evaluation.vector.reuse import Reuse
+
+    policies = load(USER + """
+filter spread
+  reason "s"
+  require all c in cluster.hard_spread_constraints: cluster.spread_count(c, node) < 3
+""")
+    reuse = Reuse()
+    got = {r.name: reuse.row_fields(r) for r in policies.rules}
+    assert got["fits"] == ("allocatable", "requested")
+    assert got["free"] == ("allocatable", "requested")
+    assert got["same_zone"] == ("labels",)
+    assert got["density"] is None  # node.pods: too large to image per row
+    assert got["spread"] is None  # reads the cluster
+
+
+def test_row_memo_results_follow_the_values_not_the_node() -> None:
+    """Two nodes alike but for allocatable memory: the memo answers the second from its own values (a miss),
+    a third node equal to the first from the first's (a hit); every decision equals the reference's."""
+    policies = load(USER)
+    objects = [node("a", {"zone": "a"}, cpu="4", memory="4Gi"), node("b", {"zone": "a"}, cpu="4", memory="8Gi"),
+               node("c", {"zone": "a"}, cpu="4", memory="4Gi")]
+    ref, vec = make_evaluator("reference"), make_evaluator("vector")
+    left, right = ClusterSnapshot.from_objects(objects), ClusterSnapshot.from_objects(objects)
+    for k in range(12):
+        p = pod(f"w{k}", labels={"app": "web", "zone": "a"}, cpu="100m", memory="128Mi")
+        a = ref.evaluate(policies, left, p, rng=random.Random(k))
+        b = vec.evaluate(policies, right, p, rng=random.Random(k))
+        assert a == b, (k, diff_decisions(a, b))
+        if a.node is not None:  # 'density' lets 3 web pods on a node: the last ones fit nowhere
+            left.assume(p, a.node)
+            right.assume(p, a.node)
+    assert vec.backend.reuse.rows.hits > 0  # type: ignore[attr-defined]
