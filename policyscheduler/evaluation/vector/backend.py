@@ -34,7 +34,6 @@ from policyscheduler.evaluation.vector.reuse import (
     Unfreezable,
     constant_array,
     freeze,
-    node_image,
 )
 from policyscheduler.evaluation.vector.values import Unsupported
 from policyscheduler.objects.cluster import COLUMNS
@@ -246,13 +245,13 @@ class VectorRun:
         pod = self._fingerprint(rule)
         if pod is None:
             return None
-        nodes = self._snapshot.nodes
+        assert reuse is not None
+        nodes, rows = self._snapshot.nodes, reuse.rows
         try:
-            keys = [(pod, node_image(nodes[i], fields)) for i in idx.tolist()]
+            keys = [(pod, rows.node_image(nodes[i], fields)) for i in idx.tolist()]
         except Unfreezable:
             return None
-        assert reuse is not None
-        return reuse.rows.table(rule), keys
+        return rows.table(rule), keys
 
     def _few_filter(self, rule: FilterRule, idx: Indexes) -> FilterOutcome:
         """A few rows by the reference closures, through the row memo where the rule allows it."""

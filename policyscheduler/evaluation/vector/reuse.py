@@ -387,6 +387,26 @@ class Rows:
     def __init__(self) -> None:
         self.tables: dict[int, dict[Any, Any]] = {}
         self.hits = 0
+        self._images: dict[int, tuple[Any, Any]] = {}
+
+    def node_image(self, node: Any, fields: tuple[str, ...]) -> Any:
+        """The image (:func:`freeze`) of ``fields`` of a node record, each field value imaged once per object.
+
+        A node's allocatable and labels are the same objects in every record of it, and its aggregates
+        change only when its pods do, so most values were imaged before. Values are cached by identity
+        with a reference kept (an id cannot be reused while the object lives); records never mutate them.
+        """
+        images = self._images
+        if len(images) >= 4 * ROWS_PER_RULE:
+            images.clear()
+        out = []
+        for f in fields:
+            value = getattr(node, f)
+            hit = images.get(id(value))
+            if hit is None or hit[0] is not value:
+                hit = images[id(value)] = (value, freeze(value))
+            out.append(hit[1])
+        return tuple(out)
 
     def table(self, rule: Any) -> dict[Any, Any]:
         table = self.tables.get(id(rule))
@@ -395,11 +415,6 @@ class Rows:
         elif len(table) >= ROWS_PER_RULE:
             table.clear()
         return table
-
-
-def node_image(node: Any, fields: tuple[str, ...]) -> Any:
-    """The image (:func:`freeze`) of ``fields`` of a node record."""
-    return tuple(freeze(getattr(node, f)) for f in fields)
 
 
 class Memo:
