@@ -606,6 +606,18 @@ def markdown(results: dict[str, Any]) -> str:
                   for k in ("kube-100", "kube-default", "ceiling")]
         bad = sum(by[(workload, k)]["violations"] for k in runs if (workload, k) in by)
         lines.append(f"| {workload} | " + " | ".join(cells) + " | " + " | ".join(ratios) + f" | {bad} |")
+    lines += ["", "CPU per bound pod over the throughput phase, ms: scheduler process / API server + etcd "
+              "(the machine's cores are shared by both; 2 cores give 2 CPU-ms per wall ms):", ""]
+    lines += ["| workload | " + " | ".join(runs) + " |", "|" + "---|" * (len(runs) + 1)]
+    for workload in results["workloads"]:
+        cells = []
+        for k in runs:
+            r = by.get((workload, k))
+            if r is None or not r.get("bound") or "server_cpu_s" not in r:
+                cells.append("-")
+                continue
+            cells.append(f"{1000 * r['cpu_s'] / r['bound']:.2f} / {1000 * r['server_cpu_s'] / r['bound']:.2f}")
+        lines.append(f"| {workload} | " + " | ".join(cells) + " |")
     lines += ["", f"Command: `{results['command']}`; machine: {results['machine']}."]
     return "\n".join(lines) + "\n"
 
