@@ -2,7 +2,7 @@
 
 The official client resolves kubeconfig files (contexts, exec plugins, inline certificate data) and
 in-cluster service-account configuration; we take its resolved ``Configuration`` (server URL, CA,
-client certificate, bearer token with its refresh hook) and talk raw JSON over urllib3 with the same
+client certificate, bearer token with its refresh hook) and talk raw JSON over our own HTTP/1.1 client with the same
 TLS settings (:mod:`.rest`), because the client's model classes cost ~20x a ``json.loads`` per object.
 """
 

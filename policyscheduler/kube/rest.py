@@ -1,4 +1,4 @@
-"""Raw JSON over HTTPS to the API server (one pooled urllib3 manager, thread-safe).
+"""Raw JSON over HTTPS to the API server (kept connections of our own HTTP/1.1 client, thread-safe).
 
 Why not the client's API classes: they turn every object into model instances (~270 us per pod
 against ~12 us for ``json.loads``), which alone would cap a watch at a few thousand events per
@@ -7,8 +7,8 @@ second. Requests and watch streams here are plain dicts in, plain dicts out.
 
 from __future__ import annotations
 
-import http.client
 import json
+import re
 import socket
 import ssl
 import threading
@@ -17,9 +17,7 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 from urllib.parse import quote, urlencode, urlsplit
 
-import urllib3
-from urllib3.util.wait import wait_for_read
-
+from policyscheduler.kube import http1
 from policyscheduler.kube.config import Connection
 from policyscheduler.kube.ratelimit import RateLimiter
 
@@ -45,74 +43,94 @@ class ApiError(RuntimeError):
 
 
 class Stream:
-    """An open streaming response (a watch): iterate JSON lines; :meth:`close` from any thread."""
+    """An open streaming response (a watch): iterate JSON lines; :meth:`close` from any thread.
 
-    def __init__(self, response: urllib3.BaseHTTPResponse) -> None:
-        self._response = response
+    Why not urllib3's ``stream()``: it reads a chunk-size line and the chunk per watch event (the API
+    server sends one chunk per event), with a wrapper's worth of Python around each. Here each ``recv``
+    takes whatever arrived (up to 64 KB, often many events), the chunked framing is removed in bulk and
+    the lines are split once per read."""
+
+    def __init__(self, sock: socket.socket, decoder: http1.Decoder, initial: bytes, path: str) -> None:
+        self._sock = sock
+        self._decoder = decoder
+        self._initial = initial  # payload that came with the response head
+        self._path = path
+        self._lock = threading.Lock()
+        self._closed = False
+        self._reading = False  # a thread is inside recv: close() must not close the socket under it
 
     def __iter__(self) -> Iterator[dict[str, Any]]:
-        buffer = b""
         loads = json.loads
-        for chunk in self._response.stream(64 * 1024, decode_content=True):
-            if b"\n" not in chunk:
-                buffer += chunk
-                continue
-            lines = (buffer + chunk).split(b"\n")  # one split per chunk: no re-copy of the rest per line
-            buffer = lines.pop()
-            for line in lines:
-                if line.strip():
-                    yield loads(line)
-        if buffer.strip():
-            yield loads(buffer)
+        decoder, recv, lock = self._decoder, self._sock.recv, self._lock
+        buffer = b""
+        payload, self._initial = self._initial, b""
+        try:
+            while True:
+                if payload:
+                    if b"\n" in payload:
+                        lines = (buffer + payload if buffer else payload).split(b"\n")  # one split per read
+                        buffer = lines.pop()
+                        for line in lines:
+                            if line and not line.isspace():
+                                yield loads(line)
+                    else:
+                        buffer += payload
+                if decoder.done:
+                    break
+                with lock:
+                    if self._closed:
+                        return
+                    self._reading = True
+                try:
+                    data = recv(http1.RECV_SIZE)
+                except OSError as err:
+                    if self._closed:
+                        return
+                    raise ApiError("GET", self._path, 0, detail=f"watch stream: {type(err).__name__}: {err}") from err
+                finally:
+                    with lock:
+                        self._reading = False
+                if self._closed:
+                    return
+                if not data:
+                    try:
+                        decoder.feed_eof()
+                    except ConnectionError as err:
+                        raise ApiError("GET", self._path, 0, detail=f"watch stream: {err}") from err
+                    break
+                try:
+                    payload = decoder.feed(data)
+                except http1.ProtocolError as err:
+                    raise ApiError("GET", self._path, 0, detail=f"watch stream: {err}") from err
+            if buffer and not buffer.isspace():
+                yield loads(buffer)
+        finally:
+            self.close()
 
     def close(self) -> None:
-        """End the stream (wakes a reader blocked in another thread)."""
-        try:
-            self._response.shutdown()
-        except Exception:  # noqa: BLE001 - already closed
-            pass
-        self._response.release_conn()
-
-
-class _Connection(http.client.HTTPConnection):
-    """One keep-alive connection to the API server; TLS when ``context`` is set (``server_hostname``
-    names the server for SNI and the certificate check, as ``tls-server-name`` does)."""
-
-    def __init__(self, host: str, port: int, context: ssl.SSLContext | None, server_hostname: str | None,
-                 connect_timeout: float, timeout: float) -> None:
-        super().__init__(host, port, timeout=connect_timeout)
-        self._context = context
-        self._server_hostname = server_hostname or host
-        self._connect_timeout = connect_timeout
-        self._read_timeout = timeout
-
-    def connect(self) -> None:
-        sock = socket.create_connection((self.host, self.port), self._connect_timeout)
-        try:
-            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-            if self._context is not None:
-                sock = self._context.wrap_socket(sock, server_hostname=self._server_hostname)
-        except BaseException:
-            sock.close()
-            raise
-        sock.settimeout(self._read_timeout)
-        self.sock = sock
-
-    def set_read_timeout(self, seconds: float) -> None:
-        """Socket timeout of the reads (and writes) from now on, this connection open or not yet."""
-        self._read_timeout = seconds
-        if self.sock is not None:
-            self.sock.settimeout(seconds)
+        """End the stream: wakes a reader blocked in ``recv`` in another thread (``shutdown``); the socket
+        itself is closed by whoever leaves it last, so no thread ever reads a closed (reused) descriptor."""
+        with self._lock:
+            if not self._closed:
+                self._closed = True
+                try:
+                    self._sock.shutdown(socket.SHUT_RDWR)
+                except OSError:
+                    pass  # not connected any more
+            if self._reading:
+                return  # the reader wakes up, sees it closed and closes the socket on its way out
+            self._sock.close()
 
 
 class _Connections:
-    """A pool of keep-alive :class:`_Connection` s for plain requests (not watches).
+    """A pool of kept-alive :class:`http1.Http1Connection` s for plain requests (watches get their own).
 
-    Why not urllib3 here: a request through its PoolManager costs ~0.6 ms of CPU (URL parsing, pool
-    lookup, header objects, response wrappers) against ~0.3 ms for ``http.client`` on a kept connection;
-    with a bind, an event and sometimes a status patch per pod, that was a fifth of the scheduler's CPU.
-    Each request takes an idle connection (dropping one the server closed meanwhile, as urllib3 does)
-    or opens one, and gives it back when the server keeps it alive; at most ``maxsize`` stay idle."""
+    Why not urllib3 or ``http.client``: a request through urllib3's PoolManager cost ~0.6 ms of CPU and
+    through ``http.client`` ~0.24 ms (header objects, ``email`` parsing, a ``readline`` per header); here
+    a request is one buffer built from a pre-encoded header block, sent with one ``sendall``, and its
+    answer is parsed by hand from one ``recv`` in the usual case. Each request takes an idle connection
+    (dropping one the server closed meanwhile) or opens one, and gives it back when the server keeps it
+    alive; at most ``maxsize`` stay idle."""
 
     def __init__(self, connection: Connection, *, maxsize: int, timeout: float, connect_timeout: float = 5.0) -> None:
         self.host, self.port, self.prefix = "", 0, ""
@@ -120,6 +138,7 @@ class _Connections:
         self.problem: str | None = None
         """Why no connection can be made (bad address, unreadable CA or client certificate): every request
         then fails with it as a connection error (status 0), reported and retried like one, as before."""
+        host_header = ""
         try:
             url = urlsplit(connection.server)
             if url.scheme not in ("http", "https") or not url.hostname:
@@ -127,6 +146,9 @@ class _Connections:
             self.host = url.hostname
             self.port = url.port or (443 if url.scheme == "https" else 80)
             self.prefix = url.path.rstrip("/")
+            host_header = f"[{self.host}]" if ":" in self.host else self.host
+            if url.port and url.port != (443 if url.scheme == "https" else 80):
+                host_header += f":{url.port}"
             if url.scheme == "https":
                 if connection.verify:
                     context = ssl.create_default_context(cafile=connection.ca_file)
@@ -147,50 +169,106 @@ class _Connections:
         self.maxsize = maxsize
         self.timeout = timeout
         self.connect_timeout = connect_timeout
-        self._idle: list[_Connection] = []
+        self._token = connection.token
+        self._fixed = f"Host: {host_header}\r\nUser-Agent: policyscheduler\r\nAccept: application/json\r\n"
+        self._idle: list[http1.Http1Connection] = []
         self._lock = threading.Lock()
-        weakref.finalize(self, _close_all, self._idle)  # a dropped client closes its sockets, as urllib3 does
+        weakref.finalize(self, _close_all, self._idle)  # a dropped client closes its sockets
 
-    def _take(self) -> _Connection:
+    def encode(self, method: str, target: str, body: bytes | None, content_type: str | None) -> bytes:
+        """The whole request as one buffer: request line, headers (the token fetched now: it rotates), body."""
+        if _UNSAFE.search(target):
+            raise http1.ProtocolError(f"request target with a space or control character: {target[:80]!r}")
+        head = f"{method} {self.prefix}{target} HTTP/1.1\r\n{self._fixed}"
+        token = self._token()
+        if token:
+            if "\r" in token or "\n" in token:
+                raise http1.ProtocolError("the bearer token contains a line break")
+            head += f"Authorization: {token}\r\n"
+        if body is None:
+            return (head + "\r\n").encode("latin-1")
+        head += f"Content-Type: {content_type or 'application/json'}\r\nContent-Length: {len(body)}\r\n\r\n"
+        return head.encode("latin-1") + body
+
+    def _open(self) -> http1.Http1Connection:
+        return http1.Http1Connection(http1.open_socket(self.host, self.port, self.context, self.server_hostname,
+                                                       self.connect_timeout, self.timeout))
+
+    def _take(self) -> tuple[http1.Http1Connection, bool]:
+        """An idle connection still open (True: reused) or a new one (False)."""
         if self.problem is not None:
             raise OSError(self.problem)
         while True:
             with self._lock:
                 conn = self._idle.pop() if self._idle else None
             if conn is None:
-                return _Connection(self.host, self.port, self.context, self.server_hostname,
-                                   self.connect_timeout, self.timeout)
-            if conn.sock is not None and not wait_for_read(conn.sock, timeout=0.0):
-                return conn  # quiet and open: reuse it
+                return self._open(), False
+            if not conn.dropped():
+                return conn, True  # quiet and open: reuse it
             conn.close()  # closed by the server (or stray bytes): never reuse
 
-    def _give_back(self, conn: _Connection) -> None:
+    def _give_back(self, conn: http1.Http1Connection) -> None:
         with self._lock:
             if len(self._idle) < self.maxsize:
                 self._idle.append(conn)
                 return
         conn.close()
 
-    def request(self, method: str, path: str, body: bytes | None, headers: dict[str, str],
-                timeout: float | None) -> tuple[int, bytes]:
-        """(status, body bytes); OSError / HTTPException when the connection fails."""
-        conn = self._take()
+    def _exchange(self, conn: http1.Http1Connection, data: bytes, timeout: float | None) -> http1.Response:
         try:
             if timeout is not None:
-                conn.set_read_timeout(timeout)
-            conn.request(method, self.prefix + path, body=body, headers=headers)
-            resp = conn.getresponse()
-            data = resp.read()
+                conn.sock.settimeout(timeout)
+            response = conn.exchange(data)
         except BaseException:
             conn.close()
             raise
-        if resp.will_close:
+        if response.will_close:
             conn.close()
         else:
             if timeout is not None:
-                conn.set_read_timeout(self.timeout)
+                conn.sock.settimeout(self.timeout)
             self._give_back(conn)
-        return resp.status, data
+        return response
+
+    def request(self, method: str, target: str, body: bytes | None, content_type: str | None,
+                timeout: float | None) -> tuple[int, bytes]:
+        """(status, body bytes); ``OSError`` / :class:`http1.ProtocolError` when the connection fails.
+
+        A GET that fails on a reused connection before any answer byte (the server closed it just as we
+        sent) is sent once more on a new connection; other methods are not: a POST may have been acted
+        upon, and its caller decides (the binder's retry finds a lost bind as a 409 on our node)."""
+        data = self.encode(method, target, body, content_type)
+        conn, reused = self._take()
+        try:
+            response = self._exchange(conn, data, timeout)
+        except http1.StaleConnection:
+            if not (reused and method == "GET"):
+                raise
+            response = self._exchange(self._open(), data, timeout)
+        return response.status, response.body
+
+    def stream(self, target: str, read_timeout: float) -> tuple[socket.socket, http1.Response]:
+        """Send a GET on a new connection (a watch holds it for minutes) and read the answer's head;
+        the socket and the answer (complete unless it is 2xx)."""
+        if self.problem is not None:
+            raise OSError(self.problem)
+        data = self.encode("GET", target, None, None)
+        sock = http1.open_socket(self.host, self.port, self.context, self.server_hostname,
+                                 self.connect_timeout, read_timeout)
+        try:
+            sock.sendall(data)
+            response = http1.Response()
+            while response.decoder is None or not (200 <= response.status < 300 or response.decoder.done):
+                chunk = sock.recv(http1.RECV_SIZE)
+                if not chunk:
+                    response.feed_eof()
+                    break
+                if response.feed(chunk):
+                    break
+        except BaseException:
+            sock.close()
+            raise
+        return sock, response
 
     def close(self) -> None:
         """Close the idle connections (those in use close when their request ends and they find no room)."""
@@ -200,56 +278,38 @@ class _Connections:
         _close_all(idle)
 
 
-def _close_all(connections: list[_Connection]) -> None:
+_UNSAFE = re.compile(r"[\x00-\x20\x7f]")
+
+
+def _close_all(connections: list[http1.Http1Connection]) -> None:
     for conn in list(connections):
         conn.close()
     connections.clear()
 
 
 class RestClient:
-    """JSON requests to one API server with the resolved TLS settings and credentials: plain requests
-    on kept ``http.client`` connections (:class:`_Connections`), watch streams through urllib3."""
+    """JSON requests to one API server with the resolved TLS settings and credentials: plain requests on
+    kept connections (:class:`_Connections`), watch streams on a connection each (:class:`Stream`)."""
 
     def __init__(self, connection: Connection, *, maxsize: int = 32, timeout: float = 30.0) -> None:
         self.connection = connection
         self.server = connection.server
-        tls: dict[str, Any] = {}
-        if connection.server.startswith("https"):
-            tls = {"cert_reqs": "CERT_REQUIRED" if connection.verify else "CERT_NONE",
-                   "ca_certs": connection.ca_file, "cert_file": connection.cert_file,
-                   "key_file": connection.key_file}
-            if connection.tls_server_name:
-                tls["server_hostname"] = connection.tls_server_name
-        if not connection.verify:
-            urllib3.disable_warnings(urllib3.exceptions.InsecureRequestWarning)
         self.limiter: RateLimiter | None = None
-        self._pool = urllib3.PoolManager(num_pools=4, maxsize=maxsize, block=False, retries=False,
-                                         timeout=urllib3.Timeout(connect=5.0, read=timeout), **tls)
         self._connections = _Connections(connection, maxsize=maxsize, timeout=timeout)
-
-    def _headers(self, content_type: str | None) -> dict[str, str]:
-        headers = {"Accept": "application/json", "User-Agent": "policyscheduler"}
-        if content_type:
-            headers["Content-Type"] = content_type
-        token = self.connection.token()
-        if token:
-            headers["Authorization"] = token
-        return headers
 
     def request(self, method: str, path: str, body: Any = None, *, query: Mapping[str, Any] | None = None,
                 content_type: str = "application/json", timeout: float | None = None) -> Any:
         """One request; the decoded JSON body, or :class:`ApiError` (status 0 for connection errors)."""
         if self.limiter is not None:  # clientConnection qps/burst (kube/ratelimit.py); watches are not limited
             self.limiter.acquire()
-        url = path  # the connections add the server (and its path prefix, if any)
+        url = path  # the connections add the server's path prefix, if any
         if query:
             url += "?" + urlencode({k: v for k, v in query.items() if v is not None})
         data = None if body is None else json.dumps(body, separators=(",", ":")).encode()
         try:
-            status, raw = self._connections.request(method, url, data,
-                                                    self._headers(content_type if data is not None else None), timeout)
-        except (OSError, http.client.HTTPException) as err:
-            raise ApiError(method, path, 0, detail=f"{type(err).__name__}: {err}") from err
+            status, raw = self._connections.request(method, url, data, content_type, timeout)
+        except (OSError, http1.ProtocolError) as err:
+            raise ApiError(method, path, 0, detail=f"{self.server}: {type(err).__name__}: {err}") from err
         if not 200 <= status < 300:
             raise ApiError(method, path, status, raw.decode("utf-8", errors="replace"))
         return json.loads(raw) if raw else None
@@ -267,18 +327,18 @@ class RestClient:
         return self.request("PATCH", path, body, content_type=f"application/{kind}+json")
 
     def stream(self, path: str, query: Mapping[str, Any], *, read_timeout: float) -> Stream:
-        """Open a streaming GET (a watch); a non-2xx answer raises :class:`ApiError`."""
-        url = self.server + path + "?" + urlencode({k: v for k, v in query.items() if v is not None})
+        """Open a streaming GET (a watch); a non-2xx answer raises :class:`ApiError` with its body, a
+        connection failure :class:`ApiError` with status 0."""
+        url = path + "?" + urlencode({k: v for k, v in query.items() if v is not None})
         try:
-            resp = self._pool.request("GET", url, headers=self._headers(None), preload_content=False,
-                                      timeout=urllib3.Timeout(connect=5.0, read=read_timeout))
-        except urllib3.exceptions.HTTPError as err:
-            raise ApiError("GET", path, 0, detail=f"{type(err).__name__}: {err}") from err
-        if not 200 <= resp.status < 300:
-            text = resp.read().decode("utf-8", errors="replace")
-            resp.release_conn()
-            raise ApiError("GET", path, resp.status, text)
-        return Stream(resp)
+            sock, response = self._connections.stream(url, read_timeout)
+        except (OSError, http1.ProtocolError) as err:
+            raise ApiError("GET", path, 0, detail=f"{self.server}: {type(err).__name__}: {err}") from err
+        if not 200 <= response.status < 300:
+            sock.close()
+            raise ApiError("GET", path, response.status, response.body.decode("utf-8", errors="replace"))
+        assert response.decoder is not None  # the head was read
+        return Stream(sock, response.decoder, response.take_body(), path)
 
 
 def pod_path(namespace: str, name: str, sub: str = "") -> str:

@@ -1,0 +1,216 @@
+"""CPU and thread wake-ups of the REST client's binds and watch streams against a real API server.
+
+``python bench/http_bench.py [--pods N] [--workers W ...]`` starts the test harness's etcd and
+kube-apiserver, creates one node and pending pods (no scheduler picks them up), then measures:
+
+* ``seq``: N binds (``pods/binding`` POSTs) one after another from one thread: process CPU per bind
+  (``time.process_time``) and voluntary context switches per bind (``/proc/self/status``);
+* ``binder W``: N binds through :class:`Binder` with W workers while a producer thread spends ~0.7 ms of
+  Python CPU per pod (a stand-in for the scheduling loop): wall time, CPU per bind, switches per bind of
+  the bind threads and of the producer;
+* ``watch replay``: a watch from before the N pods were created (the API server sends them back to back):
+  CPU (``time.thread_time`` of the reading thread) and voluntary switches of that thread per event;
+* ``watch live``: a watch open while another process creates N pods: the same per event.
+
+Why a separate script from bench/e2e.py: that one measures the whole scheduler; this one isolates the
+HTTP path so a change to it can be compared in seconds.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import multiprocessing
+import sys
+import threading
+import time
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+REPO = Path(__file__).resolve().parents[1]
+if str(REPO) not in sys.path:
+    sys.path.insert(0, str(REPO))
+
+
+def switches(tid: int | None = None) -> int:
+    """Voluntary context switches of the process (or of thread ``tid``)."""
+    path = "/proc/self/status" if tid is None else f"/proc/self/task/{tid}/status"
+    for line in Path(path).read_text().splitlines():
+        if line.startswith("voluntary_ctxt_switches"):
+            return int(line.split()[1])
+    return 0
+
+
+def pod(name: str, namespace: str) -> dict[str, Any]:
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": namespace,
+                                                            "labels": {"app": "bench"}},
+            "spec": {"schedulerName": "nobody", "terminationGracePeriodSeconds": 0,
+                     "containers": [{"name": "c", "image": "registry.k8s.io/pause:3.9",
+                                     "resources": {"requests": {"cpu": "1m", "memory": "1Mi"}}}]}}
+
+
+def _create(server: str, tls: tuple[str, str, str], namespace: str, names: list[str]) -> None:
+    import urllib3
+
+    ca, cert, key = tls
+    http = urllib3.PoolManager(maxsize=4, cert_reqs="CERT_REQUIRED", ca_certs=ca, cert_file=cert, key_file=key)
+    for name in names:
+        resp = http.request("POST", f"{server}/api/v1/namespaces/{namespace}/pods",
+                            body=json.dumps(pod(name, namespace)).encode(),
+                            headers={"Content-Type": "application/json"})
+        assert resp.status == 201, resp.data
+
+
+def create_elsewhere(cp: Any, namespace: str, names: list[str]) -> multiprocessing.process.BaseProcess:
+    """Create pods from another process (its CPU is not ours)."""
+    tls = (str(cp.ca.pair.cert_file), str(cp.admin.cert_file), str(cp.admin.key_file))
+    proc = multiprocessing.get_context("forkserver").Process(target=_create, args=(cp.server, tls, namespace, names))
+    proc.start()
+    return proc
+
+
+def create_pods(client: Any, namespace: str, prefix: str, n: int) -> list[dict[str, Any]]:
+    return [client.post(f"/api/v1/namespaces/{namespace}/pods", pod(f"{prefix}-{i}", namespace)) for i in range(n)]
+
+
+def bench_seq(client: Any, namespace: str, n: int) -> dict[str, float]:
+    from policyscheduler.kube.rest import pod_path
+
+    pods = create_pods(client, namespace, "seq", n)
+    bodies = [(p["metadata"]["name"], {"apiVersion": "v1", "kind": "Binding",
+                                        "metadata": {"name": p["metadata"]["name"], "namespace": namespace,
+                                                     "uid": p["metadata"]["uid"]},
+                                        "target": {"apiVersion": "v1", "kind": "Node", "name": "node-0"}})
+              for p in pods]
+    sw, cpu, wall = switches(), time.process_time(), time.perf_counter()
+    for name, body in bodies:
+        client.post(pod_path(namespace, name, "binding"), body)
+    cpu, wall, sw = time.process_time() - cpu, time.perf_counter() - wall, switches() - sw
+    return {"cpu_us_per_bind": cpu / n * 1e6, "switches_per_bind": sw / n, "wall_ms_per_bind": wall / n * 1e3}
+
+
+class _Cycle:
+    def __init__(self) -> None:
+        self.ok = self.failed = 0
+
+    def binding_succeeded(self, attempt: Any) -> None:
+        self.ok += 1
+
+    def binding_failed(self, attempt: Any, retry: bool, reason: str) -> None:
+        self.failed += 1
+
+
+def _spin(seconds: float) -> None:
+    end = time.thread_time() + seconds
+    x = 0
+    while time.thread_time() < end:
+        for i in range(50):
+            x += i
+
+
+def bench_binder(client: Any, namespace: str, n: int, workers: int, work_ms: float) -> dict[str, float]:
+    from policyscheduler.kube.binder import Binder
+
+    pods = create_pods(client, namespace, f"b{workers}", n)
+    cycle = _Cycle()
+    binder = Binder(client, lambda: cycle, workers=workers)  # type: ignore[arg-type,return-value]
+    binder.bind(SimpleNamespace(pod=pods[0], node="node-0"))  # type: ignore[arg-type]  # warm: threads, a connection
+    binder.drain(10)
+    before = {t.native_id: switches(t.native_id) for t in threading.enumerate()}
+    producer: dict[str, float] = {}
+
+    def produce() -> None:
+        me = threading.get_native_id()
+        sw, cpu = switches(me), time.thread_time()
+        for p in pods[1:]:
+            _spin(work_ms / 1e3)
+            binder.bind(SimpleNamespace(pod=p, node="node-0"))  # type: ignore[arg-type]
+        producer["cpu"] = time.thread_time() - cpu
+        producer["switches"] = switches(me) - sw
+
+    cpu, wall = time.process_time(), time.perf_counter()
+    thread = threading.Thread(target=produce)
+    thread.start()
+    thread.join()
+    binder.drain(60)
+    cpu, wall = time.process_time() - cpu, time.perf_counter() - wall
+    bind_threads = [t for t in threading.enumerate() if t.name.startswith("bind")]
+    bind_switches = sum(switches(t.native_id) - before.get(t.native_id or 0, 0) for t in bind_threads)
+    binder.shutdown()
+    m = n - 1
+    assert cycle.ok == m + 1 and cycle.failed == 0, (cycle.ok, cycle.failed)
+    return {"wall_ms_per_bind": wall / m * 1e3, "cpu_us_per_bind": (cpu - producer["cpu"]) / m * 1e6,
+            "bind_thread_switches_per_bind": bind_switches / m, "producer_switches_per_bind": producer["switches"] / m,
+            "threads": len(bind_threads)}
+
+
+def watch(client: Any, namespace: str, rv: str, n: int, out: dict[str, float], ready: threading.Event) -> None:
+    me = threading.get_native_id()
+    stream = client.stream(f"/api/v1/namespaces/{namespace}/pods", {"watch": "true", "resourceVersion": rv,
+                                                                      "timeoutSeconds": 300}, read_timeout=330)
+    ready.set()
+    sw, cpu = switches(me), time.thread_time()
+    first = 0.0
+    for seen, _event in enumerate(stream, 1):
+        if seen == 1:
+            first = time.thread_time()
+        if seen == n:
+            break
+    out["cpu_us_per_event"] = (time.thread_time() - cpu) / n * 1e6
+    out["cpu_us_per_event_after_first"] = (time.thread_time() - first) / max(1, n - 1) * 1e6
+    out["switches_per_event"] = (switches(me) - sw) / n
+    stream.close()
+
+
+def bench_watch(cp: Any, client: Any, namespace: str, n: int) -> dict[str, dict[str, float]]:
+    results: dict[str, dict[str, float]] = {}
+    rv = client.get(f"/api/v1/namespaces/{namespace}/pods", limit=1)["metadata"]["resourceVersion"]
+    create_pods(client, namespace, "replay", n)
+    out: dict[str, float] = {}
+    ready = threading.Event()
+    watch(client, namespace, rv, n, out, ready)
+    results["replay"] = out
+    rv = client.get(f"/api/v1/namespaces/{namespace}/pods", limit=1)["metadata"]["resourceVersion"]
+    out = {}
+    ready = threading.Event()
+    thread = threading.Thread(target=watch, args=(client, namespace, rv, n, out, ready))
+    thread.start()
+    ready.wait(30)
+    proc = create_elsewhere(cp, namespace, [f"live-{i}" for i in range(n)])
+    thread.join()
+    proc.join()
+    results["live"] = out
+    return results
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--pods", type=int, default=1000)
+    parser.add_argument("--workers", type=int, nargs="*", default=[16, 8, 4])
+    parser.add_argument("--work-ms", type=float, default=0.7, help="producer CPU per pod (the scheduling loop)")
+    parser.add_argument("--skip", nargs="*", default=[], choices=["seq", "binder", "watch"])
+    args = parser.parse_args()
+    from policyscheduler.kube import RestClient, load_connection
+    from tests.controlplane.harness import ControlPlane
+
+    with ControlPlane.start() as cp:
+        client = RestClient(load_connection(str(cp.kubeconfig)))
+        client.post("/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "bench"}})
+        client.post("/api/v1/nodes", {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "node-0"}})
+        report: dict[str, Any] = {}
+        if "seq" not in args.skip:
+            report["seq"] = bench_seq(client, "bench", args.pods)
+            print("seq", json.dumps(report["seq"]), flush=True)
+        if "binder" not in args.skip:
+            for w in args.workers:
+                report[f"binder{w}"] = bench_binder(client, "bench", args.pods, w, args.work_ms)
+                print(f"binder{w}", json.dumps(report[f"binder{w}"]), flush=True)
+        if "watch" not in args.skip:
+            client.post("/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "watch"}})
+            report["watch"] = bench_watch(cp, client, "watch", args.pods)
+            print("watch", json.dumps(report["watch"]), flush=True)
+
+
+if __name__ == "__main__":
+    main()
