@@ -12,8 +12,9 @@ import re
 import socket
 import ssl
 import threading
+import time
 import weakref
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 from urllib.parse import quote, urlencode, urlsplit
 
@@ -58,6 +59,10 @@ class Stream:
         self._lock = threading.Lock()
         self._closed = False
         self._reading = False  # a thread is inside recv: close() must not close the socket under it
+        self.pause: Callable[[], float] | None = None
+        """Asked before each read once the events read so far are handled: seconds to wait first (0: read at
+        once). A busy scheduler waits a few ms so that events arriving one at a time are read, and its
+        thread woken, a handful at a time; every wake-up of a reader is a GIL hand-off the loop pays for."""
 
     def __iter__(self) -> Iterator[dict[str, Any]]:
         loads = json.loads
@@ -77,6 +82,11 @@ class Stream:
                         buffer += payload
                 if decoder.done:
                     break
+                pause = self.pause
+                if pause is not None:
+                    wait = pause()
+                    if wait > 0:
+                        time.sleep(wait)
                 with lock:
                     if self._closed:
                         return

@@ -108,7 +108,11 @@ class Reflector:
         initial_backoff: float = 0.5,
         max_backoff: float = 30.0,
         sleep: Callable[[float], bool] | None = None,
+        pause: Callable[[], float] | None = None,
     ) -> None:
+        """``pause``: handed to every watch stream (:attr:`.rest.Stream.pause`): seconds to wait before the
+        next read, so that a busy scheduler reads events in batches."""
+        self.pause = pause
         self.client = client
         self.kind = kind
         self.path = path or RESOURCES[kind]
@@ -223,6 +227,7 @@ class Reflector:
                 raise _Gone() from err
             raise
         self._stream = stream
+        stream.pause = self.pause
         self.stats.watches += 1
         try:
             if self._stop.is_set():

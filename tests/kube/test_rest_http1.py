@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import socket
 import threading
+import time
 from collections.abc import Iterator
 
 import pytest
@@ -158,3 +159,47 @@ def test_a_connection_reads_an_answer_written_in_pieces() -> None:
     with pytest.raises(StaleConnection):
         conn.exchange(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")  # nothing comes back: safe to retry a GET
     conn.close()
+
+
+def test_a_paused_watch_stream_reads_the_events_that_arrived_meanwhile_at_once() -> None:
+    """``Stream.pause``: before each read the reader may wait; events sent meanwhile come out of one read
+    (one wake-up of the reading thread for several events), and none is lost or reordered."""
+    from policyscheduler.kube.rest import Stream
+
+    ours, theirs = socket.socketpair()
+    first_read = threading.Event()
+
+    def chunk(n: int) -> bytes:
+        line = b'{"type":"MODIFIED","object":{"n":%d}}\n' % n
+        return b"%x\r\n%s\r\n" % (len(line), line)
+
+    def server() -> None:
+        theirs.sendall(chunk(0))
+        first_read.wait(5)
+        for n in range(1, 6):  # while the reader pauses, 20 ms apart (an unpaused reader reads them one by one)
+            theirs.sendall(chunk(n))
+            time.sleep(0.02)
+        time.sleep(0.3)
+        theirs.sendall(b"0\r\n\r\n")
+        theirs.close()
+
+    pauses: list[float] = []
+
+    def pause() -> float:
+        pauses.append(time.monotonic())
+        if len(pauses) == 2:  # after the first event: let the next five pile up
+            first_read.set()
+            return 0.3
+        return 0.0
+
+    thread = threading.Thread(target=server)
+    thread.start()
+    stream = Stream(ours, ChunkedDecoder(), b"", "/api/v1/pods")
+    stream.pause = pause
+    try:
+        seen = [event["object"]["n"] for event in stream]
+    finally:
+        thread.join()
+        stream.close()
+    assert seen == [0, 1, 2, 3, 4, 5]
+    assert 3 <= len(pauses) <= 4  # reads: event 0, the five together, the end (one more if the end came apart)
