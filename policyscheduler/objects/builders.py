@@ -7,15 +7,32 @@ from fractions import Fraction
 from typing import Any
 
 from policyscheduler.objects.parse import Reader
-from policyscheduler.objects.records import HostPort, Node, NodeSelectorTerm, Pod
+from policyscheduler.objects.records import (
+    HostPort,
+    Node,
+    NodeSelectorTerm,
+    Pod,
+    PodAffinityTerm,
+    WeightedPodAffinityTerm,
+)
 from policyscheduler.objects.requests import is_scalar_resource, pod_requests
 from policyscheduler.quantity import round_resource
 
 __all__ = ["build_pod", "build_node", "object_name", "normalized_image_name"]
 
+_ZERO = Fraction(0)
+
 
 def object_name(obj: Any, kind: str) -> str:
     """``Kind ns/name`` (or ``Kind name``) for warnings, robust to junk."""
+    if type(obj) is dict:  # the usual case, without the ABC checks (this runs for every pod built)
+        meta = obj.get("metadata")
+        if type(meta) is dict:
+            name, ns = meta.get("name"), meta.get("namespace")
+            if type(name) is str and type(ns) is str:
+                if kind == "Pod":
+                    return f"Pod {ns or 'default'}/{name}"
+                return f"{kind} {ns}/{name}" if ns else f"{kind} {name}"
     meta = obj.get("metadata") if isinstance(obj, Mapping) else None
     meta = meta if isinstance(meta, Mapping) else {}
     name = meta.get("name") if isinstance(meta.get("name"), str) else "?"
@@ -59,7 +76,7 @@ def _status_requests(r: Reader, obj: Any) -> tuple[dict[str, tuple[dict[str, Fra
     status = r.map(obj, "status")
     out: dict[str, tuple[dict[str, Fraction], dict[str, Fraction]]] = {}
     for i, cs in enumerate(r.list(status, "containerStatuses", "status.containerStatuses")):
-        if not isinstance(cs, Mapping) or cs.get("resources") is None:
+        if (type(cs) is not dict and not isinstance(cs, Mapping)) or cs.get("resources") is None:
             continue
         where = f"status.containerStatuses[{i}]"
         actual = r.resources(r.map(cs, "resources", f"{where}.resources"), "requests", f"{where}.resources.requests")
@@ -90,7 +107,11 @@ def _pins(r: Reader, affinity_required: Any) -> tuple[bool, tuple[str, ...]]:
         fields = term.get("matchFields") if isinstance(term, Mapping) else None
         for req in fields if isinstance(fields, list) else []:
             if isinstance(req, Mapping) and req.get("key") == "metadata.name" and req.get("operator") == "In":
-                values = {v for v in req.get("values") or [] if isinstance(v, str)}
+                raw_values = req.get("values") or []
+                try:
+                    values = {v for v in raw_values if isinstance(v, str)}
+                except TypeError:  # not iterable (``values: true``): no names; node_selector_term warns
+                    values = set()
                 term_names = values if term_names is None else term_names & values
         if term_names is None:
             return False, ()
@@ -116,7 +137,7 @@ def build_pod(obj: Any, warnings: list[str]) -> Pod:
             break
 
     affinity = r.map(spec, "affinity", "spec.affinity")
-    node_aff = r.map(affinity, "nodeAffinity", "spec.affinity.nodeAffinity")
+    node_aff = r.map(affinity, "nodeAffinity", "spec.affinity.nodeAffinity") if affinity else affinity
     required_raw = node_aff.get("requiredDuringSchedulingIgnoredDuringExecution")
     has_required = required_raw is not None
     required_terms: tuple[NodeSelectorTerm, ...] = ()
@@ -128,17 +149,22 @@ def build_pod(obj: Any, warnings: list[str]) -> Pod:
             for i, t in enumerate(r.list(required, "nodeSelectorTerms", "nodeAffinity.required.nodeSelectorTerms"))
         )
         pins, pinned = _pins(r, required)
-    pod_aff = r.map(affinity, "podAffinity", "spec.affinity.podAffinity")
-    anti_aff = r.map(affinity, "podAntiAffinity", "spec.affinity.podAntiAffinity")
-    req_aff, pref_aff = r.affinity_terms(pod_aff, "podAffinity", namespace, labels)
-    req_anti, pref_anti = r.affinity_terms(anti_aff, "podAntiAffinity", namespace, labels)
+    req_aff: tuple[PodAffinityTerm, ...] = ()
+    req_anti: tuple[PodAffinityTerm, ...] = ()
+    pref_aff: tuple[WeightedPodAffinityTerm, ...] = ()
+    pref_anti: tuple[WeightedPodAffinityTerm, ...] = ()
+    if affinity:  # most pods have none: skip the empty walks
+        pod_aff = r.map(affinity, "podAffinity", "spec.affinity.podAffinity")
+        anti_aff = r.map(affinity, "podAntiAffinity", "spec.affinity.podAntiAffinity")
+        req_aff, pref_aff = r.affinity_terms(pod_aff, "podAffinity", namespace, labels)
+        req_anti, pref_anti = r.affinity_terms(anti_aff, "podAntiAffinity", namespace, labels)
 
     host_network = r.bool(spec, "hostNetwork", "spec.hostNetwork")
     containers, inits, images = [], [], []
     ports: list[HostPort] = []
     for i, c in enumerate(r.list(spec, "initContainers", "spec.initContainers")):
         where = f"spec.initContainers[{i}]"
-        if not isinstance(c, Mapping):
+        if type(c) is not dict and not isinstance(c, Mapping):
             r.warn(f"{where} is not a mapping; ignored")
             continue
         sidecar = r.str(c, "restartPolicy") == "Always"
@@ -149,7 +175,7 @@ def build_pod(obj: Any, warnings: list[str]) -> Pod:
     statuses, resize_infeasible = _status_requests(r, obj)
     for i, c in enumerate(r.list(spec, "containers", "spec.containers")):
         where = f"spec.containers[{i}]"
-        if not isinstance(c, Mapping):
+        if type(c) is not dict and not isinstance(c, Mapping):
             r.warn(f"{where} is not a mapping; ignored")
             continue
         reqs = _container_requests(r, c, where)
@@ -180,13 +206,14 @@ def build_pod(obj: Any, warnings: list[str]) -> Pod:
         node_selector=r.str_map(spec, "nodeSelector", "spec.nodeSelector"),
         has_required_node_affinity=has_required,
         required_node_affinity=required_terms,
-        preferred_node_affinity=r.preferred_node_terms(node_aff),
+        preferred_node_affinity=r.preferred_node_terms(node_aff) if node_aff else (),
         pins_node_names=pins,
         pinned_node_names=pinned,
         tolerations=r.tolerations(spec),
         requests=requests,
-        nonzero_requests={k: nonzero.get(k, Fraction(0)) for k in ("cpu", "memory")},
-        scalar_resources=tuple(sorted(n for n, v in requests.items() if v > 0 and is_scalar_resource(n))),
+        nonzero_requests={"cpu": nonzero.get("cpu", _ZERO), "memory": nonzero.get("memory", _ZERO)},
+        # numerator > 0 is value > 0 (a Fraction's denominator is positive) without Fraction comparison
+        scalar_resources=tuple(sorted(n for n, v in requests.items() if v.numerator > 0 and is_scalar_resource(n))),
         host_ports=tuple(ports),
         images=tuple(images),
         required_affinity_terms=req_aff,

@@ -51,6 +51,19 @@ def _shared_term(topology_key: builtins.str, namespaces: tuple[builtins.str, ...
     return term
 
 
+_QUANTITIES: dict[builtins.str, Fraction] = {}
+_QUANTITIES_MAX = 4096
+
+
+def _remember_quantity(text: builtins.str, value: Fraction) -> None:
+    """Cache a valid, non-negative quantity string's value: pods of a workload repeat the same few
+    ("100m", "500Mi"), and parsing one (a regex and Fraction arithmetic) costs more than the rest of a
+    container. Fractions are immutable, so sharing them is safe. Bounded like ``_SHARED``."""
+    if len(_QUANTITIES) >= _QUANTITIES_MAX:
+        _QUANTITIES.clear()
+    _QUANTITIES[text] = value
+
+
 class Reader:
     """Typed access to one object's fields, collecting warnings under the object's name."""
 
@@ -61,8 +74,19 @@ class Reader:
     def warn(self, problem: builtins.str) -> None:
         self.warnings.append(f"{self.what}: {problem}")
 
+    # Every accessor tests ``type(x) is dict`` before ``isinstance(x, Mapping)``: objects decoded from JSON
+    # are plain dicts, and the ABC check costs about ten times more (a few dozen of them per pod add up on
+    # the live scheduler's watch thread). Other mappings still take the ``isinstance`` path.
+
     def map(self, obj: Any, key: builtins.str, where: builtins.str = "") -> dict[builtins.str, Any]:
-        value = obj.get(key) if isinstance(obj, Mapping) else None
+        """The mapping at ``key`` (``{}`` when absent or not a mapping). A plain dict is returned as is,
+        not copied: callers only read it."""
+        if type(obj) is dict or isinstance(obj, Mapping):
+            value = obj.get(key)
+        else:
+            return {}
+        if type(value) is dict:
+            return value
         if value is None:
             return {}
         if not isinstance(value, Mapping):
@@ -71,7 +95,10 @@ class Reader:
         return dict(value)
 
     def list(self, obj: Any, key: builtins.str, where: builtins.str = "") -> builtins.list[Any]:
-        value = obj.get(key) if isinstance(obj, Mapping) else None
+        if type(obj) is dict or isinstance(obj, Mapping):
+            value = obj.get(key)
+        else:
+            return []
         if value is None:
             return []
         if not isinstance(value, list):
@@ -80,7 +107,12 @@ class Reader:
         return value
 
     def str(self, obj: Any, key: builtins.str, default: builtins.str = "", where: builtins.str = "") -> builtins.str:
-        value = obj.get(key) if isinstance(obj, Mapping) else None
+        if type(obj) is dict or isinstance(obj, Mapping):
+            value = obj.get(key)
+        else:
+            return default
+        if type(value) is str:
+            return value
         if value is None:
             return default
         if not isinstance(value, str):
@@ -89,7 +121,12 @@ class Reader:
         return value
 
     def int(self, obj: Any, key: builtins.str, default: builtins.int = 0, where: builtins.str = "") -> builtins.int:
-        value = obj.get(key) if isinstance(obj, Mapping) else None
+        if type(obj) is dict or isinstance(obj, Mapping):
+            value = obj.get(key)
+        else:
+            return default
+        if type(value) is int:
+            return value
         if value is None:
             return default
         if isinstance(value, bool) or not isinstance(value, int):
@@ -98,7 +135,10 @@ class Reader:
         return value
 
     def bool(self, obj: Any, key: builtins.str, where: builtins.str = "") -> builtins.bool:
-        value = obj.get(key) if isinstance(obj, Mapping) else None
+        if type(obj) is dict or isinstance(obj, Mapping):
+            value = obj.get(key)
+        else:
+            return False
         if value is None:
             return False
         if not isinstance(value, bool):
@@ -120,16 +160,23 @@ class Reader:
 
     def resources(self, obj: Any, key: builtins.str, where: builtins.str) -> dict[builtins.str, Fraction]:
         out: dict[str, Fraction] = {}
-        for name, raw in self.map(obj, key, where).items():
-            try:
-                value = to_quantity(raw)
-            except QuantityError as err:
-                self.warn(f"{where}[{name}]: {err}; ignored")
-                continue
-            if value < 0:  # the API server refuses negative requests and capacities
-                self.warn(f"{where}[{name}]: {raw} is negative (must be greater than or equal to 0); ignored")
-                continue
-            out[str(name)] = value
+        raw_map = self.map(obj, key, where)
+        if not raw_map:
+            return out
+        for name, raw in raw_map.items():
+            value = _QUANTITIES.get(raw) if type(raw) is str else None
+            if value is None:
+                try:
+                    value = to_quantity(raw)
+                except QuantityError as err:
+                    self.warn(f"{where}[{name}]: {err}; ignored")
+                    continue
+                if value < 0:  # the API server refuses negative requests and capacities
+                    self.warn(f"{where}[{name}]: {raw} is negative (must be greater than or equal to 0); ignored")
+                    continue
+                if type(raw) is str:
+                    _remember_quantity(raw, value)
+            out[name if type(name) is str else str(name)] = value
         return out
 
 
@@ -147,7 +194,13 @@ class Reader:
     def tolerations(self, spec: Any) -> tuple[Toleration, ...]:
         out = []
         for i, raw in enumerate(self.list(spec, "tolerations", "spec.tolerations")):
-            if not isinstance(raw, Mapping):
+            if type(raw) is dict:  # every API-server pod has two (not-ready, unreachable): read them directly
+                key, op, value, effect = raw.get("key"), raw.get("operator"), raw.get("value"), raw.get("effect")
+                if ((key is None or type(key) is str) and (op is None or type(op) is str)
+                        and (value is None or type(value) is str) and (effect is None or type(effect) is str)):
+                    out.append(Toleration(key or "", op or "", value or "", effect or ""))
+                    continue
+            elif not isinstance(raw, Mapping):
                 self.warn(f"spec.tolerations[{i}] is not a mapping; ignored")
                 continue
             out.append(
@@ -292,7 +345,7 @@ class Reader:
     def host_ports(self, container: Any, where: builtins.str, host_network: builtins.bool) -> builtins.list[HostPort]:
         out = []
         for j, port in enumerate(self.list(container, "ports", f"{where}.ports")):
-            if not isinstance(port, Mapping):
+            if type(port) is not dict and not isinstance(port, Mapping):
                 self.warn(f"{where}.ports[{j}] is not a mapping; ignored")
                 continue
             host_port = self.int(port, "hostPort", 0, f"{where}.ports[{j}].hostPort")

@@ -30,7 +30,19 @@ ContainerResources = tuple[Mapping[str, Fraction], bool]
 
 def _add(into: dict[str, Fraction], more: Mapping[str, Fraction]) -> None:
     for name, value in more.items():
-        into[name] = into.get(name, Fraction(0)) + value
+        into[name] = into[name] + value if name in into else value  # 0 + value is value: skip the addition
+
+
+def _rounded(name: str, value: Fraction) -> Fraction:
+    """:func:`round_resource`, without the arithmetic when the value is already whole (whole millicores
+    for cpu): almost every request is, and Fraction arithmetic is the dearest part of building a pod."""
+    if type(value) is Fraction:
+        if name == "cpu":
+            if 1000 % value.denominator == 0:
+                return value
+        elif value.denominator == 1:
+            return value
+    return round_resource(name, value)
 
 
 def _with_defaults(reqs: Mapping[str, Fraction], defaults: Mapping[str, Fraction] | None) -> Mapping[str, Fraction]:
@@ -53,6 +65,9 @@ def pod_requests(
 ) -> dict[str, Fraction]:
     """The pod's effective requests, rounded like the scheduler reads them (cpu milli, others whole)."""
     defaults = _NONZERO if nonzero else None
+    if len(containers) == 1 and not init_containers and not overhead and not pod_level:
+        # One container and nothing else, the common pod: its requests are the pod's.
+        return {name: _rounded(name, value) for name, value in _with_defaults(containers[0], defaults).items()}
     total: dict[str, Fraction] = {}
     for reqs in containers:
         _add(total, _with_defaults(reqs, defaults))
@@ -78,7 +93,7 @@ def pod_requests(
             if name in pod_level:
                 total[name] = pod_level[name]
     _add(total, overhead)
-    return {name: round_resource(name, value) for name, value in total.items()}
+    return {name: _rounded(name, value) for name, value in total.items()}
 
 
 def is_scalar_resource(name: str) -> bool:
