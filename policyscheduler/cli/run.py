@@ -102,6 +102,7 @@ def run(args: argparse.Namespace, *, stderr: TextIO | None = None, ready: thread
     """Execute ``run`` with parsed ``args``; blocks until SIGTERM/SIGINT or a lost lease."""
     from policyscheduler.kube import ConfigError, LiveScheduler, Options, RestClient, load_connection
     from policyscheduler.kube.logs import configure
+    from policyscheduler.kube.logs import flush as flush_logs
     from policyscheduler.kube.policysource import PolicySources, parse_configmap_ref
     from policyscheduler.kube.scheduler import RunProfile
     from policyscheduler.kube.server import parse_bind_address
@@ -221,6 +222,7 @@ def run(args: argparse.Namespace, *, stderr: TextIO | None = None, ready: thread
         log.info("stopped", extra={"fields": {"scheduled": scheduler.scheduled, "binds": scheduler.binder.counts}})
         return status
     finally:
+        flush_logs()  # buffered decision lines (kube/logs.py) are written before run() returns
         for sig, handler in previous.items():
             signal.signal(sig, handler)
 

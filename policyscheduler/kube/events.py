@@ -94,6 +94,10 @@ class EventRecorder:
         self._lazy_slots = threading.BoundedSemaphore(workers)
         self._closing = False
         self._flush = False
+        self._lazy_idle = False
+        """The lazy worker waits for an empty backlog to fill: the only time a new event must wake it (while
+        it holds events back it polls every 50 ms anyway, and a wake-up per pod costs the scheduler a GIL
+        hand-off)."""
         self._lazy_thread = threading.Thread(target=self._lazy_worker, name="events-lazy", daemon=True)
         self._lazy_thread.start()
         self.sent = 0
@@ -134,7 +138,8 @@ class EventRecorder:
                 self._lazy.popleft()
                 self.dropped += 1
             self._lazy.append((time.monotonic(), pod, note, 0, digest))
-            self._lazy_ready.notify()
+            if self._lazy_idle:
+                self._lazy_ready.notify()
 
     @property
     def backlog(self) -> int:
@@ -146,7 +151,9 @@ class EventRecorder:
         while True:
             with self._lock:
                 while not self._lazy and not self._closing:
+                    self._lazy_idle = True
                     self._lazy_ready.wait()
+                self._lazy_idle = False
                 if not self._lazy:
                     return
                 queued, pod, note, tries, digest = self._lazy[0]

@@ -98,6 +98,11 @@ class SchedulerMetrics:
                                         "Shadow profiles: pods the shadowed scheduler placed, by whether this "
                                         "profile's policies agree (agree, tie, disagree, unschedulable, error).",
                                         ["profile", "agreement"], registry=r)
+        # The labelled children, looked up once per label value (``labels()`` validates and locks on every
+        # call; these run several times per pod). A child lives as long as its metric: nothing removes them.
+        self._attempt_children: dict[tuple[str, str], tuple[Counter, Histogram]] = {}
+        self._bound_children: dict[str, Histogram] = {}
+        self._sli_children: dict[str, Histogram] = {}
         self.reload_ok: dict[str, bool] = {name: True for name in self.profiles}
         """Per profile: False while its latest policy sources do not load (or its ConfigMap is gone)."""
         digests: Callable[[], Mapping[str, str]] | None = None
@@ -108,12 +113,25 @@ class SchedulerMetrics:
         r.register(_Sizes(pending, cache, leader, lease_name or profile, digests, lambda: dict(self.reload_ok)))
 
     def attempt(self, result: str, seconds: float, profile: str | None = None) -> None:
-        name = profile or self.profile
-        self.attempts.labels(result, name).inc()
-        self.attempt_duration.labels(result, name).observe(seconds)
+        """One scheduling attempt: its count and latency, by result and profile."""
+        key = (result, profile or self.profile)
+        children = self._attempt_children.get(key)
+        if children is None:
+            children = self._attempt_children[key] = (self.attempts.labels(*key), self.attempt_duration.labels(*key))
+        children[0].inc()
+        children[1].observe(seconds)
 
     def bound(self, result: str, seconds: float) -> None:
-        self.binding_duration.labels(result).observe(seconds)
+        """One bind's latency by result."""
+        child = self._bound_children.get(result)
+        if child is None:
+            child = self._bound_children[result] = self.binding_duration.labels(result)
+        child.observe(seconds)
 
     def scheduled_sli(self, attempts: int, seconds: float) -> None:
-        self.sli_duration.labels(str(attempts) if attempts < 15 else "15+").observe(seconds)
+        """First enqueue to bind of a pod, by how many attempts it took ("15+" beyond 14)."""
+        label = str(attempts) if attempts < 15 else "15+"
+        child = self._sli_children.get(label)
+        if child is None:
+            child = self._sli_children[label] = self.sli_duration.labels(label)
+        child.observe(seconds)
