@@ -16,12 +16,12 @@ pod bound) never removes a pod that really sits on its node.
 
 from __future__ import annotations
 
-import dataclasses
 import threading
 from collections.abc import Iterable, Mapping
 from typing import Any
 
 from policyscheduler.state import ClusterSnapshot
+from policyscheduler.state.store import replace_fields
 
 __all__ = ["ClusterCache", "KINDS", "object_key", "is_placed"]
 
@@ -75,7 +75,7 @@ def _same_placement(assumed: Mapping[str, Any], node: str, bound: Mapping[str, A
         return CHANGED
     if a_meta.get("annotations") != b_meta.get("annotations"):
         return CHANGED
-    if not (len(a_spec) + 1 == len(b_spec) and all(b_spec.get(k) == v for k, v in a_spec.items())):
+    if len(a_spec) + 1 != len(b_spec) or b_spec != {**a_spec, "nodeName": node}:  # one C-level comparison
         return CHANGED
     if a_meta.get("labels") == b_meta.get("labels"):
         return SAME
@@ -163,6 +163,12 @@ class ClusterCache:
         return self._snapshot
 
     @property
+    def pending(self) -> int:
+        """Recorded changes not applied yet (the next :meth:`snapshot` applies them)."""
+        with self._lock:
+            return len(self._changes)
+
+    @property
     def generation(self) -> int:
         """Grows with every applied change a decision could see (the snapshot's own generation)."""
         return self._snapshot.generation
@@ -198,7 +204,7 @@ class ClusterCache:
             if same == RELABELED:  # the assumption's record with the bound labels: no re-parse
                 record = snap.pod_record(assumed[0])
                 labels = dict(obj["metadata"]["labels"])
-                bound = dataclasses.replace(record, node_name=assumed[1], labels=labels)
+                bound = replace_fields(record, node_name=assumed[1], labels=labels)
                 if not snap.state.relabel_pod(bound):  # node aggregates kept: resource rules see no change
                     snap.state.add_pod(bound)
                 self._placed.add(key)

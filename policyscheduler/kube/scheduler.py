@@ -401,18 +401,27 @@ class LiveScheduler:
 
     def _loop(self) -> None:
         frozen = False
+        # shadows alone judge in the shared cache from the watch thread: then the loop never touches it
+        applies = bool(self.scheduling_names)
         while not self._stopping.is_set():
             if not self.leading or not all(r.synced.is_set() for r in self.reflectors):
                 self._wake.wait(0.2)
                 self._wake.clear()
                 continue
             try:
-                attempt = self.cycle.schedule_one(timeout=0.5)
-                if attempt is not None:
-                    self._report(attempt)
-                    if not frozen:
-                        frozen = True
-                        self._freeze_heap()
+                # changes the watches recorded (our binds confirmed, ...) are applied by the next attempt; when
+                # no pod comes, the loop applies them itself within a moment, so the first pod after a burst
+                # does not pay for the whole burst's confirmations
+                pending = applies and self.cache.pending > 0
+                attempt = self.cycle.schedule_one(timeout=0.05 if pending else 0.5)
+                if attempt is None:
+                    if pending:
+                        self.cache.snapshot()
+                    continue
+                self._report(attempt)
+                if not frozen:
+                    frozen = True
+                    self._freeze_heap()
             except Exception:
                 log.exception("scheduling loop: unexpected error")
                 time.sleep(0.1)

@@ -179,3 +179,26 @@ def test_report_and_bind_done_log_the_same_fields(scheduler: tuple[LiveScheduler
     wait(lambda: sorted(body["reason"] for _, body in client.posts) == ["FailedScheduling", "FailedScheduling",
                                                                         "Scheduled"])
 
+
+
+def test_an_idle_loop_applies_the_recorded_watch_changes(scheduler: tuple[LiveScheduler, io.StringIO, FakeClient]) -> None:
+    """Changes the watches record are applied by the next attempt; with no pod coming the loop applies them
+    itself within about half a second, so the first pod after a burst does not pay for the burst's
+    confirmations."""
+    sched, _, _ = scheduler
+    for reflector in sched.reflectors:  # as if every first list had arrived (no watch thread runs here)
+        reflector.synced.set()
+    sched._loop_thread.start()
+    try:
+        node = {"kind": "Node", "metadata": {"name": "n1", "labels": {}},
+                "status": {"allocatable": {"cpu": "4", "memory": "8Gi", "pods": "110"}}}
+        sched.cache.upsert("Node", node)
+        assert sched.cache.pending == 1
+        deadline = time.monotonic() + 5
+        while sched.cache.pending and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert sched.cache.pending == 0
+        assert [n.name for n in sched.cache.snapshot().nodes] == ["n1"]
+    finally:
+        sched._stopping.set()
+        sched._loop_thread.join(timeout=5)
