@@ -82,7 +82,20 @@ def freeze(x: Any) -> Any:
     """A hashable structural image of a pod field value: equal images mean equal values for every rule.
 
     A Fraction (every quantity) becomes its numerator and denominator: hashing a Fraction costs a
-    modular inverse, and an image is hashed for every cached rule of every pod."""
+    modular inverse, and an image is hashed for every cached rule of every pod. Exact types are looked
+    up first (the values are plain dicts, lists, records), subclasses go the general way."""
+    kind = type(x)
+    if kind in _ATOM_TYPES:
+        return (kind.__name__, x)
+    if kind is dict:
+        return ("D", tuple((freeze(k), freeze(v)) for k, v in x.items()))
+    if kind is tuple or kind is list:
+        return ("L", tuple(freeze(i) for i in x))
+    if kind is Fraction:
+        return ("Fraction", x.numerator, x.denominator)
+    names = _RECORD_FIELDS.get(kind)
+    if names is not None:
+        return (kind.__qualname__, tuple(freeze(getattr(x, f)) for f in names))
     if isinstance(x, _ATOMS):
         return (type(x).__name__, x)
     if isinstance(x, Fraction):
@@ -94,8 +107,14 @@ def freeze(x: Any) -> Any:
     if isinstance(x, (set, frozenset)):
         return ("S", frozenset(freeze(i) for i in x))
     if dataclasses.is_dataclass(x) and not isinstance(x, type):
-        return (type(x).__qualname__, tuple(freeze(getattr(x, f.name)) for f in dataclasses.fields(x)))
+        names = _RECORD_FIELDS[kind] = tuple(f.name for f in dataclasses.fields(x))
+        return (kind.__qualname__, tuple(freeze(getattr(x, f)) for f in names))
     raise Unfreezable(type(x).__name__)
+
+
+_ATOM_TYPES = frozenset(_ATOMS)
+_RECORD_FIELDS: dict[type, tuple[str, ...]] = {}
+"""Field names per dataclass type met by :func:`freeze` (``dataclasses.fields`` is slow per call)."""
 
 
 def _clause_exprs(rule: Any) -> list[Any]:
