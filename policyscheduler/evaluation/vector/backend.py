@@ -253,20 +253,31 @@ class VectorRun:
             return None
         return rows.table(rule), keys
 
-    def _few_filter(self, rule: FilterRule, idx: Indexes) -> FilterOutcome:
-        """A few rows by the reference closures, through the row memo where the rule allows it."""
+    def _memo_rows(self, rule: Any, idx: Indexes, evaluate: Any) -> list[Any] | None:
+        """Each row's memoised result (:class:`.reuse.Rows`), the missing ones from ``evaluate(rows)`` (one
+        result per row, stored); None when the rule's rows are not memoised."""
         memo = self._row_keys(rule, idx)
         if memo is None:
-            return self.reference.filter(rule, idx)
+            return None
         table, keys = memo
         found = [table.get(k, _MISS) for k in keys]
         missing = [j for j, v in enumerate(found) if v is _MISS]
         if missing:
-            ref = self.reference.filter(rule, idx[missing])
-            for j, code in zip(missing, ref.codes.tolist()):
-                found[j] = table[keys[j]] = ref.verdicts[code] if code >= 0 else None
+            for j, row in zip(missing, evaluate(idx[missing])):
+                found[j] = table[keys[j]] = row
         if len(missing) < len(keys):
             self._reuse.rows.hits += len(keys) - len(missing)  # type: ignore[union-attr]
+        return found
+
+    def _few_filter(self, rule: FilterRule, idx: Indexes) -> FilterOutcome:
+        """A few rows by the reference closures, through the row memo where the rule allows it."""
+        def evaluate(rows: Indexes) -> list[Any]:
+            ref = self.reference.filter(rule, rows)
+            return [ref.verdicts[code] if code >= 0 else None for code in ref.codes.tolist()]
+
+        found = self._memo_rows(rule, idx, evaluate)
+        if found is None:
+            return self.reference.filter(rule, idx)
         codes = np.full(idx.size, -1, dtype=np.int32)
         verdicts: list[Any] = []
         for j, verdict in enumerate(found):
@@ -277,18 +288,14 @@ class VectorRun:
 
     def _few_score(self, rule: ScoreRule, idx: Indexes) -> ScoreOutcome:
         """A few rows by the reference closures, through the row memo where the rule allows it."""
-        memo = self._row_keys(rule, idx)
-        if memo is None:
+        def evaluate(rows: Indexes) -> list[Any]:
+            ref = self.reference.score(rule, rows)
+            return [(raw, ign, ref.verdicts[code] if code >= 0 else None)
+                    for raw, ign, code in zip(ref.raw.tolist(), ref.ignored.tolist(), ref.errors.tolist())]
+
+        found = self._memo_rows(rule, idx, evaluate)
+        if found is None:
             return self.reference.score(rule, idx)
-        table, keys = memo
-        found = [table.get(k, _MISS) for k in keys]
-        missing = [j for j, v in enumerate(found) if v is _MISS]
-        if missing:
-            ref = self.reference.score(rule, idx[missing])
-            for j, raw, ign, code in zip(missing, ref.raw.tolist(), ref.ignored.tolist(), ref.errors.tolist()):
-                found[j] = table[keys[j]] = (raw, ign, ref.verdicts[code] if code >= 0 else None)
-        if len(missing) < len(keys):
-            self._reuse.rows.hits += len(keys) - len(missing)  # type: ignore[union-attr]
         raws = [row[0] for row in found]
         errors = np.full(idx.size, -1, dtype=np.int32)
         verdicts: list[Any] = []
