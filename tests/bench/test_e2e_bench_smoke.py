@@ -24,7 +24,7 @@ def test_e2e_bench_smoke(tmp_path: Path) -> None:
         assert run["bound"] == 15 and run["latency_bound"] == 5, run
         assert run["violations"] == 0, run["violation_examples"]
         assert run["pods_per_s"] > 0 and run["p99_ms"] >= run["p50_ms"] > 0
-        assert run["cpu_s"] >= 0 and run["peak_rss_mb"] > 0 and run["server_cpu_s"] >= 0 and run["wall_s"] > 0
+        assert run["cpu_s"] >= 0 and run["peak_rss_mb"] > 0 and run["server_cpu_s"] >= 0 and run["wall_s"] >= 0
     assert json.loads((tmp_path / "e2e.json").read_text())["nodes"] == 12
     table = (tmp_path / "e2e.md").read_text()
     assert "| mixed |" in table and "ours/kube-100" in table and "ours/ceiling" in table
