@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from fractions import Fraction
 from typing import Any
 
@@ -151,55 +151,82 @@ def _is_cluster_call(e: Any, cluster_calls: frozenset[str] | None) -> bool:
         and any(isinstance(a, ast.Name) and a.id == "node" for a in e.args)
 
 
-def _pod_fields(checked: Any, cluster_calls: frozenset[str] | None) -> tuple[str, ...] | None:
+class _GiveUp(Exception):
+    """Raised by a :func:`_walk` visitor: the rule's reads cannot be told."""
+
+
+def _walk(checked: Any, visit: Callable[[Any, Any], Sequence[Any] | None]) -> set[str] | None:
+    """Hand every expression of a rule's clauses, with its parent, to ``visit``, which returns the
+    expressions to walk in place of the children (None: the children) or raises :class:`_GiveUp`. The
+    names the rule binds (lets and loop variables), for the callers' shadowing checks; None when the
+    rule's shape is not understood or the visitor gave up. One walk for the pod and the node analyses."""
     if checked is None:
         return None
     rule = checked.rule
-    fields: set[str] = set()
-    names: set[str] = set()
-    for c in rule.clauses:
-        if isinstance(c, ast.Let):
-            names.add(c.name)
+    names = {c.name for c in rule.clauses if isinstance(c, ast.Let)}
     try:
         roots = _clause_exprs(rule)
-    except Exception:  # noqa: BLE001 -- an unknown clause shape: no cache
+    except Exception:  # noqa: BLE001 -- an unknown clause shape
         return None
+    stack: list[tuple[Any, Any]] = [(e, None) for e in roots]
+    try:
+        while stack:
+            e, parent = stack.pop()
+            if isinstance(e, (ast.Quantifier, ast.Comprehension, ast.Aggregate)):
+                names.update(b.name for b in e.loop.binders)
+            kids = visit(e, parent)
+            if kids is None:
+                kids = children(e)
+            stack.extend((k, e) for k in kids)
+    except (_GiveUp, TypeError):  # TypeError: children() of an expression class it does not know
+        return None
+    return names
+
+
+def _method_of(e: Any, receiver: str) -> bool:
+    """``receiver.method(...)``."""
+    return isinstance(e, ast.Call) and isinstance(e.func, ast.Attr) and isinstance(e.func.obj, ast.Name) \
+        and e.func.obj.id == receiver
+
+
+def _call_args(e: Any) -> tuple[Any, ...]:
+    """A method call's arguments and default: walked without its receiver, which the caller accounted for."""
+    return (*e.args, *((e.default,) if getattr(e, "default", None) is not None else ()))
+
+
+def _pod_fields(checked: Any, cluster_calls: frozenset[str] | None) -> tuple[str, ...] | None:
+    fields: set[str] = set()
     whole = False
     calls = 0
-    stack: list[tuple[Any, Any]] = [(e, None) for e in roots]
-    while stack:
-        e, parent = stack.pop()
-        if isinstance(e, (ast.Quantifier, ast.Comprehension, ast.Aggregate)):
-            names.update(b.name for b in e.loop.binders)
+
+    def visit(e: Any, parent: Any) -> Sequence[Any] | None:
+        nonlocal whole, calls
         if isinstance(e, ast.Name):
             if e.id == "cluster":
-                return None
+                raise _GiveUp
             if e.id == "pod":
                 if isinstance(parent, ast.Attr) and parent.obj is e and parent.name in _POD_FIELDS:
                     fields.add(parent.name)
                 else:
                     whole = True
             if e.id == "node" and cluster_calls is not None and not _is_cluster_call(parent, cluster_calls):
-                return None
-        elif _is_cluster_call(e, cluster_calls):
+                raise _GiveUp
+            return None
+        if _is_cluster_call(e, cluster_calls):
             calls += 1
-            stack.extend((a, e) for a in e.args)
-            continue  # the receiver is the call's own business
-        elif isinstance(e, ast.Call) and isinstance(e.func, ast.Attr) and isinstance(e.func.obj, ast.Name) \
-                and e.func.obj.id == "pod":
+            return e.args  # type: ignore[no-any-return]  # the receiver is the call's own business
+        if _method_of(e, "pod"):
             read = METHOD_FIELDS.get(e.func.name)
             if read is None:
                 whole = True
             else:
                 fields.update(read)
-            for a in (*e.args, *((e.default,) if getattr(e, "default", None) is not None else ())):
-                stack.append((a, e))
-            continue  # pod.method: the receiver is accounted for
-        try:
-            kids = children(e)
-        except TypeError:
-            return None
-        stack.extend((k, e) for k in kids)
+            return _call_args(e)
+        return None
+
+    names = _walk(checked, visit)
+    if names is None:
+        return None
     if names & {"pod", "cluster", "node"} if cluster_calls is not None else names & {"pod", "cluster"}:
         return None  # a binder shadowing a global: not worth reasoning about
     if cluster_calls is not None and not calls:
@@ -212,48 +239,29 @@ def _pod_fields(checked: Any, cluster_calls: frozenset[str] | None) -> tuple[str
 def node_fields(checked: Any) -> frozenset[str] | None:
     """The node record fields a rule's results depend on, or None for "every field" (``node`` used in a
     way not understood here: bound to a name, compared, passed to an unlisted method ...)."""
-    if checked is None:
-        return None
-    rule = checked.rule
-    names: set[str] = set()
-    for c in rule.clauses:
-        if isinstance(c, ast.Let):
-            names.add(c.name)
-    try:
-        roots = _clause_exprs(rule)
-    except Exception:  # noqa: BLE001 -- an unknown clause shape: every field
-        return None
     fields: set[str] = set()
-    stack: list[tuple[Any, Any]] = [(e, None) for e in roots]
-    while stack:
-        e, parent = stack.pop()
-        if isinstance(e, (ast.Quantifier, ast.Comprehension, ast.Aggregate)):
-            names.update(b.name for b in e.loop.binders)
-        if isinstance(e, ast.Name):
-            if e.id == "node":
-                if isinstance(parent, ast.Attr) and parent.obj is e and parent.name in _NODE_FIELDS:
-                    fields.add(parent.name)
-                elif isinstance(parent, ast.Call) and isinstance(parent.func, ast.Attr) \
-                        and parent.func.name in NODE_ARG_FIELDS and len(parent.args) == 1 and parent.args[0] is e:
-                    fields.update(NODE_ARG_FIELDS[parent.func.name])
-                else:
-                    return None
-        elif isinstance(e, ast.Call) and isinstance(e.func, ast.Attr) and isinstance(e.func.obj, ast.Name) \
-                and e.func.obj.id == "node":
+
+    def visit(e: Any, parent: Any) -> Sequence[Any] | None:
+        if isinstance(e, ast.Name) and e.id == "node":
+            if isinstance(parent, ast.Attr) and parent.obj is e and parent.name in _NODE_FIELDS:
+                fields.add(parent.name)
+            elif isinstance(parent, ast.Call) and isinstance(parent.func, ast.Attr) \
+                    and parent.func.name in NODE_ARG_FIELDS and len(parent.args) == 1 and parent.args[0] is e:
+                fields.update(NODE_ARG_FIELDS[parent.func.name])
+            else:
+                raise _GiveUp
+            return None
+        if _method_of(e, "node"):
             read = NODE_METHOD_FIELDS.get(e.func.name)
             if read is None:
-                return None
+                raise _GiveUp
             fields.update(read)
-            for a in (*e.args, *((e.default,) if getattr(e, "default", None) is not None else ())):
-                stack.append((a, e))
-            continue  # node.method: the receiver is accounted for
-        try:
-            kids = children(e)
-        except TypeError:
-            return None
-        stack.extend((k, e) for k in kids)
-    if "node" in names:
-        return None  # a binder shadowing the node: not worth reasoning about
+            return _call_args(e)
+        return None
+
+    names = _walk(checked, visit)
+    if names is None or "node" in names:  # a binder shadowing the node: not worth reasoning about
+        return None
     return frozenset(fields)
 
 
