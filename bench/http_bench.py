@@ -1,13 +1,13 @@
 """CPU and thread wake-ups of the REST client's binds and watch streams against a real API server.
 
-``python bench/http_bench.py [--pods N] [--workers W ...]`` starts the test harness's etcd and
+``python bench/http_bench.py [--pods N] [--lanes L ...]`` starts the test harness's etcd and
 kube-apiserver, creates one node and pending pods (no scheduler picks them up), then measures:
 
 * ``seq``: N binds (``pods/binding`` POSTs) one after another from one thread: process CPU per bind
   (``time.process_time``) and voluntary context switches per bind (``/proc/self/status``);
-* ``binder W``: N binds through :class:`Binder` with W workers while a producer thread spends ~0.7 ms of
-  Python CPU per pod (a stand-in for the scheduling loop): wall time, CPU per bind, switches per bind of
-  the bind threads and of the producer;
+* ``binder-lL``: N binds through :class:`Binder` (its pipeline on L connections) while a producer thread
+  spends ~0.7 ms of Python CPU per pod (a stand-in for the scheduling loop): wall time, CPU per bind,
+  switches per bind of the bind threads and of the producer;
 * ``watch replay``: a watch from before the N pods were created (the API server sends them back to back):
   CPU (``time.thread_time`` of the reading thread) and voluntary switches of that thread per event;
 * ``watch live``: a watch open while another process creates N pods: the same per event.
@@ -109,13 +109,13 @@ def _spin(seconds: float) -> None:
             x += i
 
 
-def bench_binder(client: Any, namespace: str, n: int, workers: int, work_ms: float) -> dict[str, float]:
+def bench_binder(client: Any, namespace: str, n: int, lanes: int, work_ms: float) -> dict[str, float]:
     from policyscheduler.kube.binder import Binder
 
-    pods = create_pods(client, namespace, f"b{workers}", n)
+    pods = create_pods(client, namespace, f"b{lanes}", n)
     cycle = _Cycle()
-    binder = Binder(client, lambda: cycle, workers=workers)  # type: ignore[arg-type,return-value]
-    binder.bind(SimpleNamespace(pod=pods[0], node="node-0"))  # type: ignore[arg-type]  # warm: threads, a connection
+    binder = Binder(client, lambda: cycle, lanes=lanes)  # type: ignore[arg-type,return-value]
+    binder.bind(SimpleNamespace(pod=pods[0], node="node-0", key="warm"))  # type: ignore[arg-type]  # warm: a connection
     binder.drain(10)
     before = {t.native_id: switches(t.native_id) for t in threading.enumerate()}
     producer: dict[str, float] = {}
@@ -125,7 +125,7 @@ def bench_binder(client: Any, namespace: str, n: int, workers: int, work_ms: flo
         sw, cpu = switches(me), time.thread_time()
         for p in pods[1:]:
             _spin(work_ms / 1e3)
-            binder.bind(SimpleNamespace(pod=p, node="node-0"))  # type: ignore[arg-type]
+            binder.bind(SimpleNamespace(pod=p, node="node-0", key=p["metadata"]["name"]))  # type: ignore[arg-type]
         producer["cpu"] = time.thread_time() - cpu
         producer["switches"] = switches(me) - sw
 
@@ -187,7 +187,7 @@ def bench_watch(cp: Any, client: Any, namespace: str, n: int) -> dict[str, dict[
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--pods", type=int, default=1000)
-    parser.add_argument("--workers", type=int, nargs="*", default=[16, 8, 4])
+    parser.add_argument("--lanes", type=int, nargs="*", default=[4, 2], help="the bind pipeline's connections")
     parser.add_argument("--work-ms", type=float, default=0.7, help="producer CPU per pod (the scheduling loop)")
     parser.add_argument("--skip", nargs="*", default=[], choices=["seq", "binder", "watch"])
     args = parser.parse_args()
@@ -203,9 +203,10 @@ def main() -> None:
             report["seq"] = bench_seq(client, "bench", args.pods)
             print("seq", json.dumps(report["seq"]), flush=True)
         if "binder" not in args.skip:
-            for w in args.workers:
-                report[f"binder{w}"] = bench_binder(client, "bench", args.pods, w, args.work_ms)
-                print(f"binder{w}", json.dumps(report[f"binder{w}"]), flush=True)
+            for lanes in args.lanes:
+                label = f"binder-l{lanes}"
+                report[label] = bench_binder(client, "bench", args.pods, lanes, args.work_ms)
+                print(label, json.dumps(report[label]), flush=True)
         if "watch" not in args.skip:
             client.post("/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "watch"}})
             report["watch"] = bench_watch(cp, client, "watch", args.pods)

@@ -1,20 +1,27 @@
 """Binding through the ``pods/binding`` subresource, asynchronously.
 
 The scheduling loop hands every scheduled attempt to :meth:`Binder.bind` and goes on with the next pod
-while a thread pool POSTs the Binding (``metadata.uid`` set, so a pod deleted and recreated under the
-same name is never bound by mistake). Outcomes, reported back to the cycle:
+while the Binding (``metadata.uid`` set, so a pod deleted and recreated under the same name is never
+bound by mistake) is POSTed through a :class:`~policyscheduler.kube.pipeline.Pipeline`: one thread writes
+the binds pipelined on a few kept connections and reads their answers (kube/pipeline.py: why). Outcomes,
+reported back to the cycle:
 
 * 201: bound; the ``Scheduled`` event is posted.
 * 409 (already bound, or a uid mismatch) and 404 (pod gone): calm -- the assumption is forgotten and
   the pod leaves the queue; the watch shows what really happened. A 409 is first checked against the pod:
   when it sits on the very node we chose (same uid), our earlier POST succeeded but its answer was lost
   (a retry after a connection reset gets the 409), so it counts as bound and gets its ``Scheduled`` event.
-* connection failures, 429 and 5xx are retried twice within the bind; if they persist: forget the
-  assumption and retry the pod after backoff.
+* connection failures (including a pipelined bind whose connection died before its answer came), 429
+  and 5xx are retried twice, after 0.2 and 0.5 s; if they persist: forget the assumption and retry the
+  pod after backoff.
+
+Everything but a 201 is handled on a small thread pool (it may sleep, retry and read the pod), so the
+pipeline thread only ever does the quick success path.
 """
 
 from __future__ import annotations
 
+import json
 import logging
 import threading
 import time
@@ -23,6 +30,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from policyscheduler.cycle import Attempt, Cycle
+from policyscheduler.kube.pipeline import Pipeline
 from policyscheduler.kube.rest import ApiError, RestClient, pod_path
 
 __all__ = ["Binder", "BindResult"]
@@ -33,21 +41,29 @@ BindResult = str
 """``bound``, ``conflict`` (409), ``gone`` (404) or ``error``."""
 
 
-DEFAULT_WORKERS = 8
-"""Bind threads. Why 8: binds are bound by the API server (~2 ms each here, most of it waiting); in
-bench/http_bench.py (1000 binds fed at ~0.7 ms of loop CPU per pod) 8 threads bound as fast as 16 with
-~20% less CPU and half the thread wake-ups per bind (2.2 against 4-5: every one is a GIL hand-off that
-also interrupts the scheduling loop), while 4 and 6 fell behind (1.2-1.5x the wall time)."""
+DEFAULT_LANES = 4
+"""Connections the binds are pipelined on. The API server answers one connection's requests one after
+another (~1.4 ms each under load here), so one lane would cap binds near 700/s; four keep up with the bind
+ceiling's ~1,200-1,500/s (bench/e2e.py) while each wake-up still writes and reads several."""
+DEFAULT_DEPTH = 4
+"""Binds waiting for their answer per connection, at most (16 in flight in all; 8 threads used to)."""
+RETRY_WORKERS = 2
+"""Threads for the slow paths (retries after a pause, the 409 check's GET)."""
 
 
 class Binder:
-    """Async binder; ``on_done(attempt, result, seconds, error)`` runs after every bind."""
+    """Async binder; ``on_done(attempt, result, seconds, error)`` runs after every bind (on the pipeline
+    thread for a bind that succeeded at once, on a retry thread otherwise)."""
 
-    def __init__(self, client: RestClient, cycle_ref: Callable[[], Cycle], *, workers: int = DEFAULT_WORKERS,
+    def __init__(self, client: RestClient, cycle_ref: Callable[[], Cycle], *, lanes: int = DEFAULT_LANES,
+                 depth: int = DEFAULT_DEPTH,
                  on_done: Callable[[Attempt, BindResult, float, str | None], None] | None = None) -> None:
         self.client = client
         self._cycle = cycle_ref
-        self._pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="bind")
+        self._lanes, self._depth = lanes, depth
+        self._pipeline: Pipeline | None = None
+        """Started by the first bind (a standby replica never opens its connections)."""
+        self._pool = ThreadPoolExecutor(max_workers=RETRY_WORKERS, thread_name_prefix="bind-retry")
         self._on_done = on_done
         self._lock = threading.Lock()
         self._in_flight = 0
@@ -59,29 +75,70 @@ class Binder:
         """Queue the binding of ``attempt.pod`` to ``attempt.node``."""
         with self._lock:
             self._in_flight += 1
-        self._pool.submit(self._bind, attempt)
-
-    @property
-    def in_flight(self) -> int:
-        with self._lock:
-            return self._in_flight
-
-    def _bind(self, attempt: Attempt) -> None:
+            pipeline = self._pipeline
+            if pipeline is None:
+                pipeline = self._pipeline = self.client.pipeline(lanes=self._lanes, depth=self._depth, name="bind")
         started = time.perf_counter()
         meta: dict[str, Any] = attempt.pod.get("metadata") or {}
         namespace, name = str(meta.get("namespace") or "default"), str(meta.get("name") or "")
         body = {"apiVersion": "v1", "kind": "Binding",
                 "metadata": {"name": name, "namespace": namespace, **({"uid": meta["uid"]} if meta.get("uid") else {})},
                 "target": {"apiVersion": "v1", "kind": "Node", "name": attempt.node}}
+        path = pod_path(namespace, name, "binding")
+
+        def answered(status: int, raw: bytes, detail: str | None) -> None:
+            if 200 <= status < 300:
+                self._finish(attempt, started, "bound", None)
+            else:
+                error = ApiError("POST", path, status, raw.decode("utf-8", errors="replace"),
+                                 detail=f"{self.client.server}: {detail}" if detail else "")
+                self._pool.submit(self._settle, attempt, started, path, body, error)
+
+        pipeline.submit("POST", path, json.dumps(body, separators=(",", ":")).encode(), answered)
+
+    @property
+    def in_flight(self) -> int:
+        with self._lock:
+            return self._in_flight
+
+    def _settle(self, attempt: Attempt, started: float, path: str, body: dict[str, Any],
+                first: ApiError) -> None:
+        """The slow path: retry a bind that failed for want of a server, sort out 409 and 404."""
         result, error = "bound", None
         try:
             try:
-                self._post(pod_path(namespace, name, "binding"), body)
+                self._retry(path, body, first)
             except ApiError as err:
                 error = str(err)
                 result = {409: "conflict", 404: "gone"}.get(err.status, "error")
-                if result == "conflict" and self._bound_by_us(namespace, name, meta.get("uid"), attempt.node):
-                    result, error = "bound", None
+                if result == "conflict":
+                    meta = body["metadata"]
+                    if self._bound_by_us(meta["namespace"], meta["name"], meta.get("uid"), attempt.node):
+                        result, error = "bound", None
+        except Exception:
+            log.exception("binding %s failed unexpectedly", path)
+            result, error = "error", "unexpected failure (logged)"
+        self._finish(attempt, started, result, error)
+
+    def _retry(self, path: str, body: dict[str, Any], first: ApiError) -> None:
+        """After the pipelined POST failed with ``first``: raise it when it is final; a connection failure,
+        429 or 5xx is retried after each of :attr:`retry_delays` (a lost answer to a bind that did happen
+        then comes back as 409, which :meth:`_bound_by_us` recognises)."""
+        delays = list(self.retry_delays)
+        error = first
+        while True:
+            if not (error.status == 0 or error.status == 429 or error.status >= 500) or not delays:
+                raise error
+            time.sleep(delays.pop(0))
+            try:
+                self.client.post(path, body)
+                return
+            except ApiError as err:
+                error = err
+
+    def _finish(self, attempt: Attempt, started: float, result: BindResult, error: str | None) -> None:
+        namespace_name = attempt.key
+        try:
             cycle = self._cycle()
             if result == "bound":
                 cycle.binding_succeeded(attempt)
@@ -90,26 +147,13 @@ class Binder:
             if self._on_done is not None:
                 self._on_done(attempt, result, time.perf_counter() - started, error)
         except Exception:
-            log.exception("binding %s/%s failed unexpectedly", namespace, name)
+            log.exception("binding %s: reporting the result failed", namespace_name)
         finally:
             with self._lock:
                 self.counts[result] = self.counts.get(result, 0) + 1
                 self._in_flight -= 1
                 if self._in_flight == 0:
                     self._idle.notify_all()
-
-    def _post(self, path: str, body: dict[str, Any]) -> None:
-        """POST the binding; a connection failure, 429 or 5xx is retried twice at once (a lost answer
-        to a bind that did happen then comes back as 409, which :meth:`_bound_by_us` recognises)."""
-        for delay in self.retry_delays:
-            try:
-                self.client.post(path, body)
-                return
-            except ApiError as err:
-                if not (err.status == 0 or err.status == 429 or err.status >= 500):
-                    raise
-                time.sleep(delay)
-        self.client.post(path, body)
 
     def _bound_by_us(self, namespace: str, name: str, uid: Any, node: str | None) -> bool:
         """After a 409: is the pod (same uid) already on ``node``? Then our bind did happen."""
@@ -132,4 +176,6 @@ class Binder:
         return True
 
     def shutdown(self) -> None:
+        if self._pipeline is not None:
+            self._pipeline.close()
         self._pool.shutdown(wait=True)

@@ -7,8 +7,10 @@ and interrupts the other threads. Here a request is one pre-encoded buffer sent 
 is read 64 KB at a time and parsed in a handful of ``bytes`` operations.
 
 What it speaks: requests with a ``Content-Length`` body (or none); answers framed by ``Content-Length``,
-``Transfer-Encoding: chunked`` or the end of the connection; interim ``1xx`` answers are skipped. What
-it does not: compression (we never ask for it), pipelining, HTTP/2. Bytes that are not HTTP/1.1 raise
+``Transfer-Encoding: chunked`` or the end of the connection; interim ``1xx`` answers are skipped; several
+answers back to back on one connection for a pipelined sender (``Response(pipelined=True)`` keeps the
+bytes after its answer in ``decoder.rest``; kube/pipeline.py). What it does not: compression (we never ask
+for it), HTTP/2. Bytes that are not HTTP/1.1 raise
 :class:`ProtocolError` with what was wrong, never a hang.
 """
 
@@ -200,9 +202,12 @@ class Response:
     :meth:`feed_eof` when the server closes); then :attr:`status`, :attr:`headers`, :attr:`body`,
     :attr:`will_close` (the connection must not be reused)."""
 
-    __slots__ = ("_head", "_parts", "body", "decoder", "headers", "received", "status", "will_close")
+    __slots__ = ("_head", "_parts", "body", "decoder", "headers", "pipelined", "received", "status", "will_close")
 
-    def __init__(self) -> None:
+    def __init__(self, *, pipelined: bool = False) -> None:
+        self.pipelined = pipelined
+        """Bytes after the answer are the next answer's (kept in ``decoder.rest``), not a reason to drop
+        the connection."""
         self.status = 0
         self.headers: dict[bytes, bytes] = {}
         self.body = b""
@@ -262,7 +267,7 @@ class Response:
 
     def _finish(self, decoder: Decoder) -> None:
         self.body = self.take_body()
-        if decoder.rest:
+        if decoder.rest and not self.pipelined:
             self.will_close = True  # bytes after the answer: nothing we can reuse the connection for
 
     def _framing(self, version: bytes, status: int, headers: dict[bytes, bytes]) -> Decoder:

@@ -20,6 +20,7 @@ from urllib.parse import quote, urlencode, urlsplit
 
 from policyscheduler.kube import http1
 from policyscheduler.kube.config import Connection
+from policyscheduler.kube.pipeline import Pipeline
 from policyscheduler.kube.ratelimit import RateLimiter
 
 __all__ = ["ApiError", "RestClient", "Stream"]
@@ -200,7 +201,10 @@ class _Connections:
         head += f"Content-Type: {content_type or 'application/json'}\r\nContent-Length: {len(body)}\r\n\r\n"
         return head.encode("latin-1") + body
 
-    def _open(self) -> http1.Http1Connection:
+    def open(self) -> http1.Http1Connection:
+        """A new kept-alive connection (``OSError`` when none can be made)."""
+        if self.problem is not None:
+            raise OSError(self.problem)
         return http1.Http1Connection(http1.open_socket(self.host, self.port, self.context, self.server_hostname,
                                                        self.connect_timeout, self.timeout))
 
@@ -212,7 +216,7 @@ class _Connections:
             with self._lock:
                 conn = self._idle.pop() if self._idle else None
             if conn is None:
-                return self._open(), False
+                return self.open(), False
             if not conn.dropped():
                 return conn, True  # quiet and open: reuse it
             conn.close()  # closed by the server (or stray bytes): never reuse
@@ -254,7 +258,7 @@ class _Connections:
         except http1.StaleConnection:
             if not (reused and method == "GET"):
                 raise
-            response = self._exchange(self._open(), data, timeout)
+            response = self._exchange(self.open(), data, timeout)
         return response.status, response.body
 
     def stream(self, target: str, read_timeout: float) -> tuple[socket.socket, http1.Response]:
@@ -335,6 +339,11 @@ class RestClient:
 
     def patch(self, path: str, body: Any, *, kind: str = "strategic-merge-patch") -> Any:
         return self.request("PATCH", path, body, content_type=f"application/{kind}+json")
+
+    def pipeline(self, *, lanes: int, depth: int, name: str = "pipeline") -> Pipeline:
+        """A :class:`Pipeline` on this client's server and credentials, under its rate limiter (the binder's
+        path for its POSTs: kube/pipeline.py says why)."""
+        return Pipeline(self._connections, lanes=lanes, depth=depth, limiter=lambda: self.limiter, name=name)
 
     def stream(self, path: str, query: Mapping[str, Any], *, read_timeout: float) -> Stream:
         """Open a streaming GET (a watch); a non-2xx answer raises :class:`ApiError` with its body, a

@@ -47,7 +47,7 @@ from policyscheduler.cycle import (
 from policyscheduler.cycle.cache import is_placed, node_name_of
 from policyscheduler.cycle.events import ClusterEvent, node_facet_view, node_facets_changed
 from policyscheduler.evaluation import make_evaluator
-from policyscheduler.kube.binder import Binder
+from policyscheduler.kube.binder import DEFAULT_LANES, Binder
 from policyscheduler.kube.events import EventRecorder
 from policyscheduler.kube.lease import LeaderElector
 from policyscheduler.kube.logs import flush as flush_logs
@@ -85,6 +85,7 @@ WATCH_BATCH_SECONDS = 0.004
 """How long a busy scheduler's Pod watch waits between reads (see ``LiveScheduler._watch_pause``)."""
 
 
+
 @dataclasses.dataclass
 class Options:
     """What ``policyscheduler run`` flags set (kube-scheduler's names and defaults)."""
@@ -96,7 +97,7 @@ class Options:
     renew_deadline: float = 10.0
     retry_period: float = 2.0
     bind_address: tuple[str, int] | None = ("127.0.0.1", 10259)
-    bind_workers: int = 8  # kube/binder.py DEFAULT_WORKERS: why 8
+    bind_lanes: int = DEFAULT_LANES  # kube/binder.py: why 4
     seed: int | None = None
     lease_name: str | None = None
     """The Lease's name (``--leader-elect-resource-name``); default: the (first) profile's scheduler name."""
@@ -171,7 +172,7 @@ class LiveScheduler:
         self.cache = ClusterCache()
         self.recorders = {p.name: EventRecorder(client, p.name, busy=self._busy) for p in self.profiles}
         self.recorder = self.recorders[self.profile_names[0]]
-        self.binder = Binder(client, lambda: self.cycle, workers=options.bind_workers, on_done=self._bind_done)
+        self.binder = Binder(client, lambda: self.cycle, lanes=options.bind_lanes, on_done=self._bind_done)
         sets: Any = ({p.name: p.policy_set for p in scheduling} if scheduling
                      else self.profiles[0].policy_set)  # shadows only: the cycle never gets a pod
         self.cycle = Cycle(self.queue, self.cache, evaluator, sets, self._hand_to_binder,

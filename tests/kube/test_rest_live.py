@@ -1,8 +1,8 @@
 """Our HTTP/1.1 client against the real API server: kept connections, dropped connections, chunked
 answers, errors and watch streams.
 
-A small TCP proxy sits between the client and the API server where a test needs connections to die
-the way a load balancer or a restarting server kills them: TLS passes through it untouched."""
+A small TCP proxy (tests/kube/proxy.py, the ``proxy`` fixture) sits between the client and the API server
+where a test needs connections to die."""
 
 from __future__ import annotations
 
@@ -10,94 +10,18 @@ import dataclasses
 import socket
 import threading
 import time
-from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 import pytest
 
 from policyscheduler.kube import RestClient, load_connection
 from policyscheduler.kube.rest import ApiError
+from tests.kube.proxy import Proxy
 
 if TYPE_CHECKING:
     from tests.controlplane.harness import ControlPlane
 
 pytestmark = pytest.mark.e2e
-
-
-class Proxy:
-    """Forwards TCP connections to ``target``; :meth:`cut_all` kills every connection (as a server
-    closing idle ones does); :meth:`cut_next_request`: the next bytes a client sends on one of the
-    connections open now kill it instead of being forwarded (the server vanished just as we sent)."""
-
-    def __init__(self, target: tuple[str, int]) -> None:
-        self.target = target
-        self.listener = socket.create_server(("127.0.0.1", 0))
-        self.port = self.listener.getsockname()[1]
-        self.accepted = 0
-        self._armed: set[socket.socket] = set()
-        self._pairs: list[tuple[socket.socket, socket.socket]] = []
-        self._lock = threading.Lock()
-        threading.Thread(target=self._accept, daemon=True).start()
-
-    def _accept(self) -> None:
-        while True:
-            try:
-                client, _ = self.listener.accept()
-            except OSError:
-                return
-            server = socket.create_connection(self.target)
-            with self._lock:
-                self.accepted += 1
-                self._pairs.append((client, server))
-            threading.Thread(target=self._pump, args=(client, server, True), daemon=True).start()
-            threading.Thread(target=self._pump, args=(server, client, False), daemon=True).start()
-
-    def _pump(self, src: socket.socket, dst: socket.socket, from_client: bool) -> None:
-        while True:
-            try:
-                data = src.recv(65536)
-            except OSError:
-                break
-            if not data:
-                break
-            if from_client and src in self._armed:
-                self._armed.clear()
-                break
-            try:
-                dst.sendall(data)
-            except OSError:
-                break
-        _kill(src, dst)
-
-    def cut_next_request(self) -> None:
-        with self._lock:
-            self._armed = {client for client, _ in self._pairs}
-
-    def cut_all(self) -> None:
-        with self._lock:
-            for pair in self._pairs:
-                _kill(*pair)
-
-    def close(self) -> None:
-        self.listener.close()
-        self.cut_all()
-
-
-def _kill(*socks: socket.socket) -> None:
-    for sock in socks:
-        try:
-            sock.shutdown(socket.SHUT_RDWR)
-        except OSError:
-            pass
-        sock.close()
-
-
-@pytest.fixture
-def proxy(control_plane: ControlPlane) -> Iterator[Proxy]:
-    host, port = control_plane.server.removeprefix("https://").rsplit(":", 1)
-    p = Proxy((host, int(port)))
-    yield p
-    p.close()
 
 
 def client_for(control_plane: ControlPlane, server: str | None = None) -> RestClient:

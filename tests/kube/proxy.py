@@ -1,0 +1,86 @@
+"""A TCP proxy between our HTTP client and the real API server, for tests that need connections to die
+the way a load balancer or a restarting server kills them: TLS passes through it untouched."""
+
+from __future__ import annotations
+
+import socket
+import threading
+
+
+class Proxy:
+    """Forwards TCP connections to ``target``; :meth:`cut_all` kills every connection (as a server
+    closing idle ones does); :meth:`cut_next_request`: the next bytes a client sends on one of the
+    connections open now kill it instead of being forwarded (the server vanished just as we sent);
+    :meth:`cut_next_answer`: the next bytes the server sends on any connection kill it instead (the
+    server acted on the request, its answer is lost)."""
+
+    def __init__(self, target: tuple[str, int]) -> None:
+        self.target = target
+        self.listener = socket.create_server(("127.0.0.1", 0))
+        self.port = self.listener.getsockname()[1]
+        self.accepted = 0
+        self._armed: set[socket.socket] = set()
+        self._answer_armed = False
+        self._pairs: list[tuple[socket.socket, socket.socket]] = []
+        self._lock = threading.Lock()
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self) -> None:
+        while True:
+            try:
+                client, _ = self.listener.accept()
+            except OSError:
+                return
+            server = socket.create_connection(self.target)
+            with self._lock:
+                self.accepted += 1
+                self._pairs.append((client, server))
+            threading.Thread(target=self._pump, args=(client, server, True), daemon=True).start()
+            threading.Thread(target=self._pump, args=(server, client, False), daemon=True).start()
+
+    def _pump(self, src: socket.socket, dst: socket.socket, from_client: bool) -> None:
+        while True:
+            try:
+                data = src.recv(65536)
+            except OSError:
+                break
+            if not data:
+                break
+            if from_client and src in self._armed:
+                self._armed.clear()
+                break
+            if not from_client and self._answer_armed:
+                self._answer_armed = False
+                break
+            try:
+                dst.sendall(data)
+            except OSError:
+                break
+        _kill(src, dst)
+
+    def cut_next_request(self) -> None:
+        with self._lock:
+            self._armed = {client for client, _ in self._pairs}
+
+    def cut_next_answer(self) -> None:
+        self._answer_armed = True
+
+    def cut_all(self) -> None:
+        with self._lock:
+            for pair in self._pairs:
+                _kill(*pair)
+
+    def close(self) -> None:
+        self.listener.close()
+        self.cut_all()
+
+
+def _kill(*socks: socket.socket) -> None:
+    for sock in socks:
+        try:
+            sock.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
+        sock.close()
+
+
