@@ -67,13 +67,16 @@ class LazyMap(Mapping[_K, _V], Generic[_K, _V]):
 
 
 class LazyList(Sequence[_V], Generic[_V]):
-    """A read-only list built on first use (see :class:`LazyMap`); ``==`` compares with lists."""
+    """A read-only list built on first use (see :class:`LazyMap`); ``==`` compares with lists. ``length``,
+    when the caller knows it, answers ``len`` without building the list (the live scheduler's decision
+    line reports how many nodes were feasible, for every pod)."""
 
-    __slots__ = ("_thunk", "_value")
+    __slots__ = ("_length", "_thunk", "_value")
 
-    def __init__(self, thunk: Callable[[], list[_V]]) -> None:
+    def __init__(self, thunk: Callable[[], list[_V]], length: int | None = None) -> None:
         self._thunk: Callable[[], list[_V]] | None = thunk
         self._value: list[_V] | None = None
+        self._length = length
 
     def _get(self) -> list[_V]:
         if self._value is None:
@@ -92,6 +95,8 @@ class LazyList(Sequence[_V], Generic[_V]):
         return self._get()[index]
 
     def __len__(self) -> int:
+        if self._value is None and self._length is not None:
+            return self._length
         return len(self._get())
 
     def __iter__(self) -> Iterator[_V]:  # the list's own iterator: Sequence's would index item by item

@@ -367,8 +367,8 @@ class Driver:
         # rng.choice(top) without building ``top`` (hundreds of names when empty nodes tie): choice(seq) is
         # seq[randbelow(len(seq))], as is randrange(len), so the rng is consumed exactly as the contract says
         chosen = names[int(top_idx[rng.randrange(int(top_idx.size))])]
-        top = LazyList(lambda: [names[i] for i in top_idx.tolist()])
-        kept_names = LazyList(lambda: [names[i] for i in kept.tolist()])
+        top = LazyList(lambda: [names[i] for i in top_idx.tolist()], int(top_idx.size))
+        kept_names = LazyList(lambda: [names[i] for i in kept.tolist()], int(kept.size))
         return Decision(
             key, chosen,
             LazyMap(lambda: _verdict_map(names, codes, table)),
