@@ -31,6 +31,13 @@ affinity; must be 0).
 Output (``--out``, default bench/results/): ``e2e.json``, ``e2e.md`` (table with ours/kube-100,
 ours/kube-default and ours/ceiling ratios) and ``e2e.png``.
 
+``--pin``: the same runs with the cores split: the API server, etcd and this process (its bound-pod watch)
+on CPU 0, the scheduler under test (ours, kube-scheduler or the ceiling's binder) alone on CPU 1 --
+the shape of a cluster where the scheduler does not share its cores with the API server. On the
+shared 2-core machine each scheduler's CPU per pod slows the API server down as well; pinned, a
+scheduler's rate is bounded by its own core and by the API server's, whichever is lower. Written as
+``e2e-pinned.{json,md,png}``.
+
 Where our CPU goes: ``--profile DIR`` runs ``ours`` under cProfile in every thread (thread CPU time as
 the timer) and writes ``DIR/<workload>-ours.prof.txt`` for the throughput phase: CPU seconds per thread
 (scheduling loop, binders, watches, event writers) and the functions by own and cumulative time. The
@@ -206,6 +213,20 @@ def cpu_seconds(pid: int) -> float:
     """User + system CPU of ``pid`` and its reaped children so far."""
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
     return sum(int(x) for x in fields[11:15]) / _TICK
+
+
+SERVER_CPUS = {0}
+SCHEDULER_CPUS = {1}
+"""``--pin``: where the API server, etcd and the bench go, and where the scheduler under test goes."""
+
+
+def pin(pid: int, cpus: set[int]) -> None:
+    """Pin every thread of ``pid`` to ``cpus`` (threads it starts later inherit it from their creator)."""
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        try:
+            os.sched_setaffinity(int(task.name), cpus)
+        except (ProcessLookupError, PermissionError):  # a thread that just ended
+            pass
 
 
 def peak_rss_mb(pid: int) -> float:
@@ -500,7 +521,8 @@ def paced_create(client: Any, namespace: str, pods: list[dict[str, Any]], rate: 
 
 def one_run(cp: Any, client: Any, workload: str, kind: str, count: int, logdir: Path, engine: str,
             placements: dict[str, dict[str, str]], timeout: float, latency_count: int = 200,
-            latency_rate: float = 50.0, settle: float = 5.0, profile: str | None = None) -> dict[str, Any]:
+            latency_rate: float = 50.0, settle: float = 5.0, profile: str | None = None,
+            pinned: bool = False) -> dict[str, Any]:
     from tests.kube.live import violations
 
     namespace = f"{workload}-{kind}"[:63]
@@ -522,6 +544,9 @@ def one_run(cp: Any, client: Any, workload: str, kind: str, count: int, logdir: 
     watch = BoundWatch(client, namespace)
     _, create_seconds = create_pods(cp, namespace, pods)  # all pending before the scheduler starts
     scheduler = start()
+    if pinned:
+        pin(scheduler.pid, SCHEDULER_CPUS)
+    scheduler_cpus = sorted(os.sched_getaffinity(scheduler.pid))
     server_pids = [c.pid for c in (cp.apiserver, cp.etcd) if c is not None]
     cpu0, server0, wall0 = cpu_seconds(scheduler.pid), sum(cpu_seconds(p) for p in server_pids), time.monotonic()
     profiled = kind == "ours" and profile is not None
@@ -567,7 +592,7 @@ def one_run(cp: Any, client: Any, workload: str, kind: str, count: int, logdir: 
         "cpu_s": round(cpu, 2), "peak_rss_mb": round(rss, 1),
         # API server + etcd CPU from scheduler start to the last bind (2 cores: 2 CPU-s per wall second)
         "server_cpu_s": round(server_cpu, 2), "wall_s": round(wall, 2),
-        "violations": len(problems), "violation_examples": problems[:5],
+        "violations": len(problems), "violation_examples": problems[:5], "scheduler_cpus": scheduler_cpus,
     }
     _say(f"  {workload:24} {kind:13} {result['bound']}/{count} bound  {result['pods_per_s']:8.1f} pods/s  "
          f"p50 {result['p50_ms']:8.1f} ms  p99 {result['p99_ms']:8.1f} ms  cpu {result['cpu_s']:6.2f}s  "
@@ -606,8 +631,10 @@ def markdown(results: dict[str, Any]) -> str:
                   for k in ("kube-100", "kube-default", "ceiling")]
         bad = sum(by[(workload, k)]["violations"] for k in runs if (workload, k) in by)
         lines.append(f"| {workload} | " + " | ".join(cells) + " | " + " | ".join(ratios) + f" | {bad} |")
-    lines += ["", "CPU per bound pod over the throughput phase, ms: scheduler process / API server + etcd "
-              "(the machine's cores are shared by both; 2 cores give 2 CPU-ms per wall ms):", ""]
+    shared = ("each on its own core (--pin)" if results.get("pinned") else
+              "the machine's cores are shared by both; 2 cores give 2 CPU-ms per wall ms")
+    lines += ["", f"CPU per bound pod over the throughput phase, ms: scheduler process / API server + etcd "
+              f"({shared}):", ""]
     lines += ["| workload | " + " | ".join(runs) + " |", "|" + "---|" * (len(runs) + 1)]
     for workload in results["workloads"]:
         cells = []
@@ -655,26 +682,24 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                         help="run ours under cProfile (all threads); DIR/<namespace>.prof.txt covers the throughput "
                              "phase (slows ours down: throughput numbers of such a run are not comparable)")
     parser.add_argument("--logs", default=None, help="where the schedulers' logs go (default: a temp dir)")
+    parser.add_argument("--pin", action="store_true",
+                        help="API server, etcd and the bench on CPU 0, the scheduler under test on CPU 1 "
+                             "(writes e2e-pinned.*)")
     return parser.parse_args(argv)
 
 
-def run_all(args: argparse.Namespace, progress: Callable[[str], None] = _say) -> dict[str, Any]:
+def _runs(args: argparse.Namespace, workloads: list[str], kinds: list[str], logdir: Path,
+          progress: Callable[[str], None]) -> list[dict[str, Any]]:
+    """Start the control plane, register the nodes and do every (workload, run kind)."""
     from policyscheduler.kube import RestClient, load_connection
     from tests.controlplane.harness import ControlPlane
 
-    workloads = [w.strip() for w in args.workloads.split(",") if w.strip()]
-    kinds = [k.strip() for k in args.runs.split(",") if k.strip()]
-    if "ceiling" in kinds and "ours" not in kinds:
-        raise SystemExit("the ceiling run binds to the nodes 'ours' chose: include ours")
-    kinds = sorted(kinds, key=RUNS.index)
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
-    logdir = Path(args.logs) if args.logs else Path(tempfile.mkdtemp(prefix="policyscheduler-e2e-logs-"))
-    logdir.mkdir(parents=True, exist_ok=True)
-    progress(f"scheduler logs in {logdir}")
-    t0 = time.monotonic()
-    progress("starting etcd + kube-apiserver (building them on first use) ...")
     with ControlPlane.start() as cp:
+        if args.pin:
+            for pid in [c.pid for c in (cp.apiserver, cp.etcd) if c is not None] + [os.getpid()]:
+                pin(pid, SERVER_CPUS)
+            progress(f"pinned: API server, etcd and the bench on CPUs {sorted(SERVER_CPUS)}, "
+                     f"each scheduler on CPUs {sorted(SCHEDULER_CPUS)}")
         client = RestClient(load_connection(str(cp.kubeconfig)), maxsize=32)
         for value, name in PRIORITIES.items():
             client.post("/apis/scheduling.k8s.io/v1/priorityclasses", {
@@ -694,15 +719,42 @@ def run_all(args: argparse.Namespace, progress: Callable[[str], None] = _say) ->
             for kind in kinds:
                 runs.append(one_run(cp, client, workload, kind, count, logdir, args.engine, placements,
                                     args.timeout, args.latency_pods, args.latency_rate,
-                                    profile=args.profile))
+                                    profile=args.profile, pinned=args.pin))
+    return runs
+
+
+def run_all(args: argparse.Namespace, progress: Callable[[str], None] = _say) -> dict[str, Any]:
+    workloads = [w.strip() for w in args.workloads.split(",") if w.strip()]
+    kinds = [k.strip() for k in args.runs.split(",") if k.strip()]
+    if "ceiling" in kinds and "ours" not in kinds:
+        raise SystemExit("the ceiling run binds to the nodes 'ours' chose: include ours")
+    kinds = sorted(kinds, key=RUNS.index)
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    logdir = Path(args.logs) if args.logs else Path(tempfile.mkdtemp(prefix="policyscheduler-e2e-logs-"))
+    logdir.mkdir(parents=True, exist_ok=True)
+    progress(f"scheduler logs in {logdir}")
+    t0 = time.monotonic()
+    progress("starting etcd + kube-apiserver (building them on first use) ...")
+    if args.pin and not os.sched_getaffinity(0) >= (SERVER_CPUS | SCHEDULER_CPUS):
+        raise SystemExit(f"--pin needs CPUs {sorted(SERVER_CPUS | SCHEDULER_CPUS)}")
+    own_cpus = os.sched_getaffinity(0)
+    try:
+        runs = _runs(args, workloads, kinds, logdir, progress)
+    finally:
+        pin(os.getpid(), own_cpus)  # --pin moved this process: give it its CPUs back
     machine = f"{os.cpu_count()} cores, Python {sys.version.split()[0]}"
+    if args.pin:
+        machine += (f"; pinned: API server + etcd + bench on CPUs {sorted(SERVER_CPUS)}, the scheduler under "
+                    f"test on CPUs {sorted(SCHEDULER_CPUS)}")
     results = {"nodes": args.nodes, "pods": args.pods, "workloads": workloads, "run_kinds": kinds, "runs": runs,
                "engine": args.engine, "seconds": round(time.monotonic() - t0, 1), "machine": machine,
-               "command": "python bench/e2e.py " + " ".join(sys.argv[1:])}
-    (out / "e2e.json").write_text(json.dumps(results, indent=2) + "\n")
-    (out / "e2e.md").write_text(markdown(results))
-    (out / "e2e.png").write_bytes(chart(results))
-    progress(f"done in {results['seconds']:.0f}s: {out / 'e2e.md'}")
+               "command": "python bench/e2e.py " + " ".join(sys.argv[1:]), "pinned": args.pin}
+    stem = "e2e-pinned" if args.pin else "e2e"
+    (out / f"{stem}.json").write_text(json.dumps(results, indent=2) + "\n")
+    (out / f"{stem}.md").write_text(markdown(results))
+    (out / f"{stem}.png").write_bytes(chart(results))
+    progress(f"done in {results['seconds']:.0f}s: {out / (stem + '.md')}")
     return results
 
 

@@ -4,6 +4,7 @@ JSON / markdown / PNG outputs are written."""
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -43,3 +44,19 @@ def test_e2e_bench_profile_of_ours(tmp_path: Path) -> None:
     report = (tmp_path / "prof" / "basic-ours.prof.txt").read_text()
     assert report.startswith("process CPU ") and "scheduling-loop" in report
     assert "schedule.py" in report and "by cumtime" in report
+
+
+def test_e2e_bench_pinned(tmp_path: Path) -> None:
+    """``--pin``: the scheduler runs on its own CPU, the results say so, and this process gets its CPUs back."""
+    before = os.sched_getaffinity(0)
+    args = e2e.parse_args(["--nodes", "12", "--pods", "10", "--workloads", "basic", "--runs", "ours,ceiling",
+                           "--latency-pods", "3", "--latency-rate", "20", "--timeout", "60",
+                           "--out", str(tmp_path), "--pin"])
+    results = e2e.run_all(args, progress=lambda _: None)
+    assert os.sched_getaffinity(0) == before
+    assert results["pinned"] and "pinned" in results["machine"]
+    for run in results["runs"]:
+        assert run["bound"] == 10 and run["violations"] == 0, run
+        assert run["scheduler_cpus"] == sorted(e2e.SCHEDULER_CPUS)
+    assert "each on its own core" in (tmp_path / "e2e-pinned.md").read_text()
+    assert not (tmp_path / "e2e.md").exists()
