@@ -309,10 +309,12 @@ class LiveScheduler:
         return self.binder.in_flight > 0 or self.queue.pending()["active"] > 0
 
     def _watch_pause(self) -> float:
-        """Seconds the Pod watch waits before its next read: while pods wait to be decided or bound, a few
-        ms, so its events (mostly our own binds coming back) are read and handled in batches rather than
-        one wake-up each. Idle, none: a new pod is seen at once, so latency is untouched."""
-        return WATCH_BATCH_SECONDS if self._busy() else 0.0
+        """Seconds the Pod watch waits before its next read: while pods wait in the active queue (a burst),
+        a few ms, so its events (mostly our own binds coming back) are read and handled in batches rather
+        than one wake-up each. Otherwise none, even with binds in flight: a pod created while the previous
+        one's bind is out must be seen at once (at 50 pods/s that pause added up to 4 ms to a third of the
+        pods, which is what p99 latency measures)."""
+        return WATCH_BATCH_SECONDS if self.queue.pending()["active"] > 0 else 0.0
 
     def _wake_loop(self) -> None:
         self._wake.set()

@@ -23,7 +23,7 @@ from policyscheduler.evaluation.decision import Decision
 from policyscheduler.kube import logs
 from policyscheduler.kube.events import EventRecorder
 from policyscheduler.kube.metrics import SchedulerMetrics
-from policyscheduler.kube.scheduler import LiveScheduler, Options
+from policyscheduler.kube.scheduler import WATCH_BATCH_SECONDS, LiveScheduler, Options
 from policyscheduler.loader import load_layered
 from tests.kube.test_events import POD, FakeClient, wait
 
@@ -202,3 +202,18 @@ def test_an_idle_loop_applies_the_recorded_watch_changes(scheduler: tuple[LiveSc
     finally:
         sched._stopping.set()
         sched._loop_thread.join(timeout=5)
+
+
+def test_the_pod_watch_batches_only_while_pods_wait(scheduler: tuple[LiveScheduler, io.StringIO, FakeClient]) -> None:
+    """The Pod watch waits between reads during a burst (pods in the active queue), never just because a
+    bind is out: a pod created meanwhile must be seen at once."""
+    sched, _, _ = scheduler
+    pause = sched.reflectors[[r.kind for r in sched.reflectors].index("Pod")].pause
+    assert pause is not None
+    assert pause() == 0.0
+    sched.binder._in_flight = 1  # a bind out, nothing waiting: no pause
+    assert pause() == 0.0
+    sched.binder._in_flight = 0
+    pod = {"metadata": {"name": "w", "namespace": "ns", "uid": "u-w"}, "spec": {"schedulerName": "policy-scheduler"}}
+    sched.queue.add("u-w", pod)
+    assert pause() == WATCH_BATCH_SECONDS > 0
