@@ -38,6 +38,10 @@ shared 2-core machine each scheduler's CPU per pod slows the API server down as 
 scheduler's rate is bounded by its own core and by the API server's, whichever is lower. Written as
 ``e2e-pinned.{json,md,png}``.
 
+``--repeat N``: N rounds per workload, the run kinds interleaved within each round (so a slow minute of
+the shared VM hits every kind alike); the tables show each measure's median over the rounds and the
+range of pods/s. ``e2e.json`` keeps every round.
+
 Where our CPU goes: ``--profile DIR`` runs ``ours`` under cProfile in every thread (thread CPU time as
 the timer) and writes ``DIR/<workload>-ours.prof.txt`` for the throughput phase: CPU seconds per thread
 (scheduling loop, binders, watches, event writers) and the functions by own and cumulative time. The
@@ -53,6 +57,7 @@ import json
 import multiprocessing
 import os
 import signal
+import statistics
 import sys
 import tempfile
 import threading
@@ -522,10 +527,10 @@ def paced_create(client: Any, namespace: str, pods: list[dict[str, Any]], rate: 
 def one_run(cp: Any, client: Any, workload: str, kind: str, count: int, logdir: Path, engine: str,
             placements: dict[str, dict[str, str]], timeout: float, latency_count: int = 200,
             latency_rate: float = 50.0, settle: float = 5.0, profile: str | None = None,
-            pinned: bool = False) -> dict[str, Any]:
+            pinned: bool = False, round_: int = 0) -> dict[str, Any]:
     from tests.kube.live import violations
 
-    namespace = f"{workload}-{kind}"[:63]
+    namespace = (f"{workload}-{kind}" + (f"-{round_}" if round_ else ""))[:63]
     client.post("/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}})
     tag = namespace
     start: Callable[[], Any]
@@ -583,7 +588,7 @@ def one_run(cp: Any, client: Any, workload: str, kind: str, count: int, logdir: 
     while client.get(f"/api/v1/namespaces/{namespace}/pods", limit=1)["items"] and time.monotonic() < deadline:
         time.sleep(0.2)
     result = {
-        "workload": workload, "run": kind, "pods": count, "bound": len(throughput_times),
+        "workload": workload, "run": kind, "round": round_, "pods": count, "bound": len(throughput_times),
         "pods_per_s": round((len(throughput_times) - 1) / span, 1) if span > 0 else 0.0,
         "latency_pods": latency_count, "latency_bound": len(latencies), "latency_rate": latency_rate,
         "p50_ms": round(_percentile(latencies, 0.5) * 1000, 1),
@@ -608,11 +613,38 @@ def _ratio(a: float, b: float) -> str:
     return f"{a / b:.2f}" if a and b else "-"
 
 
+_MEDIAN_FIELDS = ("pods_per_s", "p50_ms", "p99_ms", "cpu_s", "peak_rss_mb", "server_cpu_s", "wall_s")
+
+
+def summary(results: dict[str, Any]) -> dict[tuple[str, str], dict[str, Any]]:
+    """One record per (workload, run kind): with ``--repeat``, the median of each measure over the rounds,
+    the fewest pods bound, the violations summed and every round's pods/s (``rounds``)."""
+    groups: dict[tuple[str, str], list[dict[str, Any]]] = {}
+    for r in results["runs"]:
+        groups.setdefault((r["workload"], r["run"]), []).append(r)
+    out = {}
+    for key, rs in groups.items():
+        record = dict(rs[0])
+        for name in _MEDIAN_FIELDS:
+            values = [r[name] for r in rs if name in r]
+            if values:
+                record[name] = statistics.median(values)
+        record["bound"] = min(r["bound"] for r in rs)
+        record["violations"] = sum(r["violations"] for r in rs)
+        record["rounds"] = [r["pods_per_s"] for r in rs]
+        out[key] = record
+    return out
+
+
 def markdown(results: dict[str, Any]) -> str:
-    by = {(r["workload"], r["run"]): r for r in results["runs"]}
+    by = summary(results)
     runs = results["run_kinds"]
+    rounds = max((len(r["rounds"]) for r in by.values()), default=1)
+    each = (f" Each cell is the median of {rounds} rounds (run kinds interleaved); pods/s shows the range in "
+            f"brackets." if rounds > 1 else "")
     lines = [f"End-to-end: {results['nodes']} nodes, 3 zones; pods per workload: {results['pods']} "
-             f"(anti-affinity: one per untainted node, halved). Throughput in pods/s; latency create->bound.", ""]
+             f"(anti-affinity: one per untainted node, halved). Throughput in pods/s; latency create->bound.{each}",
+             ""]
     head = "| workload | " + " | ".join(f"{k} pods/s | {k} p50 / p99 ms | {k} CPU s / RSS MB" for k in runs)
     head += " | ours/kube-100 | ours/kube-default | ours/ceiling | violations |"
     lines += [head, "|" + "---|" * (head.count("|") - 1)]
@@ -624,7 +656,8 @@ def markdown(results: dict[str, Any]) -> str:
                 cells += ["-", "-", "-"]
                 continue
             mark = "" if r["bound"] == r["pods"] else f" ({r['bound']}/{r['pods']} bound)"
-            cells += [f"{r['pods_per_s']}{mark}", f"{r['p50_ms']:.0f} / {r['p99_ms']:.0f}",
+            spread = f" [{min(r['rounds']):.0f}-{max(r['rounds']):.0f}]" if len(r["rounds"]) > 1 else ""
+            cells += [f"{r['pods_per_s']:.1f}{spread}{mark}", f"{r['p50_ms']:.0f} / {r['p99_ms']:.0f}",
                       f"{r['cpu_s']:.1f} / {r['peak_rss_mb']:.0f}"]
         ours = by.get((workload, "ours"), {}).get("pods_per_s", 0)
         ratios = [_ratio(ours, by.get((workload, k), {}).get("pods_per_s", 0))
@@ -655,10 +688,12 @@ def chart(results: dict[str, Any]) -> bytes:
     colors = {"ours": (40, 110, 200), "kube-100": (240, 150, 40), "kube-default": (250, 200, 90),
               "ceiling": (120, 120, 120)}
     bars, gaps = [], []
+    by = summary(results)
     for workload in results["workloads"]:
-        for r in results["runs"]:
-            if r["workload"] == workload:
-                bars.append(Bar(f"{workload} {r['run']}", max(r["pods_per_s"], 0.1), colors.get(r["run"], (0, 0, 0))))
+        for kind in results["run_kinds"]:
+            r = by.get((workload, kind))
+            if r is not None:
+                bars.append(Bar(f"{workload} {kind}", max(r["pods_per_s"], 0.1), colors.get(kind, (0, 0, 0))))
         gaps.append(len(bars) - 1)
     return bar_chart(f"end to end, {results['nodes']} nodes: pods/s (log scale)", bars,
                      legend=list(colors.items()), gap_after=gaps)
@@ -682,6 +717,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                         help="run ours under cProfile (all threads); DIR/<namespace>.prof.txt covers the throughput "
                              "phase (slows ours down: throughput numbers of such a run are not comparable)")
     parser.add_argument("--logs", default=None, help="where the schedulers' logs go (default: a temp dir)")
+    parser.add_argument("--repeat", type=int, default=1, metavar="N",
+                        help="rounds per workload, the run kinds interleaved; the tables show medians (and the "
+                             "range of pods/s)")
     parser.add_argument("--pin", action="store_true",
                         help="API server, etcd and the bench on CPU 0, the scheduler under test on CPU 1 "
                              "(writes e2e-pinned.*)")
@@ -716,10 +754,11 @@ def _runs(args: argparse.Namespace, workloads: list[str], kinds: list[str], logd
         runs = []
         for workload in workloads:
             count = pod_count(workload, args.pods, args.nodes)
-            for kind in kinds:
-                runs.append(one_run(cp, client, workload, kind, count, logdir, args.engine, placements,
-                                    args.timeout, args.latency_pods, args.latency_rate,
-                                    profile=args.profile, pinned=args.pin))
+            for round_ in range(args.repeat):  # rounds interleave the run kinds: a slow minute hits them all
+                for kind in kinds:
+                    runs.append(one_run(cp, client, workload, kind, count, logdir, args.engine, placements,
+                                        args.timeout, args.latency_pods, args.latency_rate,
+                                        profile=args.profile, pinned=args.pin, round_=round_))
     return runs
 
 

@@ -46,17 +46,23 @@ def test_e2e_bench_profile_of_ours(tmp_path: Path) -> None:
     assert "schedule.py" in report and "by cumtime" in report
 
 
-def test_e2e_bench_pinned(tmp_path: Path) -> None:
-    """``--pin``: the scheduler runs on its own CPU, the results say so, and this process gets its CPUs back."""
+def test_e2e_bench_pinned_and_repeated(tmp_path: Path) -> None:
+    """``--pin``: the scheduler runs on its own CPU, the results say so, and this process gets its CPUs back;
+    ``--repeat 2``: two interleaved rounds, every round kept, the table shows medians and ranges."""
     before = os.sched_getaffinity(0)
     args = e2e.parse_args(["--nodes", "12", "--pods", "10", "--workloads", "basic", "--runs", "ours,ceiling",
                            "--latency-pods", "3", "--latency-rate", "20", "--timeout", "60",
-                           "--out", str(tmp_path), "--pin"])
+                           "--out", str(tmp_path), "--pin", "--repeat", "2"])
     results = e2e.run_all(args, progress=lambda _: None)
     assert os.sched_getaffinity(0) == before
     assert results["pinned"] and "pinned" in results["machine"]
+    assert [(r["run"], r["round"]) for r in results["runs"]] == [("ours", 0), ("ceiling", 0), ("ours", 1),
+                                                                  ("ceiling", 1)]
     for run in results["runs"]:
         assert run["bound"] == 10 and run["violations"] == 0, run
         assert run["scheduler_cpus"] == sorted(e2e.SCHEDULER_CPUS)
-    assert "each on its own core" in (tmp_path / "e2e-pinned.md").read_text()
+    table = (tmp_path / "e2e-pinned.md").read_text()
+    assert "each on its own core" in table and "median of 2 rounds" in table
+    ours = [r["pods_per_s"] for r in results["runs"] if r["run"] == "ours"]
+    assert f"[{min(ours):.0f}-{max(ours):.0f}]" in table
     assert not (tmp_path / "e2e.md").exists()
