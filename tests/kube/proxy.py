@@ -3,8 +3,15 @@ the way a load balancer or a restarting server kills them: TLS passes through it
 
 from __future__ import annotations
 
+import dataclasses
 import socket
 import threading
+from typing import TYPE_CHECKING
+
+from policyscheduler.kube import RestClient, load_connection
+
+if TYPE_CHECKING:
+    from tests.controlplane.harness import ControlPlane
 
 
 class Proxy:
@@ -84,3 +91,12 @@ def _kill(*socks: socket.socket) -> None:
         sock.close()
 
 
+def client_for(control_plane: ControlPlane, server: str | None = None) -> RestClient:
+    """Our REST client with the harness's credentials, talking to ``server`` (default: the API server)."""
+    connection = load_connection(str(control_plane.kubeconfig))
+    return RestClient(dataclasses.replace(connection, server=server or connection.server))
+
+
+def via(proxy: Proxy, control_plane: ControlPlane) -> RestClient:
+    """Our REST client talking to the API server through ``proxy``."""
+    return client_for(control_plane, f"https://127.0.0.1:{proxy.port}")

@@ -3,7 +3,6 @@ stays away. A TCP proxy (tests/kube/proxy.py) loses answers the way a dying conn
 
 from __future__ import annotations
 
-import dataclasses
 import random
 import socket
 from typing import TYPE_CHECKING, Any
@@ -12,11 +11,11 @@ import pytest
 
 from policyscheduler.cycle import Attempt, ClusterCache, Cycle, SchedulingQueue
 from policyscheduler.evaluation import make_evaluator
-from policyscheduler.kube import RestClient, load_connection
+from policyscheduler.kube import RestClient
 from policyscheduler.kube.binder import Binder
 from tests.controlplane import fakes
 from tests.evaluation.policies import default_policies
-from tests.kube.proxy import Proxy
+from tests.kube.proxy import Proxy, client_for
 
 if TYPE_CHECKING:
     from tests.conftest import Kube
@@ -24,10 +23,6 @@ if TYPE_CHECKING:
 
 pytestmark = pytest.mark.e2e
 
-
-def client_for(control_plane: ControlPlane, server: str | None = None) -> RestClient:
-    connection = load_connection(str(control_plane.kubeconfig))
-    return RestClient(dataclasses.replace(connection, server=server or connection.server))
 
 
 class Binding:

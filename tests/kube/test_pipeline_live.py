@@ -4,7 +4,6 @@ rate limiter, closing."""
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import socket
 import threading
@@ -13,11 +12,10 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from policyscheduler.kube import RestClient, load_connection
 from policyscheduler.kube.pipeline import Pipeline
 from policyscheduler.kube.ratelimit import RateLimiter
 from tests.controlplane import fakes
-from tests.kube.proxy import Proxy
+from tests.kube.proxy import Proxy, client_for, via
 
 if TYPE_CHECKING:
     from tests.controlplane.harness import ControlPlane
@@ -25,13 +23,6 @@ if TYPE_CHECKING:
 pytestmark = pytest.mark.e2e
 
 
-def client_for(control_plane: ControlPlane, server: str | None = None) -> RestClient:
-    connection = load_connection(str(control_plane.kubeconfig))
-    return RestClient(dataclasses.replace(connection, server=server or connection.server))
-
-
-def via(proxy: Proxy, control_plane: ControlPlane) -> RestClient:
-    return client_for(control_plane, f"https://127.0.0.1:{proxy.port}")
 
 
 class Answers:

@@ -6,7 +6,6 @@ where a test needs connections to die."""
 
 from __future__ import annotations
 
-import dataclasses
 import socket
 import threading
 import time
@@ -14,9 +13,8 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from policyscheduler.kube import RestClient, load_connection
 from policyscheduler.kube.rest import ApiError
-from tests.kube.proxy import Proxy
+from tests.kube.proxy import Proxy, client_for, via
 
 if TYPE_CHECKING:
     from tests.controlplane.harness import ControlPlane
@@ -24,13 +22,6 @@ if TYPE_CHECKING:
 pytestmark = pytest.mark.e2e
 
 
-def client_for(control_plane: ControlPlane, server: str | None = None) -> RestClient:
-    connection = load_connection(str(control_plane.kubeconfig))
-    return RestClient(dataclasses.replace(connection, server=server or connection.server))
-
-
-def via(proxy: Proxy, control_plane: ControlPlane) -> RestClient:
-    return client_for(control_plane, f"https://127.0.0.1:{proxy.port}")
 
 
 def pod(name: str, namespace: str) -> dict[str, Any]:
