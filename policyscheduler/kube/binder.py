@@ -92,7 +92,10 @@ class Binder:
             else:
                 error = ApiError("POST", path, status, raw.decode("utf-8", errors="replace"),
                                  detail=f"{self.client.server}: {detail}" if detail else "")
-                self._pool.submit(self._settle, attempt, started, path, body, error)
+                try:
+                    self._pool.submit(self._settle, attempt, started, path, body, error)
+                except RuntimeError:  # shut down (SIGTERM, lost lease): no retry, the pod is retried later
+                    self._finish(attempt, started, "error", str(error))
 
         pipeline.submit("POST", path, json.dumps(body, separators=(",", ":")).encode(), answered)
 

@@ -106,7 +106,7 @@ class Pipeline:
         try:
             data = self._opener.encode(method, target, body, content_type)
         except http1.ProtocolError as err:
-            done(0, b"", f"{type(err).__name__}: {err}")
+            _call(done, 0, b"", f"{type(err).__name__}: {err}")
             return
         with self._lock:
             if self._closing:
@@ -117,7 +117,7 @@ class Pipeline:
                 wake = self._blocked
                 self._blocked = False
         if closed:
-            done(0, b"", "the pipeline is closed")
+            _call(done, 0, b"", "the pipeline is closed")
         elif wake:
             self._wake()
 

@@ -143,3 +143,19 @@ def test_a_server_that_stays_away_gives_up_after_the_retries(kube: Kube, control
     assert binder.counts == {"error": 3}
     assert assumed(cycle) == 0
     assert cycle.queue.pending()["backoff"] == 3  # retried after backoff, not dropped
+
+
+def test_a_bind_after_shutdown_is_an_error_not_a_crash(kube: Kube, control_plane: ControlPlane) -> None:
+    """A pod decided while the scheduler shuts down (SIGTERM, a lost lease) gets ``error`` and goes back to
+    the queue; the scheduling loop sees no exception."""
+    nodes = kube.create_nodes(1)
+    pods = pending(kube, 2)
+    binding = Binding(client_for(control_plane), nodes)
+    binding.run(pods[:1])
+    binding.binder.shutdown()
+    binding.run(pods[1:])
+    late = pods[1]["metadata"]["name"]
+    assert binding.results[late][0] == "error" and "closed" in str(binding.results[late][2])
+    assert binding.binder.in_flight == 0
+    assert assumed(binding.cycle) == 1  # the first pod only (bound; the watch would confirm it)
+    assert on_server(kube)[late] is None
