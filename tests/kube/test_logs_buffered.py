@@ -16,6 +16,7 @@ import pytest
 
 from policyscheduler.kube import logs
 from policyscheduler.kube.logs import BufferedStreamHandler, JsonFormatter
+from tests.kube.logcapture import configured_logs
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -130,22 +131,11 @@ def test_a_broken_stream_does_not_raise(logger: logging.Logger) -> None:
 
 
 def test_configure_installs_the_buffered_handler_and_flush_writes() -> None:
-    root = logging.getLogger("policyscheduler")
-    saved = (root.handlers[:], root.level, root.propagate, sys.excepthook)
-    flags = (logging.logThreads, logging.logProcesses, logging.logMultiprocessing)
-    try:
-        stream = io.StringIO()
-        logs.configure(0, stream)
+    with configured_logs() as stream:
         logging.getLogger("policyscheduler.decisions").info("scheduled", extra={"fields": {"pod": "a/b"}})
         logging.getLogger("policyscheduler.decisions").debug("hidden at -v 0")
         logs.flush()
         assert [(line["msg"], line["pod"]) for line in _lines(stream)] == [("scheduled", "a/b")]
-    finally:
-        for handler in root.handlers:
-            handler.close()
-        root.handlers[:], level, root.propagate, sys.excepthook = saved
-        root.setLevel(level)
-        logging.logThreads, logging.logProcesses, logging.logMultiprocessing = flags
 
 
 CHILD = """

@@ -5,8 +5,6 @@ from __future__ import annotations
 
 import io
 import json
-import logging
-import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -25,6 +23,7 @@ from policyscheduler.kube.events import EventRecorder
 from policyscheduler.kube.metrics import SchedulerMetrics
 from policyscheduler.kube.scheduler import WATCH_BATCH_SECONDS, LiveScheduler, Options
 from policyscheduler.loader import load_layered
+from tests.kube.logcapture import configured_logs
 from tests.kube.test_events import POD, FakeClient, wait
 
 
@@ -106,19 +105,10 @@ def scheduler() -> Iterator[tuple[LiveScheduler, io.StringIO, FakeClient]]:
     client = FakeClient()
     sched = LiveScheduler(client, loaded.policy_set, make_evaluator("reference"),  # type: ignore[arg-type]
                           Options(bind_address=None))
-    root = logging.getLogger("policyscheduler")
-    saved = (root.handlers[:], root.level, root.propagate, sys.excepthook)
-    flags = (logging.logThreads, logging.logProcesses, logging.logMultiprocessing)
-    stream = io.StringIO()
-    logs.configure(0, stream)
     try:
-        yield sched, stream, client
+        with configured_logs() as stream:
+            yield sched, stream, client
     finally:
-        for handler in root.handlers:
-            handler.close()
-        root.handlers[:], level, root.propagate, sys.excepthook = saved
-        root.setLevel(level)
-        logging.logThreads, logging.logProcesses, logging.logMultiprocessing = flags
         for recorder in sched.recorders.values():
             recorder.shutdown(wait=False)
         sched.binder.shutdown()
