@@ -57,7 +57,10 @@ class Opener(Protocol):
 
 @dataclass(slots=True)
 class _Request:
-    data: bytes
+    method: str
+    target: str
+    body: bytes | None
+    content_type: str | None
     done: Done
     due: float = 0.0
     """Monotonic time before which the rate limiter does not let it go (0: not asked yet)."""
@@ -102,18 +105,14 @@ class Pipeline:
 
     def submit(self, method: str, target: str, body: bytes | None, done: Done,
                content_type: str | None = "application/json") -> None:
-        """Queue one request; ``done`` is called once with its answer (or status 0), on the pipeline thread."""
-        try:
-            data = self._opener.encode(method, target, body, content_type)
-        except http1.ProtocolError as err:
-            _call(done, 0, b"", f"{type(err).__name__}: {err}")
-            return
+        """Queue one request; ``done`` is called once with its answer (or status 0), on the pipeline thread
+        (the request is encoded there too: the caller is the scheduling loop)."""
         with self._lock:
             if self._closing:
                 closed = True
             else:
                 closed = False
-                self._queue.append(_Request(data, done))
+                self._queue.append(_Request(method, target, body, content_type, done))
                 wake = self._blocked
                 self._blocked = False
         if closed:
@@ -200,12 +199,17 @@ class Pipeline:
         return sum(self.depth - len(lane.waiting) for lane in self._lanes) > len(ready)
 
     def _write(self, ready: list[_Request], now: float) -> None:
-        batches: dict[int, list[_Request]] = {}
+        batches: dict[int, list[tuple[_Request, bytes]]] = {}
         load = [len(lane.waiting) for lane in self._lanes]
         for request in ready:
+            try:  # the bearer token is read now: it rotates
+                data = self._opener.encode(request.method, request.target, request.body, request.content_type)
+            except http1.ProtocolError as err:
+                _call(request.done, 0, b"", f"{type(err).__name__}: {err}")
+                continue
             i = min(range(len(load)), key=load.__getitem__)
             load[i] += 1
-            batches.setdefault(i, []).append(request)
+            batches.setdefault(i, []).append((request, data))
         for i, batch in batches.items():
             lane = self._lanes[i]
             if lane.conn is not None and not lane.waiting and lane.conn.dropped():
@@ -214,16 +218,16 @@ class Pipeline:
                 try:
                     lane.conn = self._opener.open()
                 except (OSError, http1.ProtocolError) as err:
-                    for request in batch:
+                    for request, _ in batch:
                         _call(request.done, 0, b"", f"{type(err).__name__}: {err}")
                     continue
                 self._fds[lane.conn.sock.fileno()] = lane
                 self._poll.register(lane.conn.sock, select.POLLIN)
             if not lane.waiting:
                 lane.since = now
-            lane.waiting.extend(batch)
+            lane.waiting.extend(request for request, _ in batch)
             try:
-                lane.conn.sock.sendall(b"".join(request.data for request in batch))
+                lane.conn.sock.sendall(b"".join(data for _, data in batch))
             except (OSError, ssl.SSLError) as err:
                 self._drop(lane, f"sending failed: {type(err).__name__}: {err}")
 

@@ -160,3 +160,15 @@ def test_after_close_requests_fail_at_once(control_plane: ControlPlane, namespac
     pipe.submit("GET", f"/api/v1/namespaces/{namespace}", None, answers.done("late"))
     answers.wait(1, timeout=1)
     assert answers.got["late"] == [(0, b"", "the pipeline is closed")]
+
+
+def test_a_request_that_cannot_be_encoded_fails_alone(control_plane: ControlPlane, namespace: str) -> None:
+    pipe = client_for(control_plane).pipeline(lanes=1, depth=4)
+    answers = Answers()
+    pipe.submit("GET", "/api/v1/namespaces/bad name", None, answers.done("bad"))
+    pipe.submit("GET", f"/api/v1/namespaces/{namespace}", None, answers.done("good"))
+    answers.wait(2)
+    [(status, _, detail)] = answers.got["bad"]
+    assert status == 0 and detail is not None and "ProtocolError" in detail
+    assert answers.got["good"][0][0] == 200
+    pipe.close()
