@@ -5,9 +5,11 @@ kube-apiserver, creates one node and pending pods (no scheduler picks them up), 
 
 * ``seq``: N binds (``pods/binding`` POSTs) one after another from one thread: process CPU per bind
   (``time.process_time``) and voluntary context switches per bind (``/proc/self/status``);
-* ``binder-lL``: N binds through :class:`Binder` (its pipeline on L connections) while a producer thread
-  spends ~0.7 ms of Python CPU per pod (a stand-in for the scheduling loop): wall time, CPU per bind,
-  switches per bind of the bind threads and of the producer;
+* ``binder-LxD``: N binds through :class:`Binder` (its pipeline on L connections, at most D waiting on
+  each; ``--lanes 16x1 4x4``, a bare L keeps the default depth) while a producer thread spends ~0.7 ms of
+  Python CPU per pod (a stand-in for the scheduling loop): wall time, CPU per bind, switches per bind of
+  the bind threads and of the producer, and the API server's + etcd's CPU per bind (from /proc);
+  ``--rounds R`` repeats the binder runs R times, the settings interleaved;
 * ``watch replay``: a watch from before the N pods were created (the API server sends them back to back):
   CPU (``time.thread_time`` of the reading thread) and voluntary switches of that thread per event;
 * ``watch live``: a watch open while another process creates N pods: the same per event.
@@ -109,12 +111,33 @@ def _spin(seconds: float) -> None:
             x += i
 
 
-def bench_binder(client: Any, namespace: str, n: int, lanes: int, work_ms: float) -> dict[str, float]:
-    from policyscheduler.kube.binder import Binder
+def server_cpu(cp: Any) -> float:
+    """CPU seconds of the harness's API server and etcd so far."""
+    from bench.e2e import cpu_seconds
 
-    pods = create_pods(client, namespace, f"b{lanes}", n)
+    return cpu_seconds(cp.apiserver.pid) + cpu_seconds(cp.etcd.pid)
+
+
+def lane_setting(text: str) -> tuple[int, int | None]:
+    """``L`` or ``LxD`` (lanes, depth; None: the binder's default depth)."""
+    lanes, _, depth = text.partition("x")
+    try:
+        out = int(lanes), (int(depth) if depth else None)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected LANES or LANESxDEPTH, got {text!r}") from None
+    if out[0] < 1 or (out[1] is not None and out[1] < 1):
+        raise argparse.ArgumentTypeError(f"lanes and depth must be >= 1, got {text!r}")
+    return out
+
+
+def bench_binder(cp: Any, client: Any, namespace: str, n: int, lanes: int, depth: int | None,
+                 work_ms: float, tag: str) -> dict[str, float]:
+    from policyscheduler.kube.binder import DEFAULT_DEPTH, Binder
+
+    pods = create_pods(client, namespace, f"b{tag}", n)
     cycle = _Cycle()
-    binder = Binder(client, lambda: cycle, lanes=lanes)  # type: ignore[arg-type,return-value]
+    binder = Binder(client, lambda: cycle, lanes=lanes,  # type: ignore[arg-type,return-value]
+                    depth=DEFAULT_DEPTH if depth is None else depth)
     binder.bind(SimpleNamespace(pod=pods[0], node="node-0", key="warm"))  # type: ignore[arg-type]  # warm: a connection
     binder.drain(10)
     before = {t.native_id: switches(t.native_id) for t in threading.enumerate()}
@@ -129,12 +152,12 @@ def bench_binder(client: Any, namespace: str, n: int, lanes: int, work_ms: float
         producer["cpu"] = time.thread_time() - cpu
         producer["switches"] = switches(me) - sw
 
-    cpu, wall = time.process_time(), time.perf_counter()
+    cpu, wall, server = time.process_time(), time.perf_counter(), server_cpu(cp)
     thread = threading.Thread(target=produce)
     thread.start()
     thread.join()
     binder.drain(60)
-    cpu, wall = time.process_time() - cpu, time.perf_counter() - wall
+    cpu, wall, server = time.process_time() - cpu, time.perf_counter() - wall, server_cpu(cp) - server
     bind_threads = [t for t in threading.enumerate() if t.name.startswith("bind")]
     bind_switches = sum(switches(t.native_id) - before.get(t.native_id or 0, 0) for t in bind_threads)
     binder.shutdown()
@@ -142,7 +165,7 @@ def bench_binder(client: Any, namespace: str, n: int, lanes: int, work_ms: float
     assert cycle.ok == m + 1 and cycle.failed == 0, (cycle.ok, cycle.failed)
     return {"wall_ms_per_bind": wall / m * 1e3, "cpu_us_per_bind": (cpu - producer["cpu"]) / m * 1e6,
             "bind_thread_switches_per_bind": bind_switches / m, "producer_switches_per_bind": producer["switches"] / m,
-            "threads": len(bind_threads)}
+            "server_cpu_us_per_bind": server / m * 1e6, "threads": len(bind_threads)}
 
 
 def watch(client: Any, namespace: str, rv: str, n: int, out: dict[str, float], ready: threading.Event) -> None:
@@ -187,7 +210,9 @@ def bench_watch(cp: Any, client: Any, namespace: str, n: int) -> dict[str, dict[
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--pods", type=int, default=1000)
-    parser.add_argument("--lanes", type=int, nargs="*", default=[4, 2], help="the bind pipeline's connections")
+    parser.add_argument("--lanes", type=lane_setting, nargs="*", default=[(16, None), (4, 4)],
+                        help="the bind pipeline's connections, LANES or LANESxDEPTH (default: 16 4x4)")
+    parser.add_argument("--rounds", type=int, default=1, help="repeat the binder runs, settings interleaved")
     parser.add_argument("--work-ms", type=float, default=0.7, help="producer CPU per pod (the scheduling loop)")
     parser.add_argument("--skip", nargs="*", default=[], choices=["seq", "binder", "watch"])
     args = parser.parse_args()
@@ -203,10 +228,13 @@ def main() -> None:
             report["seq"] = bench_seq(client, "bench", args.pods)
             print("seq", json.dumps(report["seq"]), flush=True)
         if "binder" not in args.skip:
-            for lanes in args.lanes:
-                label = f"binder-l{lanes}"
-                report[label] = bench_binder(client, "bench", args.pods, lanes, args.work_ms)
-                print(label, json.dumps(report[label]), flush=True)
+            for round_ in range(args.rounds):
+                for lanes, depth in args.lanes:
+                    label = f"binder-{lanes}x{'default' if depth is None else depth}"
+                    tag = f"{lanes}x{depth or 0}r{round_}"
+                    out = bench_binder(cp, client, "bench", args.pods, lanes, depth, args.work_ms, tag)
+                    report.setdefault(label, []).append(out)
+                    print(label, json.dumps({k: round(v, 3) for k, v in out.items()}), flush=True)
         if "watch" not in args.skip:
             client.post("/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "watch"}})
             report["watch"] = bench_watch(cp, client, "watch", args.pods)

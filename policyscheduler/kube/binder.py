@@ -41,12 +41,19 @@ BindResult = str
 """``bound``, ``conflict`` (409), ``gone`` (404) or ``error``."""
 
 
-DEFAULT_LANES = 4
-"""Connections the binds are pipelined on. The API server answers one connection's requests one after
-another (~1.4 ms each under load here), so one lane would cap binds near 700/s; four keep up with the bind
-ceiling's ~1,200-1,500/s (bench/e2e.py) while each wake-up still writes and reads several."""
-DEFAULT_DEPTH = 4
-"""Binds waiting for their answer per connection, at most (16 in flight in all; 8 threads used to)."""
+DEFAULT_LANES = 16
+"""Connections the binds go out on. The API server answers one connection's requests one after another,
+so the lanes are the binds it works on at once; with more at once it and etcd did less work per bind.
+Measured live (3,000 basic pods on 1,000 nodes, ``policyscheduler run`` as bench/e2e.py starts it, the
+settings interleaved over 4 rounds; means of API server + etcd CPU per bind, and burst seconds):
+4 lanes x depth 4: 1.62 ms, 4.46 s; 8 x 2: 1.56 ms, 4.18 s; 8 x 4: 1.52 ms, 4.14 s; 16 x 1: 1.33 ms,
+3.68 s (16 x 1 was the faster of it and 4 x 4 in each round). 24 and 32 lanes, and 16 x 2, did no
+better than 16 x 1. The bind ceiling's binder (bench/e2e.py) also keeps 16 binds at once.
+``bench/http_bench.py --lanes 16x1 4x4`` shows our own CPU per bind about the same either way."""
+DEFAULT_DEPTH = 1
+"""Binds waiting for their answer per connection, at most. Pipelining (depth > 1) only queues a bind
+behind another on the server's side; the one pipeline thread still reads all lanes after one ``poll``,
+which is where the CPU per bind was saved (kube/pipeline.py)."""
 RETRY_WORKERS = 2
 """Threads for the slow paths (retries after a pause, the 409 check's GET)."""
 

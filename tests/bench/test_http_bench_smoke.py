@@ -16,11 +16,13 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_http_bench_smoke() -> None:
-    done = subprocess.run([sys.executable, str(ROOT / "bench" / "http_bench.py"), "--pods", "8", "--lanes", "2",
-                           "--work-ms", "0.1"], capture_output=True, text=True, timeout=300, cwd=ROOT)
+    done = subprocess.run([sys.executable, str(ROOT / "bench" / "http_bench.py"), "--pods", "8", "--lanes", "2", "3x2",
+                           "--rounds", "2", "--work-ms", "0.1"], capture_output=True, text=True, timeout=300, cwd=ROOT)
     assert done.returncode == 0, done.stderr[-3000:]
     sections = {line.split(" ", 1)[0]: json.loads(line.split(" ", 1)[1]) for line in done.stdout.splitlines()
                 if line.startswith(("seq ", "binder", "watch "))}
-    assert set(sections) == {"seq", "binder-l2", "watch"}, done.stdout
+    assert set(sections) == {"seq", "binder-2xdefault", "binder-3x2", "watch"}, done.stdout
+    assert sum(line.startswith("binder-3x2 ") for line in done.stdout.splitlines()) == 2  # --rounds 2
+    assert sections["binder-3x2"]["server_cpu_us_per_bind"] > 0
     assert sections["seq"]["cpu_us_per_bind"] > 0
     assert sections["watch"]["replay"]["cpu_us_per_event"] > 0 and sections["watch"]["live"]["cpu_us_per_event"] > 0
