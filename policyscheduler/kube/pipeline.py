@@ -27,6 +27,7 @@ and a bind that did happen comes back as a 409 on our node). Requests are never 
 from __future__ import annotations
 
 import collections
+import heapq
 import logging
 import select
 import socket
@@ -157,7 +158,7 @@ class Pipeline:
         with self._lock:
             if self._closing:
                 return False
-            room = self._place([])
+            room = self._room() > 0
             if room and self._queue and self._queue[0].due <= now:
                 timeout_ms = 0  # requests came in meanwhile: go round at once
             # asleep with room for more: only a byte on the wake-up socket gets a new request out in time
@@ -182,36 +183,37 @@ class Pipeline:
                 return float("inf")
             ready: list[_Request] = []
             limiter = self._limiter()  # clientConnection qps/burst, as for every other request
-            while self._queue:
+            room = self._room()
+            while self._queue and len(ready) < room:
                 request = self._queue[0]
                 if limiter is not None:
                     if request.due == 0.0:
                         request.due = now + limiter.reserve()
                     if request.due > now:
                         break
-                if not self._place(ready):
-                    break
                 ready.append(self._queue.popleft())
             held = self._queue[0].due if self._queue and self._queue[0].due > now else float("inf")
         if ready:
             self._write(ready, now)
         return held
 
-    def _place(self, ready: list[_Request]) -> bool:
-        """Is there room on some lane for one more request (counting those about to be written)?"""
-        return sum(self.depth - len(lane.waiting) for lane in self._lanes) > len(ready)
+    def _room(self) -> int:
+        """Requests the lanes can take now (``depth`` waiting on each, at most)."""
+        return sum(self.depth - len(lane.waiting) for lane in self._lanes)
 
     def _write(self, ready: list[_Request], now: float) -> None:
         batches: dict[int, list[tuple[_Request, bytes]]] = {}
-        load = [len(lane.waiting) for lane in self._lanes]
+        # the least loaded lane first, as a heap: one pop and push per request, not a scan of every lane
+        load = [(len(lane.waiting), i) for i, lane in enumerate(self._lanes)]
+        heapq.heapify(load)
         for request in ready:
             try:  # the bearer token is read now: it rotates
                 data = self._opener.encode(request.method, request.target, request.body, request.content_type)
             except http1.ProtocolError as err:
                 _call(request.done, 0, b"", f"{type(err).__name__}: {err}")
                 continue
-            i = min(range(len(load)), key=load.__getitem__)
-            load[i] += 1
+            waiting, i = load[0]
+            heapq.heapreplace(load, (waiting + 1, i))
             batches.setdefault(i, []).append((request, data))
         for i, batch in batches.items():
             lane = self._lanes[i]
