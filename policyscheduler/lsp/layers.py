@@ -1,0 +1,137 @@
+"""The layered set a document belongs to, loaded with the editor's unsaved text.
+
+``policyscheduler lint FOLDER`` is the reference: the bundled defaults, then every ``*.policy`` file under
+the document's folder (recursively, in path order), then lint's own checks on the folder's files. The
+language server loads exactly that, except that an open document's text is the editor's buffer, not the
+file on disk: every user file goes to :func:`policyscheduler.loader.load_layered` as a (name, text) pair,
+named by its path, so the order (path order) and the names in diagnostics are the ones lint uses. A
+document that is not a file (an untitled buffer) is a set of its own on top of the defaults.
+
+Like ``lint``, a file of the folder that *is* a bundled default (same resolved path, or same base name
+and text -- the checkout's ``policies/``) counts as the default rather than as a second copy.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import os
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path, PurePath
+
+from pygls.uris import from_fs_path, to_fs_path
+
+from policyscheduler.diagnostics import sort_key
+from policyscheduler.loader import LoadResult, ParseCache, bundled_defaults_dir, load_layered, read_policy_paths
+from policyscheduler.source import SourceFile
+from policyscheduler.syntax import ast, parse
+
+__all__ = ["LintChecks", "Layered", "set_key", "load_for", "defaults", "parsed", "uri_for"]
+
+LintChecks = Callable[[LoadResult, Sequence[str]], LoadResult]
+"""Lint's checks on top of a load (``cli.lint.with_lint_checks``): the result and the paths in scope."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Layered:
+    """One loaded set: the load (with lint's checks) and the URIs of the user files it read."""
+
+    key: str
+    result: LoadResult
+    user_uris: dict[str, str]
+    """User file name (as in spans) -> the URI diagnostics for it are published on."""
+
+
+def _fs_path(uri: str) -> str | None:
+    if not uri.startswith("file:"):
+        return None
+    return to_fs_path(uri)
+
+
+def set_key(uri: str) -> str:
+    """Which set a document belongs to: its folder, or the URI itself for a buffer that is not a file."""
+    path = _fs_path(uri)
+    return str(Path(path).parent) if path else uri
+
+
+@functools.cache
+def defaults() -> tuple[SourceFile, ...]:
+    """The bundled default files (read once: they ship with the package and do not change under us)."""
+    sources, _ = read_policy_paths([bundled_defaults_dir()])
+    return tuple(sources)
+
+
+@functools.cache
+def _default_identity() -> tuple[frozenset[str], frozenset[tuple[str, str]]]:
+    srcs = defaults()
+    return (frozenset(os.path.realpath(s.name) for s in srcs),
+            frozenset((PurePath(s.name).name, s.text) for s in srcs))
+
+
+def _is_default(name: str, text: str) -> bool:
+    real, content = _default_identity()
+    return os.path.realpath(name) in real or (PurePath(name).name, text) in content
+
+
+def uri_for(name: str, open_uris: Mapping[str, str]) -> str:
+    """The URI of a file named in a span: the editor's own URI when it is open, else the file's."""
+    if ":" in name and not name.startswith("/") and not (len(name) > 1 and name[1] == ":"):
+        return name  # already a URI (an untitled buffer's name)
+    real = os.path.realpath(name)
+    return open_uris.get(real) or from_fs_path(os.path.abspath(name)) or name
+
+
+def load_for(uri: str, buffers: Mapping[str, str], lint: LintChecks, cache: ParseCache | None = None) -> Layered:
+    """Load the set ``uri`` belongs to; ``buffers`` maps every open document's URI to its current text.
+
+    ``cache`` keeps the parses of unchanged files from one load to the next (a keystroke re-parses one
+    file, not the folder); it is pruned to the files of this load.
+    """
+    path = _fs_path(uri)
+    if path is None:
+        result = lint(load_layered(texts=[(uri, buffers.get(uri, ""))], parse_cache=cache), [uri])
+        _prune(cache, result)
+        return Layered(uri, result, {uri: uri})
+    folder = Path(path).parent
+    open_by_real: dict[str, tuple[str, str]] = {}
+    for u, text in buffers.items():
+        p = _fs_path(u)
+        if p is not None:
+            open_by_real[os.path.realpath(p)] = (u, text)
+    sources, read_diags = read_policy_paths([folder]) if folder.is_dir() else ([], [])
+    texts: dict[str, str] = {}
+    seen: set[str] = set()
+    for src in sources:
+        real = os.path.realpath(src.name)
+        seen.add(real)
+        texts[src.name] = open_by_real[real][1] if real in open_by_real else src.text
+    real_folder = os.path.realpath(folder)
+    for real, (u, text) in open_by_real.items():  # open, not saved yet: part of the folder all the same
+        if real not in seen and real.endswith(".policy") and real.startswith(real_folder + os.sep):
+            p = _fs_path(u)
+            assert p is not None
+            texts[p] = text
+    user = [(name, text) for name, text in sorted(texts.items()) if not _is_default(name, text)]
+    result = load_layered(texts=user, parse_cache=cache)
+    _prune(cache, result)
+    read_diags = [d for d in read_diags if d.code != "no-policy-files"]
+    if read_diags:
+        result = dataclasses.replace(result, diagnostics=sorted([*read_diags, *result.diagnostics], key=sort_key))
+    result = lint(result, [str(folder), *(name for name, _ in user)])
+    open_uris = {real: u for real, (u, _) in open_by_real.items()}
+    return Layered(str(folder), result, {name: uri_for(name, open_uris) for name, _ in user})
+
+
+def _prune(cache: ParseCache | None, result: LoadResult) -> None:
+    if cache is None:
+        return
+    live = {(src.name, src.text) for src in result.sources.values()}
+    for key in [k for k in cache if k not in live]:
+        del cache[key]
+
+
+@functools.lru_cache(maxsize=4096)
+def parsed(name: str, text: str) -> ast.Module | None:
+    """One file's AST (cached by name and text: navigation re-reads the same files on every request)."""
+    module, _ = parse(SourceFile(name, text))
+    return module
