@@ -8,7 +8,8 @@ named by its path, so the order (path order) and the names in diagnostics are th
 document that is not a file (an untitled buffer) is a set of its own on top of the defaults.
 
 Like ``lint``, a file of the folder that *is* a bundled default (same resolved path, or same base name
-and text -- the checkout's ``policies/``) counts as the default rather than as a second copy.
+and text) counts as the default rather than as a second copy; a document of the bundled defaults folder
+itself (editing the checkout's ``policies/``) is checked as ``lint policies/`` checks it: as the defaults.
 """
 
 from __future__ import annotations
@@ -16,12 +17,13 @@ from __future__ import annotations
 import dataclasses
 import functools
 import os
+import tempfile
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path, PurePath
 
 from pygls.uris import from_fs_path, to_fs_path
 
-from policyscheduler.diagnostics import sort_key
+from policyscheduler.diagnostics import Span, sort_key
 from policyscheduler.loader import LoadResult, ParseCache, bundled_defaults_dir, load_layered, read_policy_paths
 from policyscheduler.source import SourceFile
 from policyscheduler.syntax import ast, parse
@@ -111,6 +113,9 @@ def load_for(uri: str, buffers: Mapping[str, str], lint: LintChecks, cache: Pars
             p = _fs_path(u)
             assert p is not None
             texts[p] = text
+    open_uris = {real: u for real, (u, _) in open_by_real.items()}
+    if real_folder == os.path.realpath(bundled_defaults_dir()):
+        return _edit_defaults(str(folder), texts, lint, open_uris)
     user = [(name, text) for name, text in sorted(texts.items()) if not _is_default(name, text)]
     result = load_layered(texts=user, parse_cache=cache)
     _prune(cache, result)
@@ -118,8 +123,32 @@ def load_for(uri: str, buffers: Mapping[str, str], lint: LintChecks, cache: Pars
     if read_diags:
         result = dataclasses.replace(result, diagnostics=sorted([*read_diags, *result.diagnostics], key=sort_key))
     result = lint(result, [str(folder), *(name for name, _ in user)])
-    open_uris = {real: u for real, (u, _) in open_by_real.items()}
     return Layered(str(folder), result, {name: uri_for(name, open_uris) for name, _ in user})
+
+
+def _edit_defaults(folder: str, texts: Mapping[str, str], lint: LintChecks, open_uris: Mapping[str, str]) -> Layered:
+    """A document of the bundled defaults folder itself (a checkout's ``policies/``): ``lint policies/``
+    checks the defaults alone, so the buffers are loaded *as* the defaults -- from a scratch copy of the
+    folder, since the loader reads defaults from a directory -- and the names mapped back."""
+    with tempfile.TemporaryDirectory(prefix="policyscheduler-lsp-") as tmp:
+        back: dict[str, str] = {}
+        for name, text in texts.items():
+            target = Path(tmp) / os.path.relpath(name, folder)
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_text(text, encoding="utf-8")
+            back[str(target)] = name
+        result = lint(load_layered(defaults_dir=tmp), [tmp])
+
+    def span(sp: Span | None) -> Span | None:
+        return dataclasses.replace(sp, file=back.get(sp.file, sp.file)) if sp is not None else None
+
+    result = dataclasses.replace(
+        result,
+        diagnostics=[dataclasses.replace(d, span=span(d.span)) for d in result.diagnostics],
+        sources={back.get(n, n): SourceFile(back.get(n, n), src.text) for n, src in result.sources.items()},
+        default_files=tuple(back.get(n, n) for n in result.default_files),
+    )
+    return Layered(folder, result, {name: uri_for(name, open_uris) for name in texts})
 
 
 def _prune(cache: ParseCache | None, result: LoadResult) -> None:
