@@ -28,7 +28,7 @@ from policyscheduler.loader import LoadResult, ParseCache, bundled_defaults_dir,
 from policyscheduler.source import SourceFile
 from policyscheduler.syntax import ast, parse
 
-__all__ = ["LintChecks", "Layered", "set_key", "load_for", "defaults", "parsed", "uri_for"]
+__all__ = ["LintChecks", "Layered", "set_key", "load_for", "defaults", "uri_for"]
 
 LintChecks = Callable[[LoadResult, Sequence[str]], LoadResult]
 """Lint's checks on top of a load (``cli.lint.with_lint_checks``): the result and the paths in scope."""
@@ -42,6 +42,8 @@ class Layered:
     result: LoadResult
     user_uris: dict[str, str]
     """User file name (as in spans) -> the URI diagnostics for it are published on."""
+    modules: dict[str, ast.Module | None] = dataclasses.field(default_factory=dict, repr=False)
+    """Every file's AST (the loader's own parses when cached), for navigation: parsed on the load thread."""
 
 
 def _fs_path(uri: str) -> str | None:
@@ -93,7 +95,7 @@ def load_for(uri: str, buffers: Mapping[str, str], lint: LintChecks, cache: Pars
     if path is None:
         result = lint(load_layered(texts=[(uri, buffers.get(uri, ""))], parse_cache=cache), [uri])
         _prune(cache, result)
-        return Layered(uri, result, {uri: uri})
+        return Layered(uri, result, {uri: uri}, _modules(result, cache))
     folder = Path(path).parent
     open_by_real: dict[str, tuple[str, str]] = {}
     for u, text in buffers.items():
@@ -123,7 +125,8 @@ def load_for(uri: str, buffers: Mapping[str, str], lint: LintChecks, cache: Pars
     if read_diags:
         result = dataclasses.replace(result, diagnostics=sorted([*read_diags, *result.diagnostics], key=sort_key))
     result = lint(result, [str(folder), *(name for name, _ in user)])
-    return Layered(str(folder), result, {name: uri_for(name, open_uris) for name, _ in user})
+    return Layered(str(folder), result, {name: uri_for(name, open_uris) for name, _ in user},
+                   _modules(result, cache))
 
 
 def _edit_defaults(folder: str, texts: Mapping[str, str], lint: LintChecks, open_uris: Mapping[str, str]) -> Layered:
@@ -148,7 +151,7 @@ def _edit_defaults(folder: str, texts: Mapping[str, str], lint: LintChecks, open
         sources={back.get(n, n): SourceFile(back.get(n, n), src.text) for n, src in result.sources.items()},
         default_files=tuple(back.get(n, n) for n in result.default_files),
     )
-    return Layered(folder, result, {name: uri_for(name, open_uris) for name in texts})
+    return Layered(folder, result, {name: uri_for(name, open_uris) for name in texts}, _modules(result, None))
 
 
 def _prune(cache: ParseCache | None, result: LoadResult) -> None:
@@ -159,8 +162,9 @@ def _prune(cache: ParseCache | None, result: LoadResult) -> None:
         del cache[key]
 
 
-@functools.lru_cache(maxsize=4096)
-def parsed(name: str, text: str) -> ast.Module | None:
-    """One file's AST (cached by name and text: navigation re-reads the same files on every request)."""
-    module, _ = parse(SourceFile(name, text))
-    return module
+def _modules(result: LoadResult, cache: ParseCache | None) -> dict[str, ast.Module | None]:
+    out: dict[str, ast.Module | None] = {}
+    for name, src in result.sources.items():
+        hit = cache.get((src.name, src.text)) if cache is not None else None
+        out[name] = hit[0] if hit is not None else parse(SourceFile(name, src.text))[0]
+    return out

@@ -3,7 +3,7 @@
 An ``override``/``disable``/``replace`` line names a rule of the set it is loaded into -- usually a
 bundled default -- so the definition of that name is looked up over the whole layer (the bundled files,
 then the folder's files, in load order), and jumping from ``override score image_locality`` opens the
-bundled ``95-image-locality.policy``. Files are parsed with the real parser (cached per text), so the
+bundled ``95-image-locality.policy``. The ASTs are the loader's own (kept with the load), so the
 positions are the parser's spans.
 """
 
@@ -14,10 +14,10 @@ import re
 
 from lsprotocol import types
 
-from policyscheduler.lsp.layers import Layered, parsed, uri_for
+from policyscheduler.lsp.layers import Layered, uri_for
 from policyscheduler.lsp.positions import line_prefix, span_range, word_at
 from policyscheduler.source import SourceFile
-from policyscheduler.syntax import ast
+from policyscheduler.syntax import ast, parse
 
 __all__ = ["RuleDef", "rule_index", "rule_at", "definitions", "document_symbols", "rule_hover"]
 
@@ -46,7 +46,7 @@ def rule_index(layered: Layered) -> dict[tuple[str, str], list[RuleDef]]:
         src = result.sources.get(name)
         if src is None:
             continue
-        module = parsed(src.name, src.text)
+        module = layered.modules.get(name)
         for rule in module.rules if module is not None else ():
             index.setdefault((rule.kind, rule.name), []).append(RuleDef(rule.kind, rule.name, name, rule, src))
     return index
@@ -105,7 +105,7 @@ def _rule_symbol(rule: ast.Rule, lines: list[str]) -> types.DocumentSymbol:
 
 def document_symbols(name: str, text: str) -> list[types.DocumentSymbol]:
     """The rules of one file, and its override/disable statements, in file order."""
-    module = parsed(name, text)
+    module, _ = parse(SourceFile(name, text))
     if module is None:
         return []
     lines = text.splitlines()

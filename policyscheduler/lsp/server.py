@@ -5,7 +5,8 @@ thread, never on the event loop: hover and completion stay answerable while a lo
 ``didChange`` per keystroke; a load starts only after ``debounce`` seconds without a change to the same
 set (a newer change cancels the waiting one), and its diagnostics are published only if no newer load of
 that set was started meanwhile, so stale squiggles never overwrite fresh ones. Opening and saving load at
-once. The latest load of each set is kept for completion, hover and go-to-definition.
+once. The latest load of each set (with its ASTs) is kept for completion, hover and go-to-definition;
+whatever parses text runs on the load thread, so the parser is never used by two threads at once.
 """
 
 from __future__ import annotations
@@ -152,15 +153,20 @@ def build_server(lint: LintChecks, debounce: float = DEFAULT_DEBOUNCE) -> Policy
             return []
         return navigation.definitions(layered, ls.lines(uri), params.position, _open_by_real(ls))
 
+    # these two parse the buffer: on the load thread, which owns the parser
+
     @server.feature(types.TEXT_DOCUMENT_DOCUMENT_SYMBOL)
-    def symbols(ls: PolicyLanguageServer, params: types.DocumentSymbolParams) -> list[types.DocumentSymbol]:
+    async def symbols(ls: PolicyLanguageServer, params: types.DocumentSymbolParams) -> list[types.DocumentSymbol]:
         doc = ls.workspace.get_text_document(params.text_document.uri)
-        return navigation.document_symbols(doc.path or doc.uri, doc.source)
+        return await asyncio.get_running_loop().run_in_executor(
+            ls.loader, navigation.document_symbols, doc.path or doc.uri, doc.source)
 
     @server.feature(types.TEXT_DOCUMENT_FORMATTING)
-    def format_doc(ls: PolicyLanguageServer, params: types.DocumentFormattingParams) -> list[types.TextEdit] | None:
+    async def format_doc(ls: PolicyLanguageServer,
+                         params: types.DocumentFormattingParams) -> list[types.TextEdit] | None:
         doc = ls.workspace.get_text_document(params.text_document.uri)
-        return formatting.format_document(doc.path or doc.uri, doc.source)
+        return await asyncio.get_running_loop().run_in_executor(
+            ls.loader, formatting.format_document, doc.path or doc.uri, doc.source)
 
     return server
 
