@@ -23,7 +23,7 @@ from pathlib import Path, PurePath
 
 from pygls.uris import from_fs_path, to_fs_path
 
-from policyscheduler.diagnostics import Span, sort_key
+from policyscheduler.diagnostics import ERROR, Span, sort_key
 from policyscheduler.loader import LoadResult, ParseCache, bundled_defaults_dir, load_layered, read_policy_paths
 from policyscheduler.source import SourceFile
 from policyscheduler.syntax import ast, parse
@@ -111,7 +111,9 @@ def load_for(uri: str, buffers: Mapping[str, str], lint: LintChecks, cache: Pars
         texts[src.name] = open_by_real[real][1] if real in open_by_real else src.text
     real_folder = os.path.realpath(folder)
     for real, (u, text) in open_by_real.items():  # open, not saved yet: part of the folder all the same
-        if real not in seen and real.endswith(".policy") and real.startswith(real_folder + os.sep):
+        if real in seen:
+            continue
+        if u == uri or (real.endswith(".policy") and real.startswith(real_folder + os.sep)):
             p = _fs_path(u)
             assert p is not None
             texts[p] = text
@@ -122,8 +124,10 @@ def load_for(uri: str, buffers: Mapping[str, str], lint: LintChecks, cache: Pars
     result = load_layered(texts=user, parse_cache=cache)
     _prune(cache, result)
     read_diags = [d for d in read_diags if d.code != "no-policy-files"]
-    if read_diags:
-        result = dataclasses.replace(result, diagnostics=sorted([*read_diags, *result.diagnostics], key=sort_key))
+    if read_diags:  # an unreadable file fails the set, as in lint
+        failed = any(d.severity == ERROR for d in read_diags)
+        result = dataclasses.replace(result, diagnostics=sorted([*read_diags, *result.diagnostics], key=sort_key),
+                                     policy_set=None if failed else result.policy_set)
     result = lint(result, [str(folder), *(name for name, _ in user)])
     return Layered(str(folder), result, {name: uri_for(name, open_uris) for name, _ in user},
                    _modules(result, cache))

@@ -58,3 +58,9 @@ def test_document_symbols_are_the_rules_and_statements() -> None:
     assert [(s.name, s.detail) for s in symbols] == [("a", "filter"), ("disable score image_locality", None),
                                                      ("b", "score weight 2")]
     assert symbols[0].selection_range == types.Range(types.Position(0, 7), types.Position(0, 8))
+
+
+def test_the_edited_document_counts_whatever_its_name(tmp_path: Path) -> None:
+    u = uri(tmp_path / "draft.txt")  # the editor was told it is a policy; lint would need the .policy name
+    layered = load_for(u, {u: 'filter x\n  reason "r"\n  require node.nope\n'}, with_lint_checks)
+    assert [d.code for d in by_uri(layered, u)[u]] == ["unknown-field"]
