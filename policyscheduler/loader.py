@@ -56,6 +56,7 @@ _REPO_ROOT = Path(__file__).resolve().parent.parent
 __all__ = [
     "FilterRule",
     "LoadResult",
+    "ParseCache",
     "PolicySet",
     "ScoreRule",
     "bundled_defaults_dir",
@@ -65,6 +66,10 @@ __all__ = [
     "load_sources",
     "read_policy_paths",
 ]
+
+
+ParseCache = dict[tuple[str, str], tuple[ast.Module | None, tuple[Diagnostic, ...]]]
+"""(file name, text) -> that file's parse (the AST is immutable, so a parse can be reused as is)."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -278,6 +283,7 @@ def load_layered(
     allow_empty: bool = False,
     defaults_dir: str | Path | None = None,
     schema: Schema | None = None,
+    parse_cache: ParseCache | None = None,
 ) -> LoadResult:
     """What every command loads: the bundled defaults, then the user's ``paths`` (argument order) and
     ``texts`` (e.g. ConfigMap keys, in key order). See the module docstring for the layering.
@@ -285,6 +291,8 @@ def load_layered(
     A user file that *is* a default file (same resolved path, or same base name and text: ``lint
     policies/`` in a checkout) counts as the default, so the same inputs always give the same digest.
     Unless ``allow_empty``: a path yielding no policy file and a set without filters are errors.
+    ``parse_cache`` (the language server's, reloading on every keystroke) reuses the parse of a file
+    whose name and text are unchanged; the caller owns it and prunes it.
     """
     root = Path(defaults_dir) if defaults_dir is not None else bundled_defaults_dir()
     default_read = _read([root], empty_is_error=True)
@@ -296,7 +304,7 @@ def load_layered(
     users.extend(sorted((SourceFile(n, t) for n, t in texts), key=lambda s: s.name))
     if not allow_empty and (paths or texts) and not user_read.sources and not texts and not user_read.diagnostics:
         user_read.diagnostics.append(error("no-policy-files", "no policy files were given", None))
-    result = _load(users, default_read.sources, schema=schema, ordered=True)
+    result = _load(users, default_read.sources, schema=schema, ordered=True, parse_cache=parse_cache)
     diags = default_read.diagnostics + user_read.diagnostics
     if not allow_empty and result.policy_set is not None and not result.policy_set.filters:
         diags.append(error("no-filters", "the policy set has no filter rule, so every pod would fit on every node "
@@ -323,14 +331,14 @@ def _finish(result: LoadResult, extra: list[Diagnostic]) -> LoadResult:
 
 
 def _load(users: Sequence[SourceFile], defaults: Sequence[SourceFile], *, schema: Schema | None,
-          ordered: bool) -> LoadResult:
+          ordered: bool, parse_cache: ParseCache | None = None) -> LoadResult:
     by_name = {s.name: s for s in [*defaults, *users]}
     # The pipeline allocates millions of small, acyclic objects (tokens, trees, AST nodes, closures); the
     # cyclic collector would rescan them over and over (half the time of a 10k-rule lint). Off while loading.
     gc_was_on = gc.isenabled()
     gc.disable()
     try:
-        return _pipeline(list(users), list(defaults), by_name, schema, ordered)
+        return _pipeline(list(users), list(defaults), by_name, schema, ordered, parse_cache)
     except RecursionError:
         d = error("too-deep", "an expression is nested too deeply to analyse; split it with 'let'", None)
         return LoadResult(None, [d], by_name)
@@ -343,7 +351,7 @@ def _load(users: Sequence[SourceFile], defaults: Sequence[SourceFile], *, schema
 
 
 def _pipeline(users: list[SourceFile], defaults: list[SourceFile], by_name: dict[str, SourceFile],
-              schema: Schema | None, ordered: bool) -> LoadResult:
+              schema: Schema | None, ordered: bool, parse_cache: ParseCache | None = None) -> LoadResult:
     if schema is None:
         _ensure_object_model()
         schema = global_schema()
@@ -352,8 +360,14 @@ def _pipeline(users: list[SourceFile], defaults: list[SourceFile], by_name: dict
     default_modules: list[ast.Module] = []
     for group, out in ((defaults, default_modules), (users, user_modules)):
         for src in group:
-            module, parse_diags = parse(src)
-            diags.extend(parse_diags)
+            hit = parse_cache.get((src.name, src.text)) if parse_cache is not None else None
+            if hit is None:
+                module, parse_diags = parse(src)
+                hit = (module, tuple(parse_diags))
+                if parse_cache is not None:
+                    parse_cache[(src.name, src.text)] = hit
+            module = hit[0]
+            diags.extend(hit[1])
             if module is not None:
                 out.append(module)
     layered = layer(default_modules, user_modules, diags)

@@ -36,7 +36,8 @@ ALLOWED: dict[str, set[str]] = {
     "simulate": {"diagnostics", "compiler", "objects", "state", "evaluation", "loader", "inputs", "cycle"},
     "testing": {"diagnostics", "source", "syntax", "loader", "compiler", "objects", "state", "evaluation", "inputs"},
     "cli": {"diagnostics", "source", "loader", "compiler", "objects", "state", "evaluation", "inputs", "simulate",
-            "cycle", "kube", "testing", "syntax", "checker", "schema", "config"},
+            "cycle", "kube", "testing", "syntax", "checker", "schema", "config", "lsp"},
+    "lsp": {"diagnostics", "source", "loader", "syntax", "checker", "schema"},
     "__init__": {"diagnostics", "loader", "compiler", "objects", "state", "evaluation"},
     "__main__": {"cli"},
 }

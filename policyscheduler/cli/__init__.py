@@ -103,6 +103,9 @@ _COMMANDS: dict[str, tuple[str, str, str]] = {
     "config": ("policyscheduler.cli.config",
                "the configuration file: 'config import' a KubeSchedulerConfiguration, 'config check' a file",
                "Work with PolicySchedulerConfiguration files (--config)."),
+    "lsp": ("policyscheduler.cli.lsp", "the language server for editors (LSP on stdin/stdout)",
+            "Serve the Language Server Protocol on stdin/stdout: lint's diagnostics as you type, completion, "
+            "hover, go-to-definition, symbols and formatting for .policy files."),
 }
 """Every subcommand but lint: one table, so registering and dispatching cannot drift apart."""
 
