@@ -63,7 +63,8 @@ NO_RULES = {
     "PrioritySort": "the queue order is ours (priority, then creation time)",
     "DefaultBinder": "we bind through the API server",
     "DefaultPreemption": "policyscheduler does not preempt",
-    "SchedulingGates": "gated pods are never scheduled",
+    "SchedulingGates": "built in (PreEnqueue): a gated pod waits in the gated pool, never decided, and is "
+                       "queued at once when its last gate is removed",
     "VolumeBinding": "volumes are not modelled", "VolumeRestrictions": "volumes are not modelled",
     "VolumeZone": "volumes are not modelled", "NodeVolumeLimits": "volumes are not modelled",
     "EBSLimits": "volumes are not modelled", "GCEPDLimits": "volumes are not modelled",
@@ -213,6 +214,9 @@ def _plugins(doc: Doc, p: tuple[Any, ...], note: Any, dis_f: set[str], dis_s: se
             if plugin != "*" and plugin not in PLUGINS:
                 if plugin not in NO_RULES:
                     note(q + ("disabled", i), f"disabling {plugin!r}: not a default plugin")
+                elif plugin == "SchedulingGates":
+                    note(q + ("disabled", i), "disabling 'SchedulingGates': policyscheduler always keeps gated "
+                         "pods out of the queue (the API server refuses to bind a gated pod anyway)")
                 continue
             for t in targets:
                 filters, scores, _ = PLUGINS[t]

@@ -1,6 +1,7 @@
 """The scheduling cycle: one queue and one ``schedule_one``, shared by ``simulate`` and ``run``.
 
-* :mod:`.queue`: active / backoff / unschedulable, kube-scheduler's rules, a clock parameter.
+* :mod:`.queue`: active / backoff / unschedulable / gated, kube-scheduler's rules, a clock parameter.
+* :mod:`.gates`: PreEnqueue -- scheduling gates keep a pod in the gated pool, never decided.
 * :mod:`.cache`: watch events in, one cluster snapshot view per cycle out (assume / forget).
 * :mod:`.schedule`: pop -> evaluate -> assume -> binder, or back to the queue with the message.
 

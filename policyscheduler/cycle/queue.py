@@ -1,4 +1,4 @@
-"""The scheduling queue: active, backoff and unschedulable, as kube-scheduler keeps them.
+"""The scheduling queue: active, backoff, unschedulable and gated, as kube-scheduler keeps them.
 
 * **active**: a heap popped in ``order`` (default kube-scheduler's PrioritySort: higher
   ``spec.priority`` first, then the earliest queue timestamp; an insertion counter makes it total).
@@ -10,6 +10,12 @@
   rules read; :meth:`SchedulingQueue.move_all` moves everyone) -- to backoff while its backoff lasts,
   else to active -- and :meth:`SchedulingQueue.flush` moves any that waited longer than
   ``max_unschedulable`` (5 minutes).
+* **gated**: pods with ``spec.schedulingGates`` (kube-scheduler's PreEnqueue, :mod:`.gates`). They are
+  never popped, never decided, and no cluster event or flush moves them; the update that removes the
+  last gate moves the pod straight to active (it was never attempted: no backoff). ``on_gate(entry,
+  gated)`` is called, outside the lock, when a pod enters (True) or leaves (False) the pool. The API
+  server lets a pod's gates only be removed after creation, so a pod the queue already holds
+  elsewhere never becomes gated.
 
 A pod popped for a cycle is *in flight* until the cycle hands it back (:meth:`add_unschedulable`,
 :meth:`add_backoff`) or lets it go (:meth:`done`); it is *deciding* until then or until it is handed to
@@ -32,11 +38,12 @@ from collections.abc import Callable, Hashable
 from typing import Any
 
 from policyscheduler.cycle.events import ClusterEvent, Interest
+from policyscheduler.cycle.gates import scheduling_gates
 
 __all__ = ["QueuedPod", "SchedulingQueue", "priority_order", "pod_priority", "scheduler_name_of", "QUEUES",
            "DEFAULT_SCHEDULER"]
 
-QUEUES = ("active", "backoff", "unschedulable")
+QUEUES = ("active", "backoff", "unschedulable", "gated")
 """The names used for ``pending_pods{queue=...}``."""
 
 Clock = Callable[[], float]
@@ -87,6 +94,8 @@ class QueuedPod:
     interest: Interest | None = None
     """Set by the cycle when the pod is unschedulable: which events may change its verdict (None: any)."""
     deleted: bool = False
+    gates: tuple[str, ...] = ()
+    """The names of its scheduling gates while it waits in the gated pool."""
     extra: dict[str, Any] = dataclasses.field(default_factory=dict)
 
 
@@ -121,6 +130,7 @@ class SchedulingQueue:
         max_backoff: float = 10.0,
         max_unschedulable: float = 300.0,
         refresh_timestamp: bool = True,
+        on_gate: Callable[[QueuedPod, bool], None] | None = None,
     ) -> None:
         self._clock = clock
         self._order = order
@@ -134,6 +144,8 @@ class SchedulingQueue:
         self._backoff: list[tuple[float, int, QueuedPod]] = []
         self._backoff_keys: dict[Hashable, QueuedPod] = {}
         self._unschedulable: dict[Hashable, QueuedPod] = {}
+        self._gated: dict[Hashable, QueuedPod] = {}
+        self._on_gate = on_gate
         self._in_flight: dict[Hashable, QueuedPod] = {}
         self._deciding: dict[Hashable, QueuedPod] = {}
         self._events: list[tuple[int, ClusterEvent]] = []
@@ -169,40 +181,58 @@ class SchedulingQueue:
 
     def _find(self, key: Hashable) -> QueuedPod | None:
         return (self._active_keys.get(key) or self._backoff_keys.get(key) or self._unschedulable.get(key)
-                or self._in_flight.get(key))
+                or self._gated.get(key) or self._in_flight.get(key))
 
     # -- producers (watch events) -----------------------------------------------------------------
 
     def add(self, key: Hashable, pod: dict[str, Any], **extra: Any) -> bool:
         """Queue a new pending pod, or update the object of one already known; True when new.
 
-        An update of a pod waiting in the unschedulable pool moves it back when something scheduling
-        reads changed (its new spec may fit) -- not for status-only updates such as our own
-        PodScheduled=False patch, which would otherwise buy every failure a second attempt;
-        an update of a pod in flight only replaces the object the cycle will requeue.
+        A new pod with scheduling gates goes to the gated pool; the update of a gated pod that removes
+        its last gate moves it to active. An update of a pod waiting in the unschedulable pool moves it
+        back when something scheduling reads changed (its new spec may fit) -- not for status-only
+        updates such as our own PodScheduled=False patch, which would otherwise buy every failure a
+        second attempt; an update of a pod in flight only replaces the object the cycle will requeue.
         """
+        gate_change: tuple[QueuedPod, bool] | None = None
         with self._lock:
             known = self._find(key)
             now = self._clock()
+            gates = scheduling_gates(pod)
             if known is not None:
                 changed = scheduling_view(known.pod) != scheduling_view(pod)
                 known.pod = pod
                 known.priority = pod_priority(pod)
                 known.deleted = False
                 known.extra.update(extra)
-                if key in self._unschedulable and changed:
+                if key in self._gated:
+                    known.gates = gates
+                    if not gates:  # the last gate removed: an ordinary pending pod, never attempted
+                        del self._gated[key]
+                        self._requeue(known, now)
+                        self.moves["SchedulingGatesEliminated"] = self.moves.get("SchedulingGatesEliminated", 0) + 1
+                        gate_change = (known, False)
+                elif key in self._unschedulable and changed:
                     del self._unschedulable[key]
                     self._requeue(known, now)
-                return False
-            entry = QueuedPod(key, pod, pod_priority(pod), now, next(self._seq), extra=dict(extra))
-            self._push_active(entry)
-            return True
+                new = False
+            else:
+                entry = QueuedPod(key, pod, pod_priority(pod), now, next(self._seq), gates=gates, extra=dict(extra))
+                if gates:
+                    self._gated[key] = entry
+                    gate_change = (entry, True)
+                else:
+                    self._push_active(entry)
+                new = True
+        if gate_change is not None and self._on_gate is not None:
+            self._on_gate(*gate_change)
+        return new
 
     def delete(self, key: Hashable) -> bool:
         """Forget a pod (deleted, bound elsewhere, no longer ours); True when it was known."""
         with self._lock:
             entry = self._active_keys.pop(key, None) or self._backoff_keys.pop(key, None) \
-                or self._unschedulable.pop(key, None)
+                or self._unschedulable.pop(key, None) or self._gated.pop(key, None)
             if entry is not None:
                 entry.deleted = True  # lazily skipped when it surfaces from a heap
                 return True
@@ -368,7 +398,7 @@ class SchedulingQueue:
         """Pods per queue (``pending_pods{queue}``); in-flight pods are not pending."""
         with self._lock:
             return {"active": len(self._active_keys), "backoff": len(self._backoff_keys),
-                    "unschedulable": len(self._unschedulable)}
+                    "unschedulable": len(self._unschedulable), "gated": len(self._gated)}
 
     def in_flight(self) -> int:
         """Pods popped and not handed back yet."""
@@ -380,10 +410,15 @@ class SchedulingQueue:
         with self._lock:
             return list(self._unschedulable.values())
 
+    def gated(self) -> list[QueuedPod]:
+        """The pods in the gated pool (a copy)."""
+        with self._lock:
+            return list(self._gated.values())
+
     def __contains__(self, key: object) -> bool:
         with self._lock:
             return self._find(key) is not None  # type: ignore[arg-type,unused-ignore]
 
     def __len__(self) -> int:
         with self._lock:
-            return len(self._active_keys) + len(self._backoff_keys) + len(self._unschedulable)
+            return len(self._active_keys) + len(self._backoff_keys) + len(self._unschedulable) + len(self._gated)

@@ -32,7 +32,8 @@ class _Sizes(Collector):
         self._digest, self._reload_ok = digest, reload_ok
 
     def collect(self):  # type: ignore[no-untyped-def]
-        pending = GaugeMetricFamily("policyscheduler_pending_pods", "Pending pods by queue.", labels=["queue"])
+        pending = GaugeMetricFamily("policyscheduler_pending_pods",
+                                    "Pending pods by queue (active, backoff, unschedulable, gated).", labels=["queue"])
         for queue, count in self._pending().items():
             pending.add_metric([queue], count)
         yield pending

@@ -42,10 +42,12 @@ from policyscheduler.cycle import (
     Attempt,
     ClusterCache,
     Cycle,
+    QueuedPod,
     SchedulingQueue,
 )
 from policyscheduler.cycle.cache import is_placed, node_name_of
 from policyscheduler.cycle.events import ClusterEvent, node_facet_view, node_facets_changed
+from policyscheduler.cycle.gates import gate_log_fields
 from policyscheduler.evaluation import make_evaluator
 from policyscheduler.kube.binder import DEFAULT_LANES, Binder
 from policyscheduler.kube.events import EventRecorder
@@ -168,7 +170,7 @@ class LiveScheduler:
         self.profile_names = [p.name for p in self.profiles]
         scheduling = [p for p in self.profiles if p.shadows is None]
         self.scheduling_names = frozenset(p.name for p in scheduling)
-        self.queue = SchedulingQueue()
+        self.queue = SchedulingQueue(on_gate=self._gate_changed)  # gated pods: cycle/gates.py
         self.cache = ClusterCache()
         self.recorders = {p.name: EventRecorder(client, p.name, busy=self._busy) for p in self.profiles}
         self.recorder = self.recorders[self.profile_names[0]]
@@ -506,6 +508,12 @@ class LiveScheduler:
             self._warned = len(warnings)
         if attempt.node is None and not self.queue.pending()["active"]:  # no bind follows, no pod waits:
             flush_logs()  # the buffered decision lines go out now
+
+    def _gate_changed(self, entry: QueuedPod, gated: bool) -> None:
+        """A pod entered or left the gated pool: one log line (the API server wrote its condition)."""
+        fields = gate_log_fields(entry.pod, entry.gates, gated)
+        fields["profile"] = self._profile_of(entry.pod)
+        _log_decision(logging.INFO, fields["result"], fields)
 
     def _profile_of(self, pod: Mapping[str, Any]) -> str:
         """The profile that decides ``pod`` (its scheduler name; the first profile for a stranger)."""

@@ -25,6 +25,14 @@ Every pending pod is scheduled whatever its ``spec.schedulerName``: a simulation
 policies would do with the whole workload. Pending = a Pod without ``spec.nodeName`` that is not
 Succeeded/Failed and not being deleted (:func:`is_pending`).
 
+Gated pods (``spec.schedulingGates`` not empty) wait in the queue's gated pool, as in the live
+scheduler and kube-scheduler: never evaluated, never placed, and they place nothing in the way of the
+others. Each is reported as unplaced (node null) with kube-scheduler's own PreEnqueue text,
+``waiting for scheduling gates: [a b]`` (:func:`policyscheduler.cycle.gates.gate_message`): it names the
+gates, where the pod's ``PodScheduled`` condition (written by the API server at creation) only says
+"Scheduling is blocked due to non-empty scheduling gates". There is no FailedScheduling text for them
+because there is no scheduling attempt.
+
 Placements are reported in **settled order**: every successful placement in the order it happened
 (pass after pass), then the pods that fit nowhere, in queue order.
 
@@ -41,7 +49,8 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 from policyscheduler.cycle import ERROR, SCHEDULED, UNSCHEDULABLE, Attempt, ClusterCache, Cycle, SchedulingQueue
 from policyscheduler.cycle.events import ClusterEvent
-from policyscheduler.evaluation import Decision, Evaluator, ReferenceEvaluator
+from policyscheduler.cycle.gates import gate_message
+from policyscheduler.evaluation import Decision, Evaluator, ReferenceEvaluator, pod_key
 from policyscheduler.simulate.queue import is_pending, queue_order
 
 if TYPE_CHECKING:
@@ -218,6 +227,8 @@ def simulate(
             queue.move(ClusterEvent.assigned_pod("AssignedPodAdd", node))
         if not queue.pending()["active"] and not queue.pending()["backoff"]:
             break  # no waiting pod can be helped by what this pass placed
+    for entry in queue.gated():  # never decided: unplaced with kube-scheduler's PreEnqueue text
+        last_failure[int(entry.key)] = _gated(entry.pod, entry.gates, policy_set.digest)  # type: ignore[call-overload]
     unplaced = [last_failure[index] for index in sorted(last_failure)]
     return Simulation(
         policy_digest=policy_set.digest,
@@ -227,6 +238,11 @@ def simulate(
         nodes=_usage(snapshot, placed),
         evaluations=evaluations,
     )
+
+
+def _gated(pod: dict[str, Any], gates: tuple[str, ...], digest: str) -> Decision:
+    """The placement of a gated pod: no node, no score, the gates named in ``message``."""
+    return Decision(pod_key(pod), None, {}, (), {}, {}, (), None, gate_message(gates), digest)
 
 
 def _summary(decision: Decision) -> Decision:

@@ -49,7 +49,7 @@ def test_unschedulable_waits_for_an_event_then_backs_off() -> None:
     assert q.add_unschedulable(e) == "unschedulable"
     clock.now += 60
     assert q.pop() is None  # no event: it stays
-    assert q.pending() == {"active": 0, "backoff": 0, "unschedulable": 1}
+    assert q.pending() == {"active": 0, "backoff": 0, "unschedulable": 1, "gated": 0}
     assert q.move_all("NodeAdd") == 1
     e = q.pop()
     assert e is not None and e.attempts == 2
