@@ -15,6 +15,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from policyscheduler.checker.env import FuncSig
 from policyscheduler.checker.types import STRING, RecordT
 from policyscheduler.compiler import builtins as rt
 from policyscheduler.evaluation.vector import kernels, ops
@@ -68,13 +69,15 @@ class CallLowering(LowerBase):
             return self._port_conflict(e, scope, level)
         raise Unsupported(f"method {rec}.{name}() on node-dependent values")
 
-    def _cluster_column(self, e: ast.Call, name: str, sig: Any, node_params: list[int], scope: Scope,
+    def _cluster_column(self, e: ast.Call, name: str, sig: FuncSig, node_params: list[int], scope: Scope,
                         level: int) -> Fn:
         args = [self.expr_as(a, p, scope, level) for a, p in zip(e.args, sig.params)]
         kind = kind_of(sig.ret)
         if kind is None:
             raise Unsupported(f"cluster.{name}() returning {sig.ret}")
         fn = sig.fn
+        if fn is None:
+            raise Unsupported(f"cluster.{name}() has no Python function to run per node")
 
         node_set = frozenset(node_params)
         only_node = len(args) == 1 and node_params == [0]
