@@ -39,7 +39,6 @@ class LowerBase(ExprVisitor[Fn]):
         self.info = checked.info
         self.ref = ExprCompiler(checked.info)
         self._free = FreeNames()
-        self.notes: list[str] = []
         self.allow_ragged_list = False
         """Set while lowering ``reject each`` / the argument of ``len``: the only places a list built from
         a node list (:class:`~.values.RList`) may appear."""
