@@ -2,9 +2,10 @@
 
 A :class:`Decision` is what every evaluator produces and what the simulator, ``explain`` and the
 scheduling cycle consume. It is deliberately plain (frozen dataclasses of strings, ints, tuples,
-dicts and lists, no references to rules or objects) so that two evaluator implementations -- the
-per-node reference and a future vectorised one -- can be compared with ``==`` on random clusters,
-and so that a decision can be logged or turned into JSON without touching the cluster snapshot.
+dicts and lists, no references to rules or objects) so that the two evaluation backends -- the
+per-node reference and the vectorised one (``evaluation/vector``) -- can be compared with ``==`` on
+random clusters (``tests/evaluation/test_backends_agree.py``), and so that a decision can be logged or
+turned into JSON without touching the cluster snapshot.
 """
 
 from __future__ import annotations

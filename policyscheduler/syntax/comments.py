@@ -24,10 +24,6 @@ class Comment:
     text: str
     standalone: bool
 
-    @property
-    def is_doc(self) -> bool:
-        return self.text.startswith("##")
-
 
 def _comment_start(line: str) -> int:
     """The index of the ``#`` starting a comment on ``line``, or -1 (strings: ``"..."``, escapes ``\\x``)."""

@@ -18,12 +18,14 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, assert_never
 
+from policyscheduler.diagnostics import Span
 from policyscheduler.source import SourceFile
 from policyscheduler.syntax import ast
 from policyscheduler.syntax.comments import Comment, scan_comments
 from policyscheduler.syntax.parser import parse
+from policyscheduler.syntax.visitor import ExprVisitor
 
 __all__ = ["WIDTH", "FormatError", "format_source", "same_meaning", "strip_spans"]
 
@@ -114,19 +116,38 @@ _BIN_LEVEL = {"or": OR, "and": AND, "==": CMP, "!=": CMP, "<": CMP, "<=": CMP, "
 _CHAIN = {OR: {"or"}, AND: {"and"}, SUM: {"+", "-"}, TERM: {"*", "/", "%"}}
 
 
-def _level(e: ast.Expr) -> int:
-    if isinstance(e, (ast.Quantifier, ast.IfExpr)):
+class _Level(ExprVisitor[int]):
+    """The precedence level of an expression's outermost construct (where it needs parentheses)."""
+
+    def _atom(self, e: ast.Expr) -> int:
+        return ATOM
+
+    _IntLit = _FloatLit = _QuantityLit = _StringLit = _BoolLit = _Name = _ListLit = _atom
+    _Aggregate = _Comprehension = _atom
+
+    def _expr(self, e: ast.Quantifier | ast.IfExpr) -> int:
         return EXPR
-    if isinstance(e, ast.Binary):
-        return _BIN_LEVEL[e.op]
-    if isinstance(e, ast.Unary):
-        return NOT if e.op == "not" else UNARY
-    if isinstance(e, (ast.Attr, ast.Call, ast.Index)):
+
+    _Quantifier = _IfExpr = _expr
+
+    def _postfix(self, e: ast.Attr | ast.Call | ast.Index) -> int:
         return POSTFIX
-    return ATOM
+
+    _Attr = _Call = _Index = _postfix
+
+    def _Binary(self, e: ast.Binary) -> int:
+        return _BIN_LEVEL[e.op]
+
+    def _Unary(self, e: ast.Unary) -> int:
+        return NOT if e.op == "not" else UNARY
 
 
-class _Printer:
+_level = _Level().visit
+
+
+class _Printer(ExprVisitor[Any]):
+    """The layout document of expressions (one visitor method per expression class), clauses and items."""
+
     def __init__(self, src: SourceFile) -> None:
         self.src = src
 
@@ -139,14 +160,6 @@ class _Printer:
     def binders(self, loop: ast.Loop) -> str:
         return ", ".join(b.name for b in loop.binders)
 
-    def float_text(self, e: ast.FloatLit) -> str:
-        s = e.span
-        if s.line == s.end_line:
-            text = self.src.line(s.line)[s.col - 1:s.end_col - 1]
-            if text and text[0].isdigit() and "." in text:
-                return text
-        return repr(e.value)
-
     def args(self, items: Sequence[Any], open_: str, close: str) -> Any:
         if not items:
             return open_ + close
@@ -158,135 +171,160 @@ class _Printer:
         return _Group([open_, _Nest(INDENT, body), SOFT, close])
 
     def expr(self, e: ast.Expr) -> Any:
-        if isinstance(e, ast.IntLit):
-            return str(e.value)
-        if isinstance(e, ast.FloatLit):
-            return self.float_text(e)
-        if isinstance(e, ast.QuantityLit):
-            return e.text
-        if isinstance(e, ast.StringLit):
-            return f'"{e.raw}"'
-        if isinstance(e, ast.BoolLit):
-            return "true" if e.value else "false"
-        if isinstance(e, ast.Name):
-            return e.id
-        if isinstance(e, ast.Attr):
-            return [self.at(e.obj, POSTFIX), ".", e.name]
-        if isinstance(e, ast.Index):
-            return [self.at(e.obj, POSTFIX), "[", self.expr(e.index), "]"]
-        if isinstance(e, ast.Call):
-            items = [self.at(a, EXPR) for a in e.args]
-            if e.default is None and len(e.args) == 1 and isinstance(
-                    e.args[0], (ast.ListLit, ast.Comprehension, ast.Aggregate, ast.Call)):
-                return [self.at(e.func, POSTFIX), "(", items[0], ")"]  # hug: f([...]), round(sum(...))
-            if e.default is not None:
-                items.append(["default ", self.at(e.default, EXPR)])
-            return [self.at(e.func, POSTFIX), self.args(items, "(", ")")]
-        if isinstance(e, ast.ListLit):
-            return self.args([self.at(i, EXPR) for i in e.items], "[", "]")
-        if isinstance(e, ast.Unary):
-            if e.op == "not":
-                # readability: `not (a in b)`, `not (a and b)` rather than what precedence allows
-                return ["not ", self.at(e.operand, NOT if _level(e.operand) > SUM else ATOM)]
-            return ["-", self.at(e.operand, UNARY)]
-        if isinstance(e, ast.Binary):
-            level = _BIN_LEVEL[e.op]
-            if level in _CHAIN:
-                parts: list[tuple[str, ast.Expr]] = []
-                cur: ast.Expr = e
-                while isinstance(cur, ast.Binary) and cur.op in _CHAIN[level]:
-                    parts.append((cur.op, cur.right))
-                    cur = cur.left
-                first = self.at(cur, level)
-                rest: list[Any] = []
-                if level == OR and isinstance(cur, ast.Binary) and cur.op == "and":
-                    first = ["(", self.expr(cur), ")"]  # readability: `(a and b) or c`
-                for op, right in reversed(parts):
-                    need = level + 1
-                    if level == OR and isinstance(right, ast.Binary) and right.op == "and":
-                        need = NOT
-                    rest += [LINE, op, " ", self.at(right, need)]
-                return _Group([first, _Nest(INDENT, rest)])
-            return _Group([self.at(e.left, SUM), _Nest(INDENT, [LINE, e.op, " ", self.at(e.right, SUM)])])
-        if isinstance(e, ast.IfExpr):
-            return _Group(["if ", self.at(e.cond, OR),
-                           _Nest(INDENT, [LINE, "then ", self.at(e.then, EXPR), LINE, "else ", self.at(e.else_, EXPR)])])
-        if isinstance(e, ast.Quantifier):
-            head: list[Any] = [e.kind, " ", self.binders(e.loop), " in ", self.at(e.loop.iterable, OR)]
-            if e.loop.where is not None:
-                head.append(_Nest(INDENT, [LINE, "where ", self.at(e.loop.where, EXPR)]))
-            return _Group([*head, ":", _Nest(INDENT, [LINE, self.at(e.body, EXPR)])])
-        if isinstance(e, ast.Aggregate):
-            inner: list[Any] = [SOFT, self.binders(e.loop), " in ", self.at(e.loop.iterable, OR)]
-            if e.loop.where is not None:
-                inner += [LINE, "where ", self.at(e.loop.where, EXPR)]
-            if e.value is not None:
-                inner += [":", LINE, self.at(e.value, EXPR)]
-            if e.default is not None:
-                inner += [",", LINE, "default ", self.at(e.default, EXPR)]
-            return _Group([e.kind, "(", _Nest(INDENT, inner), SOFT, ")"])
-        if isinstance(e, ast.Comprehension):
-            inner = [SOFT, self.at(e.value, EXPR), LINE, "for ", self.binders(e.loop), " in ",
-                     self.at(e.loop.iterable, OR)]
-            if e.loop.where is not None:
-                inner += [LINE, "where ", self.at(e.loop.where, EXPR)]
-            return _Group(["[", _Nest(INDENT, inner), SOFT, "]"])
-        raise TypeError(f"cannot format {type(e).__name__}")
+        return self.visit(e)
+
+    def _IntLit(self, e: ast.IntLit) -> Any:
+        return str(e.value)
+
+    def _FloatLit(self, e: ast.FloatLit) -> Any:
+        s = e.span
+        if s.line == s.end_line:
+            text = self.src.line(s.line)[s.col - 1:s.end_col - 1]
+            if text and text[0].isdigit() and "." in text:
+                return text
+        return repr(e.value)
+
+    def _QuantityLit(self, e: ast.QuantityLit) -> Any:
+        return e.text
+
+    def _StringLit(self, e: ast.StringLit) -> Any:
+        return f'"{e.raw}"'
+
+    def _BoolLit(self, e: ast.BoolLit) -> Any:
+        return "true" if e.value else "false"
+
+    def _Name(self, e: ast.Name) -> Any:
+        return e.id
+
+    def _Attr(self, e: ast.Attr) -> Any:
+        return [self.at(e.obj, POSTFIX), ".", e.name]
+
+    def _Index(self, e: ast.Index) -> Any:
+        return [self.at(e.obj, POSTFIX), "[", self.expr(e.index), "]"]
+
+    def _Call(self, e: ast.Call) -> Any:
+        items = [self.at(a, EXPR) for a in e.args]
+        if e.default is None and len(e.args) == 1 and isinstance(
+                e.args[0], (ast.ListLit, ast.Comprehension, ast.Aggregate, ast.Call)):
+            return [self.at(e.func, POSTFIX), "(", items[0], ")"]  # hug: f([...]), round(sum(...))
+        if e.default is not None:
+            items.append(["default ", self.at(e.default, EXPR)])
+        return [self.at(e.func, POSTFIX), self.args(items, "(", ")")]
+
+    def _ListLit(self, e: ast.ListLit) -> Any:
+        return self.args([self.at(i, EXPR) for i in e.items], "[", "]")
+
+    def _Unary(self, e: ast.Unary) -> Any:
+        if e.op == "not":
+            # readability: `not (a in b)`, `not (a and b)` rather than what precedence allows
+            return ["not ", self.at(e.operand, NOT if _level(e.operand) > SUM else ATOM)]
+        return ["-", self.at(e.operand, UNARY)]
+
+    def _Binary(self, e: ast.Binary) -> Any:
+        level = _BIN_LEVEL[e.op]
+        if level in _CHAIN:
+            parts: list[tuple[str, ast.Expr]] = []
+            cur: ast.Expr = e
+            while isinstance(cur, ast.Binary) and cur.op in _CHAIN[level]:
+                parts.append((cur.op, cur.right))
+                cur = cur.left
+            first = self.at(cur, level)
+            rest: list[Any] = []
+            if level == OR and isinstance(cur, ast.Binary) and cur.op == "and":
+                first = ["(", self.expr(cur), ")"]  # readability: `(a and b) or c`
+            for op, right in reversed(parts):
+                need = level + 1
+                if level == OR and isinstance(right, ast.Binary) and right.op == "and":
+                    need = NOT
+                rest += [LINE, op, " ", self.at(right, need)]
+            return _Group([first, _Nest(INDENT, rest)])
+        return _Group([self.at(e.left, SUM), _Nest(INDENT, [LINE, e.op, " ", self.at(e.right, SUM)])])
+
+    def _IfExpr(self, e: ast.IfExpr) -> Any:
+        return _Group(["if ", self.at(e.cond, OR),
+                       _Nest(INDENT, [LINE, "then ", self.at(e.then, EXPR), LINE, "else ", self.at(e.else_, EXPR)])])
+
+    def _Quantifier(self, e: ast.Quantifier) -> Any:
+        head: list[Any] = [e.kind, " ", self.binders(e.loop), " in ", self.at(e.loop.iterable, OR)]
+        if e.loop.where is not None:
+            head.append(_Nest(INDENT, [LINE, "where ", self.at(e.loop.where, EXPR)]))
+        return _Group([*head, ":", _Nest(INDENT, [LINE, self.at(e.body, EXPR)])])
+
+    def _Aggregate(self, e: ast.Aggregate) -> Any:
+        inner: list[Any] = [SOFT, self.binders(e.loop), " in ", self.at(e.loop.iterable, OR)]
+        if e.loop.where is not None:
+            inner += [LINE, "where ", self.at(e.loop.where, EXPR)]
+        if e.value is not None:
+            inner += [":", LINE, self.at(e.value, EXPR)]
+        if e.default is not None:
+            inner += [",", LINE, "default ", self.at(e.default, EXPR)]
+        return _Group([e.kind, "(", _Nest(INDENT, inner), SOFT, ")"])
+
+    def _Comprehension(self, e: ast.Comprehension) -> Any:
+        inner = [SOFT, self.at(e.value, EXPR), LINE, "for ", self.binders(e.loop), " in ",
+                 self.at(e.loop.iterable, OR)]
+        if e.loop.where is not None:
+            inner += [LINE, "where ", self.at(e.loop.where, EXPR)]
+        return _Group(["[", _Nest(INDENT, inner), SOFT, "]"])
 
     # -- clauses and items
     def clause(self, c: ast.Clause) -> Any:
         x = self.at
-        if isinstance(c, ast.Reason):
-            return ["reason ", self.expr(c.text)]
-        if isinstance(c, ast.Applies):
-            return ["applies when ", x(c.cond, EXPR)]
-        if isinstance(c, ast.Let):
-            return ["let ", c.name, " = ", x(c.value, EXPR)]
-        if isinstance(c, ast.Require):
-            if c.else_ is None:
-                return ["require ", x(c.cond, EXPR)]
-            return _Group(["require ", x(c.cond, EXPR), _Nest(INDENT, [LINE, "else ", x(c.else_, EXPR)])])
-        if isinstance(c, ast.RejectPod):
-            return _Group(["reject pod ", x(c.reason, EXPR), _Nest(INDENT, [LINE, "when ", x(c.when, EXPR)])])
-        if isinstance(c, ast.Reject):
-            reason = x(c.reason, EXPR)
-            if _leftmost_name(c.reason) in ("pod", "each"):  # `reject pod + 0 when` reads as `reject pod ...`
-                reason = ["(", reason, ")"]
-            return _Group(["reject ", reason, _Nest(INDENT, [LINE, "when ", x(c.when, EXPR)])])
-        if isinstance(c, ast.RejectEach):
-            return ["reject each ", x(c.reasons, EXPR)]
-        if isinstance(c, ast.IgnoreWhen):
-            return ["ignore node when ", x(c.cond, EXPR)]
-        if isinstance(c, ast.Value):
-            return ["value ", x(c.value, EXPR)]
-        raise TypeError(f"cannot format {type(c).__name__}")
+        match c:
+            case ast.Reason():
+                return ["reason ", self.expr(c.text)]
+            case ast.Applies():
+                return ["applies when ", x(c.cond, EXPR)]
+            case ast.Let():
+                return ["let ", c.name, " = ", x(c.value, EXPR)]
+            case ast.Require():
+                if c.else_ is None:
+                    return ["require ", x(c.cond, EXPR)]
+                return _Group(["require ", x(c.cond, EXPR), _Nest(INDENT, [LINE, "else ", x(c.else_, EXPR)])])
+            case ast.RejectPod():
+                return _Group(["reject pod ", x(c.reason, EXPR), _Nest(INDENT, [LINE, "when ", x(c.when, EXPR)])])
+            case ast.Reject():
+                reason = x(c.reason, EXPR)
+                if _leftmost_name(c.reason) in ("pod", "each"):  # `reject pod + 0 when` reads as `reject pod ...`
+                    reason = ["(", reason, ")"]
+                return _Group(["reject ", reason, _Nest(INDENT, [LINE, "when ", x(c.when, EXPR)])])
+            case ast.RejectEach():
+                return ["reject each ", x(c.reasons, EXPR)]
+            case ast.IgnoreWhen():
+                return ["ignore node when ", x(c.cond, EXPR)]
+            case ast.Value():
+                return ["value ", x(c.value, EXPR)]
+            case _:
+                assert_never(c)
 
     def header(self, item: ast.Rule | ast.Statement) -> Any:
-        if isinstance(item, ast.FilterRule):
-            return ("replace " if item.replaces else "") + f"filter {item.name}"
-        if isinstance(item, ast.ScoreRule):
-            text = ("replace " if item.replaces else "") + f"score {item.name}"
-            if item.weight_text:
-                text += f" weight {item.weight_text}"
-            if item.normalize is not None:
-                text += f" normalize {item.normalize}"
-            return text
-        if isinstance(item, ast.UseDefaults):
-            return f"use defaults {item.mode}"
-        if isinstance(item, ast.Disable):
-            return f"disable {item.kind} {item.name}"
-        if isinstance(item, ast.Override):
-            settings: list[Any] = []
-            skips = iter(item.skip)
-            for what, _span in item.settings:
-                if what == "weight":
-                    settings += [LINE, f"weight {item.weight_text}"]
-                elif what == "normalize":
-                    settings += [LINE, f"normalize {item.normalize}"]
-                else:
-                    settings += [LINE, "skip when ", self.at(next(skips), EXPR)]
-            return _Group([f"override {item.kind} {item.name}", _Nest(INDENT, settings)])
-        raise TypeError(f"cannot format {type(item).__name__}")
+        match item:
+            case ast.FilterRule():
+                return ("replace " if item.replaces else "") + f"filter {item.name}"
+            case ast.ScoreRule():
+                text = ("replace " if item.replaces else "") + f"score {item.name}"
+                if item.weight_text:
+                    text += f" weight {item.weight_text}"
+                if item.normalize is not None:
+                    text += f" normalize {item.normalize}"
+                return text
+            case ast.UseDefaults():
+                return f"use defaults {item.mode}"
+            case ast.Disable():
+                return f"disable {item.kind} {item.name}"
+            case ast.Override():
+                settings: list[Any] = []
+                skips = iter(item.skip)
+                for what, _span in item.settings:
+                    if what == "weight":
+                        settings += [LINE, f"weight {item.weight_text}"]
+                    elif what == "normalize":
+                        settings += [LINE, f"normalize {item.normalize}"]
+                    else:
+                        settings += [LINE, "skip when ", self.at(next(skips), EXPR)]
+                return _Group([f"override {item.kind} {item.name}", _Nest(INDENT, settings)])
+            case _:
+                assert_never(item)
 
 
 # ---------------------------------------------------------------------------------------- comments
@@ -459,7 +497,7 @@ def strip_spans(obj: Any) -> Any:
     names = _kept_fields(cls)
     if names is None or isinstance(obj, type):
         return obj
-    if cls.__name__ == "Span":
+    if cls is Span:
         return None
     return (cls.__name__, tuple([(n, strip_spans(getattr(obj, n))) for n in names]))
 
@@ -481,17 +519,29 @@ def _verify(src: SourceFile, before: ast.Module, text: str) -> None:
         raise FormatError(f"{src.name}: formatting would lose a comment (a bug in fmt); the file is left as it is")
 
 
-def _leftmost_name(e: ast.Expr) -> str | None:
+class _Leftmost(ExprVisitor["str | None"]):
     """The name an expression's text starts with (``pod`` in ``pod.name + "x"``), or None when it starts
     with a literal, a keyword, an operator or a bracket."""
-    while True:
-        if isinstance(e, ast.Name):
-            return e.id
-        if isinstance(e, ast.Binary):
-            e = e.left
-        elif isinstance(e, (ast.Attr, ast.Index)):
-            e = e.obj
-        elif isinstance(e, ast.Call):
-            e = e.func
-        else:
-            return None
+
+    def _none(self, e: ast.Expr) -> str | None:
+        return None
+
+    _IntLit = _FloatLit = _QuantityLit = _StringLit = _BoolLit = _ListLit = _none
+    _Unary = _IfExpr = _Quantifier = _Aggregate = _Comprehension = _none
+
+    def _Name(self, e: ast.Name) -> str | None:
+        return e.id
+
+    def _Binary(self, e: ast.Binary) -> str | None:
+        return self.visit(e.left)
+
+    def _Attr(self, e: ast.Attr | ast.Index) -> str | None:
+        return self.visit(e.obj)
+
+    _Index = _Attr
+
+    def _Call(self, e: ast.Call) -> str | None:
+        return self.visit(e.func)
+
+
+_leftmost_name = _Leftmost().visit

@@ -1,17 +1,21 @@
 """One way to walk expressions: exhaustive dispatch over the AST's expression classes.
 
-Every pass over expressions (the checker, the closure compiler, the vectorised lowering, the
-analyses, later ``fmt`` and ``explain``) subclasses :class:`ExprVisitor` and defines one method per
-expression class, named ``_<ClassName>``. The set is checked when the subclass is *defined*: a new
-expression class added to :mod:`.ast` without a method in every pass fails at import time, not on the
-first policy that happens to use it.
+Every pass that computes something per expression class subclasses :class:`ExprVisitor` and defines one
+method per class, named ``_<ClassName>``: the checker (``checker/expressions.py``), the closure compiler
+(``compiler/closures.py``), the vectorised lowering and its free-name analysis
+(``evaluation/vector/lower.py``, ``scope.py``) and ``fmt``'s printer (``syntax/format.py``). The set is
+checked when the subclass is *defined*: a new expression class added to the ``ast.Expr`` union without
+a method in every pass fails at import time, not on the first policy that happens to use it. Methods
+are looked up once, at that point; ``visit`` is a lookup by exact class in a table of functions.
 
-:func:`children` gives the direct sub-expressions of any expression, for passes that only need to
-look at everything below a node (dependency analysis, field reads).
+:func:`children` (the one definition of an expression's direct sub-expressions) and :func:`walk` serve
+the passes that only need to look at everything below a node: the checker's analyses and lint checks,
+and the vectorised backend's equivalence cache (``evaluation/vector/reuse.py``).
 """
 
 from __future__ import annotations
 
+import inspect
 import typing
 from collections.abc import Callable, Iterator
 from typing import Any, ClassVar, Generic, TypeVar
@@ -27,27 +31,34 @@ R = TypeVar("R")
 
 
 class ExprVisitor(Generic[R]):
-    """Base of every expression pass: ``visit(e, *args)`` calls ``self._<type(e).__name__>(e, *args)``.
+    """Base of every expression pass: ``visit(e, *args)`` calls the method ``_<ClassName>(e, *args)`` of
+    the expression's class (``_Call`` for an :class:`~.ast.Call`).
 
-    Set ``partial = True`` on an abstract intermediate class to skip the exhaustiveness check.
+    Set ``partial = True`` on an abstract intermediate class (a mixin holding some of the methods) to
+    skip the exhaustiveness check; the concrete class combining them is checked.
     """
 
     partial: ClassVar[bool] = False
-    _dispatch: ClassVar[dict[type, str]] = {}
+    _dispatch: ClassVar[dict[type, Callable[..., Any]]] = {}
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
         if cls.__dict__.get("partial", False):
             return
-        missing = [c.__name__ for c in EXPR_CLASSES if not callable(getattr(cls, "_" + c.__name__, None))]
+        methods = {c: inspect.getattr_static(cls, "_" + c.__name__, None) for c in EXPR_CLASSES}
+        missing = [c.__name__ for c, m in methods.items() if not inspect.isfunction(m)]
         if missing:
-            raise TypeError(f"{cls.__name__} does not handle expression classes: {', '.join(missing)}")
-        cls._dispatch = {c: "_" + c.__name__ for c in EXPR_CLASSES}
+            raise TypeError(f"{cls.__name__} does not handle expression classes: {', '.join(missing)} "
+                            "(a plain method named _<ClassName> each)")
+        cls._dispatch = {c: typing.cast(Callable[..., Any], m) for c, m in methods.items()}
 
     def visit(self, e: ast.Expr, *args: Any) -> R:
-        """Dispatch on the expression's class."""
-        method: Callable[..., R] = getattr(self, self._dispatch[type(e)])
-        return method(e, *args)
+        """Dispatch on the expression's exact class."""
+        method = self._dispatch.get(type(e))
+        if method is None:
+            raise TypeError(f"not an expression: {type(e).__name__}")
+        result: R = method(self, e, *args)
+        return result
 
 
 def loop_children(loop: ast.Loop) -> tuple[ast.Expr, ...]:

@@ -100,3 +100,41 @@ def test_default_policies_read_what_their_plugins_register_for() -> None:
     assert "Node.allocatable" in ps.analyses["filter node_resources_fit"].reads
     assert "Cluster.spread_count()" in ps.analyses["filter pod_topology_spread"].reads
     assert not any(r.startswith("Cluster.") for r in ps.analyses["filter node_unschedulable"].reads)
+
+
+def test_the_expr_union_lists_every_expression_class_of_the_ast() -> None:
+    """Exhaustiveness is checked against ``ast.Expr``: a node class left out of it would escape every pass."""
+    import dataclasses
+    import typing
+
+    not_expressions = {*typing.get_args(ast.Clause), *typing.get_args(ast.Rule), *typing.get_args(ast.Statement),
+                       ast.Module, ast.Loop, ast.Binder}
+    defined = {c for c in vars(ast).values()
+               if isinstance(c, type) and dataclasses.is_dataclass(c) and c.__module__ == ast.__name__}
+    assert defined - not_expressions == set(EXPR_CLASSES)
+
+
+def test_every_pass_over_expressions_is_an_exhaustive_visitor() -> None:
+    """The checker, the closure compiler, the vectorised lowering and fmt all dispatch through the visitor."""
+    import policyscheduler.checker.expressions
+    import policyscheduler.compiler.closures
+    import policyscheduler.evaluation.vector.lower
+    import policyscheduler.syntax.format
+
+    def concrete(cls: type) -> set[str]:
+        out = set() if cls.__dict__.get("partial", False) else {cls.__qualname__}
+        for sub in cls.__subclasses__():
+            out |= concrete(sub)
+        return out
+
+    passes = concrete(ExprVisitor) - {"ExprVisitor"}
+    assert {"ExprChecker", "ExprCompiler", "Lowerer", "FreeNames", "_Printer", "_Level", "_Leftmost"} <= passes
+    for cls in (policyscheduler.evaluation.vector.lower.Lowerer, policyscheduler.syntax.format._Printer):
+        assert set(cls._dispatch) == set(EXPR_CLASSES)
+
+
+def test_visit_of_an_unknown_object_is_a_type_error() -> None:
+    from policyscheduler.syntax.format import expression_text
+
+    with pytest.raises(TypeError, match="not an expression"):
+        expression_text("pod.name")  # type: ignore[arg-type]

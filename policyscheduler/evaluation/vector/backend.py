@@ -20,7 +20,7 @@ import numpy as np
 from policyscheduler.evaluation.driver import FilterOutcome, Indexes, ScoreOutcome
 from policyscheduler.evaluation.reference import ReferenceRun
 from policyscheduler.evaluation.vector.columns import Interner, Tables
-from policyscheduler.evaluation.vector.lower import PodState
+from policyscheduler.evaluation.vector.context import PodState
 from policyscheduler.evaluation.vector.program import (
     FilterProgram,
     ScoreProgram,

@@ -429,7 +429,3 @@ def _changed_slots(nodes: list[Any], seen: list[Any]) -> list[int]:
         if nodes[a:b] != seen[a:b]:
             out.extend(i for i in range(a, min(b, len(nodes))) if nodes[i] is not seen[i])
     return out
-
-
-def fraction_zero() -> Fraction:
-    return Fraction(0)

@@ -19,7 +19,6 @@ from policyscheduler.evaluation.vector.values import (
     Col,
     Const,
     Mask,
-    Poisoned,
     Value,
     err_or,
     from_python,
@@ -231,8 +230,3 @@ def required_node_affinity(pod: Any, labels: LabelSource, fields: LabelSource, i
             anyterm |= term_matches(term, labels, fields, interner, m)
         out &= anyterm
     return out
-
-
-def unsupported_if(cond: bool, why: str) -> None:
-    if cond:
-        raise Poisoned(why)

@@ -19,7 +19,9 @@ import numpy as np
 from policyscheduler.checker.passes import CheckedRule
 from policyscheduler.evaluation.decision import NodeVerdict
 from policyscheduler.evaluation.vector import ops
-from policyscheduler.evaluation.vector.lower import Ctx, Fn, Lowerer, NInfo, PodState, Scope, err_of
+from policyscheduler.evaluation.vector.context import Ctx, Fn, PodState, err_of
+from policyscheduler.evaluation.vector.lower import Lowerer
+from policyscheduler.evaluation.vector.scope import NInfo, Scope
 from policyscheduler.evaluation.vector.values import (
     Bools,
     Col,
@@ -34,6 +36,7 @@ from policyscheduler.evaluation.vector.values import (
     err_or,
     mask_and,
     mask_array,
+    restrict,
 )
 from policyscheduler.syntax import ast
 
@@ -82,11 +85,11 @@ def lower_rule(checked: CheckedRule | None) -> FilterProgram | ScoreProgram:
             elif isinstance(c, ast.Reject):
                 steps.append(("reject", low.expr(c.when, scope, 0), low.expr(c.reason, scope, 0)))
             elif isinstance(c, ast.RejectEach):
-                low._allow_ragged_list = True
+                low.allow_ragged_list = True
                 try:
                     steps.append(("each", low.expr(c.reasons, scope, 0)))
                 finally:
-                    low._allow_ragged_list = False
+                    low.allow_ragged_list = False
         return FilterProgram(rule.name, tuple(steps))
     before: list[tuple[str, Fn]] = []
     after: list[tuple[str, Fn]] = []
@@ -107,12 +110,6 @@ def _start(state: PodState, idx: np.ndarray) -> Ctx:
     n = len(state.tables.nodes.objects)
     full = idx.size == n and (n == 0 or (int(idx[0]) == 0 and int(idx[-1]) == n - 1))  # ascending slots
     return Ctx(state, idx.size, {"node": Rec(state.tables.nodes, idx, full)}, {"node": 0}, 0, None)
-
-
-def _restrict(err: Bools | None, mask: Mask) -> Bools | None:
-    if err is None or mask is False:
-        return None
-    return err if mask is True else err & mask
 
 
 def _rows(mask: Mask, m: int) -> Bools:
@@ -137,31 +134,31 @@ def run_filter(prog: FilterProgram, state: PodState, idx: np.ndarray) -> tuple[n
         try:
             if op == "let":
                 v = step[2](ctx)
-                err = err_or(err, _restrict(err_of(v), alive))
+                err = err_or(err, restrict(err_of(v), alive))
                 ctx = ctx.bind(step[1], v)
             elif op == "require":
                 cm, cerr = ops.mask_of(step[1](ctx))
-                err = err_or(err, _restrict(cerr, alive))
+                err = err_or(err, restrict(cerr, alive))
                 fails = mask_and(alive, cm is False if isinstance(cm, bool) else ~cm)
                 if not _empty(fails):
                     emitted.append((fails, _reason(step[2], step[3], ctx, fails, m)))
                 alive = mask_and(alive, cm)
             elif op == "reject":
                 wm, werr = ops.mask_of(step[1](ctx))
-                err = err_or(err, _restrict(werr, alive))
+                err = err_or(err, restrict(werr, alive))
                 fire = mask_and(alive, wm)
                 if not _empty(fire):
                     emitted.append((fire, _reason(step[2], None, ctx, fire, m)))
             else:
                 v = step[1](ctx)
-                err = err_or(err, _restrict(err_of(v), alive))
+                err = err_or(err, restrict(err_of(v), alive))
                 if isinstance(v, Const):
                     emitted.extend((alive, Const(s)) for s in v.value)
                 elif isinstance(v, MList):
                     emitted.extend((mask_and(alive, mk), item) for mk, item in v.items)
                 else:
                     assert isinstance(v, RList)
-                    err = err_or(err, _restrict(v.err, alive))
+                    err = err_or(err, restrict(v.err, alive))
                     emitted.append((mask_and(alive, v.segments.count(v.present) > 0), v))
         except Poisoned:
             err = err_or(err, _rows(alive, m).copy())
@@ -172,7 +169,7 @@ def run_filter(prog: FilterProgram, state: PodState, idx: np.ndarray) -> tuple[n
         if isinstance(v, _Failed):
             err = err_or(err, _rows(mask, m).copy())
         else:
-            err = err_or(err, _restrict(err_of(v), mask))
+            err = err_or(err, restrict(err_of(v), mask))
             clean.append((mask, v))
     errs = err if err is not None else np.zeros(m, dtype=np.bool_)
     codes, verdicts = _compose(prog.name, clean, errs, m, state)
@@ -291,10 +288,10 @@ def run_score(prog: ScoreProgram, state: PodState, idx: np.ndarray) -> tuple[np.
     try:
         for name, fn in prog.after:
             v = fn(ctx)
-            err = err_or(err, _restrict(err_of(v), keep))
+            err = err_or(err, restrict(err_of(v), keep))
             ctx = ctx.bind(name, v)
         v = prog.value(ctx)
-        err = err_or(err, _restrict(err_of(v), keep))
+        err = err_or(err, restrict(err_of(v), keep))
         if isinstance(v, Const):
             if not -(2**63) <= v.value < 2**63:
                 raise Poisoned("score leaves int64")

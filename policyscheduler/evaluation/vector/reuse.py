@@ -30,11 +30,13 @@ import dataclasses
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from fractions import Fraction
-from typing import Any
+from typing import Any, TypeGuard
 
 import numpy as np
 import numpy.typing as npt
 
+from policyscheduler.checker.analysis import clause_expressions
+from policyscheduler.checker.passes import CheckedRule
 from policyscheduler.evaluation.decision import NodeVerdict
 from policyscheduler.objects.records import Node, Pod
 from policyscheduler.syntax import ast
@@ -117,23 +119,13 @@ _RECORD_FIELDS: dict[type, tuple[str, ...]] = {}
 """Field names per dataclass type met by :func:`freeze` (``dataclasses.fields`` is slow per call)."""
 
 
-def _clause_exprs(rule: Any) -> list[Any]:
-    out: list[Any] = []
-    for c in rule.clauses:
-        for name in ("cond", "else_", "when", "reason", "value", "reasons", "text"):
-            e = getattr(c, name, None)
-            if e is not None and not isinstance(e, (str, bool, int, float)):
-                out.append(e)
-    return out
-
-
-def pod_fields(checked: Any) -> tuple[str, ...] | None:
+def pod_fields(checked: CheckedRule | None) -> tuple[str, ...] | None:
     """The pod fields a rule's results depend on (``(ALL_FIELDS,)`` for the whole pod), or None when
     the rule cannot be cached (it reads ``cluster``, or its shape is not understood)."""
     return _pod_fields(checked, None)
 
 
-def memo_fields(checked: Any, cluster_calls: frozenset[str]) -> tuple[str, ...] | None:
+def memo_fields(checked: CheckedRule | None, cluster_calls: frozenset[str]) -> tuple[str, ...] | None:
     """For a rule that reads ``cluster`` only through ``cluster.NAME(..., node, ...)`` with NAME in
     ``cluster_calls`` (the builtins with a whole-cluster column) and reads ``node`` only as their
     argument: the pod fields it depends on besides those calls (see :class:`Memo`); None for any other rule.
@@ -144,7 +136,7 @@ def memo_fields(checked: Any, cluster_calls: frozenset[str]) -> tuple[str, ...] 
     return _pod_fields(checked, cluster_calls)
 
 
-def _is_cluster_call(e: Any, cluster_calls: frozenset[str] | None) -> bool:
+def _is_cluster_call(e: ast.Expr | None, cluster_calls: frozenset[str] | None) -> TypeGuard[ast.Call]:
     """``cluster.NAME(..., node, ...)`` with NAME in ``cluster_calls`` and ``node`` itself an argument."""
     return cluster_calls is not None and isinstance(e, ast.Call) and isinstance(e.func, ast.Attr) \
         and isinstance(e.func.obj, ast.Name) and e.func.obj.id == "cluster" and e.func.name in cluster_calls \
@@ -155,20 +147,20 @@ class _GiveUp(Exception):
     """Raised by a :func:`_walk` visitor: the rule's reads cannot be told."""
 
 
-def _walk(checked: Any, visit: Callable[[Any, Any], Sequence[Any] | None]) -> set[str] | None:
+Visit = Callable[[ast.Expr, "ast.Expr | None"], "Sequence[ast.Expr] | None"]
+
+
+def _walk(checked: CheckedRule | None, visit: Visit) -> set[str] | None:
     """Hand every expression of a rule's clauses, with its parent, to ``visit``, which returns the
-    expressions to walk in place of the children (None: the children) or raises :class:`_GiveUp`. The
-    names the rule binds (lets and loop variables), for the callers' shadowing checks; None when the
-    rule's shape is not understood or the visitor gave up. One walk for the pod and the node analyses."""
+    expressions to walk in place of the children (None: the visitor module's ``children``) or raises
+    :class:`_GiveUp`. The names the rule binds (lets and loop variables), for the callers' shadowing
+    checks; None when the visitor gave up. One walk for the pod and the node analyses; the clauses'
+    expressions and every node's children come from the same definitions as the checker's."""
     if checked is None:
         return None
     rule = checked.rule
     names = {c.name for c in rule.clauses if isinstance(c, ast.Let)}
-    try:
-        roots = _clause_exprs(rule)
-    except Exception:  # noqa: BLE001 -- an unknown clause shape
-        return None
-    stack: list[tuple[Any, Any]] = [(e, None) for e in roots]
+    stack: list[tuple[ast.Expr, ast.Expr | None]] = [(e, None) for c in rule.clauses for e in clause_expressions(c)]
     try:
         while stack:
             e, parent = stack.pop()
@@ -178,28 +170,30 @@ def _walk(checked: Any, visit: Callable[[Any, Any], Sequence[Any] | None]) -> se
             if kids is None:
                 kids = children(e)
             stack.extend((k, e) for k in kids)
-    except (_GiveUp, TypeError):  # TypeError: children() of an expression class it does not know
+    except _GiveUp:
         return None
     return names
 
 
-def _method_of(e: Any, receiver: str) -> bool:
-    """``receiver.method(...)``."""
-    return isinstance(e, ast.Call) and isinstance(e.func, ast.Attr) and isinstance(e.func.obj, ast.Name) \
-        and e.func.obj.id == receiver
+def _method_of(e: ast.Expr, receiver: str) -> str | None:
+    """The method's name when ``e`` is ``receiver.method(...)``, else None."""
+    if isinstance(e, ast.Call) and isinstance(e.func, ast.Attr) and isinstance(e.func.obj, ast.Name) \
+            and e.func.obj.id == receiver:
+        return e.func.name
+    return None
 
 
-def _call_args(e: Any) -> tuple[Any, ...]:
+def _call_args(e: ast.Call) -> tuple[ast.Expr, ...]:
     """A method call's arguments and default: walked without its receiver, which the caller accounted for."""
-    return (*e.args, *((e.default,) if getattr(e, "default", None) is not None else ()))
+    return e.args if e.default is None else (*e.args, e.default)
 
 
-def _pod_fields(checked: Any, cluster_calls: frozenset[str] | None) -> tuple[str, ...] | None:
+def _pod_fields(checked: CheckedRule | None, cluster_calls: frozenset[str] | None) -> tuple[str, ...] | None:
     fields: set[str] = set()
     whole = False
     calls = 0
 
-    def visit(e: Any, parent: Any) -> Sequence[Any] | None:
+    def visit(e: ast.Expr, parent: ast.Expr | None) -> Sequence[ast.Expr] | None:
         nonlocal whole, calls
         if isinstance(e, ast.Name):
             if e.id == "cluster":
@@ -214,9 +208,11 @@ def _pod_fields(checked: Any, cluster_calls: frozenset[str] | None) -> tuple[str
             return None
         if _is_cluster_call(e, cluster_calls):
             calls += 1
-            return e.args  # type: ignore[no-any-return]  # the receiver is the call's own business
-        if _method_of(e, "pod"):
-            read = METHOD_FIELDS.get(e.func.name)
+            return e.args  # the receiver is the call's own business
+        method = _method_of(e, "pod")
+        if method is not None:
+            assert isinstance(e, ast.Call)
+            read = METHOD_FIELDS.get(method)
             if read is None:
                 whole = True
             else:
@@ -236,12 +232,12 @@ def _pod_fields(checked: Any, cluster_calls: frozenset[str] | None) -> tuple[str
     return tuple(sorted(fields))
 
 
-def node_fields(checked: Any) -> frozenset[str] | None:
+def node_fields(checked: CheckedRule | None) -> frozenset[str] | None:
     """The node record fields a rule's results depend on, or None for "every field" (``node`` used in a
     way not understood here: bound to a name, compared, passed to an unlisted method ...)."""
     fields: set[str] = set()
 
-    def visit(e: Any, parent: Any) -> Sequence[Any] | None:
+    def visit(e: ast.Expr, parent: ast.Expr | None) -> Sequence[ast.Expr] | None:
         if isinstance(e, ast.Name) and e.id == "node":
             if isinstance(parent, ast.Attr) and parent.obj is e and parent.name in _NODE_FIELDS:
                 fields.add(parent.name)
@@ -251,8 +247,10 @@ def node_fields(checked: Any) -> frozenset[str] | None:
             else:
                 raise _GiveUp
             return None
-        if _method_of(e, "node"):
-            read = NODE_METHOD_FIELDS.get(e.func.name)
+        method = _method_of(e, "node")
+        if method is not None:
+            assert isinstance(e, ast.Call)
+            read = NODE_METHOD_FIELDS.get(method)
             if read is None:
                 raise _GiveUp
             fields.update(read)

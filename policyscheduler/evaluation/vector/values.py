@@ -179,7 +179,7 @@ def mask_array(a: Mask, m: int) -> Bools:
     return a
 
 
-def err_where(mask: Mask, err: Bools | None, m: int) -> Bools | None:
+def restrict(err: Bools | None, mask: Mask) -> Bools | None:
     """``err`` restricted to the rows of ``mask`` (the rows that actually evaluate it)."""
     if err is None or mask is False:
         return None
@@ -188,11 +188,18 @@ def err_where(mask: Mask, err: Bools | None, m: int) -> Bools | None:
     return err & mask
 
 
-def poison_rows(mask: Mask, m: int) -> Bools | None:
-    """The error mask of a value that failed on every row, seen from the rows of ``mask``."""
-    if mask is False:
-        return None
-    return np.ones(m, dtype=np.bool_) if mask is True else mask.copy()
+def mask_not(m: Mask) -> Mask:
+    return (not m) if isinstance(m, bool) else ~m
+
+
+def mask_or(a: Mask, b: Mask) -> Mask:
+    if a is True or b is True:
+        return True
+    if a is False:
+        return b
+    if b is False:
+        return a
+    return a | b
 
 
 # ------------------------------------------------------------------------------------ conversions

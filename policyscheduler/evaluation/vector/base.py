@@ -1,0 +1,125 @@
+"""The core of the lowering visitor: where each expression goes before any operator is looked at.
+
+:class:`LowerBase` decides, per expression (see :mod:`.lower` for the whole picture): no node-dependent
+name read -> the reference's own closure, once per pod (:meth:`LowerBase.pod_level`); only one item of a
+ragged node list of few distinct values read (a taint, a host port) -> the reference's closure once per
+distinct item (:meth:`LowerBase.per_distinct`); anything else -> the visitor method of its class, one of
+the mixins :mod:`.scalar`, :mod:`.loops`, :mod:`.calls` or :class:`.lower.Lowerer` itself.
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+import numpy as np
+
+from policyscheduler.checker.passes import CheckedRule
+from policyscheduler.checker.types import FLOAT, INT, QUANTITY, Type
+from policyscheduler.compiler.closures import ExprCompiler
+from policyscheduler.evaluation.vector import kernels
+from policyscheduler.evaluation.vector.context import KIND, Ctx, Fn, kind_of
+from policyscheduler.evaluation.vector.scope import FreeNames, Scope
+from policyscheduler.evaluation.vector.values import Col, Const, Poisoned, Rec, Value, convert, err_or, from_python
+from policyscheduler.syntax import ast
+from policyscheduler.syntax.visitor import ExprVisitor
+
+__all__ = ["DISTINCT_RECORDS", "LowerBase"]
+
+DISTINCT_RECORDS = ("Taint", "HostPort")
+"""Element records evaluated once per distinct value (see columns._DISTINCT)."""
+
+
+class LowerBase(ExprVisitor[Fn]):
+    """Shared state and entry points of the lowering of one checked rule; the visitor methods live in the
+    mixins, and :class:`.lower.Lowerer` (which the exhaustiveness check covers) combines them."""
+
+    partial: ClassVar[bool] = True
+
+    def __init__(self, checked: CheckedRule) -> None:
+        self.info = checked.info
+        self.ref = ExprCompiler(checked.info)
+        self._free = FreeNames()
+        self.allow_ragged_list = False
+        """Set while lowering ``reject each`` / the argument of ``len``: the only places a list built from
+        a node list (:class:`~.values.RList`) may appear."""
+
+    # -- analysis
+    def type_of(self, e: ast.Expr | ast.Loop) -> Type:
+        return self.info.types[id(e)]
+
+    def free(self, e: ast.Expr) -> frozenset[str]:
+        """Names an expression reads that it does not bind itself."""
+        return self._free.of(e)
+
+    def node_dependent(self, e: ast.Expr, scope: Scope) -> bool:
+        """Whether ``e`` reads a node-dependent name of ``scope``."""
+        return not self.free(e).isdisjoint(scope)
+
+    # -- entry points
+    def expr(self, e: ast.Expr, scope: Scope, level: int) -> Fn:
+        deps = self.free(e) & scope.keys()
+        if not deps:
+            return self.pod_level(e)
+        if len(deps) == 1:
+            (name,) = deps
+            info = scope[name]
+            if info.kind == "elem" and info.record in DISTINCT_RECORDS:
+                kind = kind_of(self.type_of(e))
+                if kind is not None:
+                    return self.per_distinct(e, name, kind)
+        return self.visit(e, scope, level)
+
+    def expr_as(self, e: ast.Expr, dst: Type, scope: Scope, level: int) -> Fn:
+        """``expr`` promoted like the reference's ``as_type`` (int -> float / quantity, quantity -> float)."""
+        fn = self.expr(e, scope, level)
+        src = self.type_of(e)
+        if (src, dst) in ((INT, FLOAT), (INT, QUANTITY), (QUANTITY, FLOAT)):
+            kind = KIND[dst]
+            return lambda ctx: convert(fn(ctx), kind)
+        return fn
+
+    def pod_level(self, e: ast.Expr) -> Fn:
+        """``e`` by the reference's own closure, once per pod: the same value on every row."""
+        closure = self.ref.compile(e)
+
+        def pod_level(ctx: Ctx) -> Value:
+            try:
+                return Const(closure(ctx.frame()))
+            except Exception as exc:  # noqa: BLE001 -- the reference fails here too, on every row reaching it
+                raise Poisoned(str(exc)) from None
+
+        return pod_level
+
+    def per_distinct(self, e: ast.Expr, name: str, kind: str) -> Fn:
+        """``e`` by the reference's closure once per distinct item bound to ``name``, gathered per row."""
+        closure = self.ref.compile(e)
+
+        def per_distinct(ctx: Ctx) -> Value:
+            rec = ctx.lookup(name)
+            assert isinstance(rec, Rec)
+            table = rec.table
+            codes = table.dcode[rec.rows]
+            if len(table.distinct) <= max(256, codes.size):
+                wanted: list[int] = list(range(len(table.distinct)))  # all of them: no sort needed
+                inv = codes
+            else:
+                uniq, inv = np.unique(codes, return_inverse=True)
+                wanted = uniq.tolist()
+            frame = dict(ctx.frame())
+            vals: list[Any] = []
+            bad: list[bool] = []
+            for d in wanted:
+                frame[name] = table.distinct[d]
+                try:
+                    vals.append(closure(frame))
+                    bad.append(False)
+                except Exception:  # noqa: BLE001 -- reference error on the nodes holding this item
+                    vals.append(kernels._ZERO[kind])
+                    bad.append(True)
+            col = from_python(vals, kind, ctx.state.interner)
+            err = np.array(bad, dtype=np.bool_)[inv] if any(bad) else None
+            if col.err is not None:
+                err = err_or(err, col.err[inv])
+            return Col(kind, col.data[inv], err, col.den, col.bound)
+
+        return per_distinct

@@ -1,0 +1,112 @@
+"""What a lowered expression runs in: the pod's shared state, one evaluation domain and its names.
+
+:class:`PodState` is built once per pod and shared by every rule; :class:`Ctx` is one domain (the node
+rows, or the elements of a ragged loop) with the names bound in it. A lowered expression is a function
+``Fn = fn(ctx) -> Value``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from policyscheduler.checker.types import BOOL, FLOAT, INT, QUANTITY, STRING, Type
+from policyscheduler.evaluation.vector import kernels
+from policyscheduler.evaluation.vector.values import Bools, Col, Const, MList, Value, err_or, from_python
+
+__all__ = ["KIND", "Ctx", "Fn", "PodState", "err_of", "kind_of", "with_err"]
+
+Fn = Callable[["Ctx"], Value]
+
+KIND: dict[Type, str] = {BOOL: "bool", INT: "int", FLOAT: "float", STRING: "str", QUANTITY: "q"}
+"""The column kind of each scalar type (see :mod:`.values`)."""
+
+
+def kind_of(t: Type) -> str | None:
+    """The column kind of a scalar type; None for lists, maps and records."""
+    return KIND.get(t)
+
+
+class PodState:
+    """What every rule of one pod shares: the pod, its cluster context, the tables, per-pod caches."""
+
+    def __init__(self, tables: Any, pod: Any, cluster: Any) -> None:
+        self.tables = tables
+        self.interner = tables.interner
+        self.pod = pod
+        self.cluster = cluster
+        self.cluster_columns: dict[tuple[Any, ...], Any] = {}
+        self.recording: list[tuple[str, tuple[Any, ...], int | None]] | None = None
+        """When a list: every whole-cluster builtin call gets (name, other arguments, its uniform value or
+        None) appended (see :class:`~.reuse.Memo`)."""
+
+
+class Ctx:
+    """One evaluation domain (node rows, or the elements of a ragged loop) and the names bound in it."""
+
+    __slots__ = ("_frame", "_taken", "env", "level", "levels", "m", "segs", "state")
+
+    def __init__(self, state: PodState, m: int, env: dict[str, Value], levels: dict[str, int], level: int,
+                 segs: kernels.Segments | None) -> None:
+        self.state = state
+        self.m = m
+        self.env = env
+        self.levels = levels
+        self.level = level
+        self.segs = segs
+        self._frame: dict[str, Any] | None = None
+        self._taken: dict[str, Value] = {}
+
+    def lookup(self, name: str) -> Value:
+        v = self.env[name]
+        if self.levels[name] < self.level:
+            taken = self._taken.get(name)
+            if taken is None:
+                assert self.segs is not None
+                taken = self._taken[name] = v.take(self.segs.seg)
+            return taken
+        return v
+
+    def bind(self, name: str, v: Value) -> Ctx:
+        env = dict(self.env)
+        env[name] = v
+        levels = dict(self.levels)
+        levels[name] = self.level
+        return Ctx(self.state, self.m, env, levels, self.level, self.segs)
+
+    def enter(self, segs: kernels.Segments, binds: dict[str, Value]) -> Ctx:
+        env = dict(self.env)
+        env.update(binds)
+        levels = dict(self.levels)
+        for k in binds:
+            levels[k] = self.level + 1
+        return Ctx(self.state, segs.size, env, levels, self.level + 1, segs)
+
+    def frame(self) -> dict[str, Any]:
+        """The reference frame of the pod-level names (``pod``, ``cluster``, constant lets / loop items)."""
+        if self._frame is None:
+            f = {k: v.value for k, v in self.env.items() if isinstance(v, Const)}
+            f["pod"] = self.state.pod
+            f["cluster"] = self.state.cluster
+            self._frame = f
+        return self._frame
+
+
+def with_err(v: Value, err: Bools | None, kind: str, ctx: Ctx) -> Value:
+    """``v`` carrying extra error rows (a constant becomes a column to carry them)."""
+    if err is None:
+        return v
+    if isinstance(v, Const):
+        col = from_python([v.value], kind, ctx.state.interner)
+        v = Col(kind, np.repeat(col.data, ctx.m), None, col.den)
+    if isinstance(v, MList):
+        return MList(v.items, err_or(v.err, err))
+    assert isinstance(v, Col)
+    return Col(v.kind, v.data, err_or(v.err, err), v.den)
+
+
+def err_of(v: Value) -> Bools | None:
+    return getattr(v, "err", None) if isinstance(v, (Col, MList)) else None
+

@@ -1,0 +1,322 @@
+"""Lowering of loops: quantifiers (``all`` / ``any``), aggregates (``count`` / ``sum`` / ``max`` / ``min``)
+and comprehensions.
+
+Three ways to iterate, decided per loop from the iterable (:meth:`LoopLowering.loop_mode`):
+
+* ``const`` -- a pod-level list or map: its (few) items are unrolled, the body is lowered once and run
+  per item over the node columns;
+* ``mlist`` -- a node-dependent list whose items are known but present on some rows only
+  (:class:`~.values.MList`): unrolled the same way, each item with its presence mask;
+* ``ragged`` -- a list field of the node itself (``node.taints``): the body runs once over the elements
+  of every node at once (:class:`~.kernels.Segments`) and is reduced per node.
+
+Anything else (maps of the node, nested loops over node lists, lists of a node-dependent record) raises
+:class:`~.values.Unsupported`: the rule runs on the reference.
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+import numpy as np
+
+from policyscheduler.checker.types import ListT, MapT, RecordT, zero_value
+from policyscheduler.evaluation.vector import kernels, ops
+from policyscheduler.evaluation.vector.base import LowerBase
+from policyscheduler.evaluation.vector.context import Ctx, Fn, err_of, kind_of, with_err
+from policyscheduler.evaluation.vector.rows import and_mask, as_bool, ragged_reduce, where_elems
+from policyscheduler.evaluation.vector.scope import NInfo, Scope
+from policyscheduler.evaluation.vector.values import (
+    Bools,
+    Col,
+    Const,
+    Mask,
+    MList,
+    Path,
+    Poisoned,
+    Rec,
+    RList,
+    Unsupported,
+    Value,
+    err_or,
+    mask_and,
+    mask_array,
+    mask_not,
+    mask_or,
+    restrict,
+)
+from policyscheduler.syntax import ast
+
+__all__ = ["LoopLowering"]
+
+Looped = ast.Quantifier | ast.Aggregate | ast.Comprehension
+
+
+class LoopLowering(LowerBase):
+    """The visitor methods of the three loop expressions."""
+
+    partial: ClassVar[bool] = True
+
+    def loop_mode(self, loop: ast.Loop, scope: Scope, level: int) -> tuple[str, Fn, Scope, int, str]:
+        """How to iterate: ``("const" | "mlist" | "ragged", iterable fn, inner scope, inner level, record)``."""
+        it = loop.iterable
+        t = self.info.types[id(loop)]
+        names = [b.name for b in loop.binders]
+        if not (self.free(it) & scope.keys()):
+            return "const", self.pod_level(it), scope, level, ""
+        if isinstance(t, MapT):
+            raise Unsupported("a loop over a node-dependent map")
+        assert isinstance(t, ListT)
+        elem_record = t.elem.name if isinstance(t.elem, RecordT) else ""
+        if isinstance(it, ast.Attr) and isinstance(it.obj, ast.Name) and it.obj.id == "node" and "node" in scope:
+            if level > 0:
+                raise Unsupported("nested loops over node lists")
+            inner = dict(scope)
+            if len(names) == 2:
+                inner[names[0]] = NInfo("val", level + 1)
+            inner[names[-1]] = NInfo("elem", level + 1, elem_record)
+            return "ragged", self.expr(it, scope, level), inner, level + 1, elem_record
+        if isinstance(it, ast.Attr):
+            raise Unsupported("a loop over a list field of a node-dependent record")
+        inner = dict(scope)
+        for n in names:
+            inner[n] = NInfo("val", level)
+        return "mlist", self.expr(it, scope, level), inner, level, elem_record
+
+    def _unrolled(self, loop: ast.Loop, mode: str, it: Fn, where: Fn | None, ctx: Ctx) -> list[tuple[Mask, Ctx, Bools | None]]:
+        """The items of a loop over a pod-level list or an MList: (presence, item ctx, error rows)."""
+        names = [b.name for b in loop.binders]
+        coll = it(ctx)
+        out: list[tuple[Mask, Ctx, Bools | None]] = []
+        items: list[tuple[Mask, list[Value]]] = []
+        base_err: Bools | None = None
+        if isinstance(coll, Const):
+            c = coll.value
+            is_map = isinstance(self.info.types[id(loop)], MapT)
+            if len(names) == 1:
+                items = [(True, [Const(x)]) for x in (sorted(c) if is_map else c)]
+            elif is_map:
+                items = [(True, [Const(k), Const(c[k])]) for k in sorted(c)]
+            else:
+                items = [(True, [Const(i), Const(x)]) for i, x in enumerate(c)]
+        else:
+            assert isinstance(coll, MList), coll
+            base_err = coll.err
+            rank: Any = np.zeros(ctx.m, dtype=np.int64)
+            for mask, v in coll.items:
+                if len(names) == 1:
+                    items.append((mask, [v]))
+                else:
+                    items.append((mask, [Col("int", rank.copy()), v]))
+                    rank = rank + (mask_array(mask, ctx.m).astype(np.int64))
+        for mask, vals in items:
+            if mask is False:
+                continue
+            ictx = ctx
+            for n, v in zip(names, vals):
+                ictx = ictx.bind(n, v)
+            err = base_err
+            if where is not None:
+                try:
+                    w = where(ictx)
+                except Poisoned:
+                    out.append((False, ictx, err_or(err, mask_array(mask, ctx.m).copy())))
+                    continue
+                wm, werr = ops.mask_of(w)
+                err = err_or(err, restrict(werr, mask))
+                mask = mask_and(mask, wm)
+                if mask is False or (isinstance(mask, np.ndarray) and not mask.any()):
+                    if err is not None:
+                        out.append((False, ictx, err))
+                    continue
+            out.append((mask, ictx, err))
+        if base_err is not None and not out:
+            out.append((False, ctx, base_err))
+        return out
+
+    def _ragged(self, it: Fn, names: list[str], record: str, field: str, ctx: Ctx) -> tuple[Ctx, kernels.Segments]:
+        node = it(ctx)
+        assert isinstance(node, Path)
+        table = ctx.state.tables.element_table(field, record)
+        rows = node.rec.rows
+        segs, erows = kernels.elements(table.start[rows], table.count[rows])
+        binds: dict[str, Value] = {names[-1]: Rec(table, erows)}
+        if len(names) == 2:
+            binds[names[0]] = Col("int", segs.within())
+        return ctx.enter(segs, binds), segs
+
+    def _loop_fns(self, e: Looped, scope: Scope, level: int) -> tuple[str, Fn, Fn | None, Scope, int, str]:
+        mode, it, inner, ilevel, record = self.loop_mode(e.loop, scope, level)
+        where = self.expr(e.loop.where, inner, ilevel) if e.loop.where is not None else None
+        return mode, it, where, inner, ilevel, record
+
+    def _Quantifier(self, e: ast.Quantifier, scope: Scope, level: int) -> Fn:
+        mode, it, where, inner, ilevel, record = self._loop_fns(e, scope, level)
+        body = self.expr(e.body, inner, ilevel)
+        names = [b.name for b in e.loop.binders]
+        is_all = e.kind == "all"
+        if mode == "ragged":
+            field = e.loop.iterable.name  # type: ignore[union-attr]
+
+            def ragged(ctx: Ctx) -> Value:
+                ictx, segs = self._ragged(it, names, record, field, ctx)
+                present, err = where_elems(where, ictx)
+                try:
+                    b = body(ictx)
+                except Poisoned:
+                    return Col("bool", np.zeros(ctx.m, dtype=np.bool_), err_or(segs.any(err), segs.any(mask_array(present, segs.size))))
+                bm, berr = ops.mask_of(b)
+                err = err_or(err, restrict(berr, present))
+                if is_all:
+                    hits = mask_and(present, ~mask_array(bm, segs.size))
+                    res = segs.count(hits) == 0
+                else:
+                    res = segs.count(mask_and(present, bm)) > 0
+                return Col("bool", res, segs.any(err))
+
+            return ragged
+
+        def unrolled(ctx: Ctx) -> Value:
+            acc: Mask = is_all
+            err: Bools | None = None
+            for present, ictx, ierr in self._unrolled(e.loop, mode, it, where, ctx):
+                err = err_or(err, ierr)
+                if present is False:
+                    continue
+                try:
+                    b = body(ictx)
+                except Poisoned:
+                    err = err_or(err, mask_array(present, ctx.m).copy())
+                    continue
+                bm, berr = ops.mask_of(b)
+                err = err_or(err, restrict(berr, present))
+                if is_all:
+                    fail = mask_and(present, mask_not(bm))
+                    acc = mask_and(acc, mask_not(fail))
+                else:
+                    acc = mask_or(acc, mask_and(present, bm))
+            if isinstance(acc, bool):
+                return with_err(Const(acc), err, "bool", ctx)
+            return Col("bool", acc, err)
+
+        return unrolled
+
+    def _Aggregate(self, e: ast.Aggregate, scope: Scope, level: int) -> Fn:
+        mode, it, where, inner, ilevel, record = self._loop_fns(e, scope, level)
+        names = [b.name for b in e.loop.binders]
+        t = self.type_of(e)
+        kind = kind_of(t)
+        if kind is None:
+            raise Unsupported(f"{e.kind} of {t}")
+        value = self.expr_as(e.value, t, inner, ilevel) if e.value is not None else None
+        default = self.expr_as(e.default, t, scope, level) if e.default is not None else None
+        agg = e.kind
+        if mode == "ragged":
+            if agg in ("max", "min") and kind not in ("int", "float", "q"):
+                raise Unsupported(f"{agg} of {t} over a node list")
+            field = e.loop.iterable.name  # type: ignore[union-attr]
+
+            def ragged(ctx: Ctx) -> Value:
+                ictx, segs = self._ragged(it, names, record, field, ctx)
+                present, err = where_elems(where, ictx)
+                if agg == "count":
+                    return with_err(Col("int", segs.count(present)), segs.any(err), "int", ctx)
+                assert value is not None
+                try:
+                    v = value(ictx)
+                except Poisoned:
+                    return with_err(Const(zero_value(t)), err_or(segs.any(err), segs.any(mask_array(present, segs.size))) or np.ones(ctx.m, dtype=np.bool_), kind, ctx)
+                err = err_or(err, restrict(err_of(v), present))
+                out = ragged_reduce(agg, kind, v, present, segs, ctx)
+                if agg in ("max", "min"):
+                    has = segs.count(present) > 0
+                    if default is None:
+                        out = with_err(out, ~has if not has.all() else None, kind, ctx)
+                    elif not has.all():
+                        d = default(ctx)
+                        out = ops.select(Col("bool", has), out, d, kind, ctx.state.interner)
+                return with_err(out, segs.any(err), kind, ctx)
+
+            return ragged
+
+        zero = zero_value(t)
+
+        def unrolled(ctx: Ctx) -> Value:
+            interner = ctx.state.interner
+            err: Bools | None = None
+            acc: Value = Const(0) if agg == "count" else Const(zero)
+            has: Mask = False
+            for present, ictx, ierr in self._unrolled(e.loop, mode, it, where, ctx):
+                err = err_or(err, ierr)
+                if present is False:
+                    continue
+                if agg == "count":
+                    add = Const(1) if present is True else Col("int", present.astype(np.int64), None, 1, 1.0)
+                    acc = ops.arith("+", acc, add, "int")
+                    continue
+                assert value is not None
+                try:
+                    v = value(ictx)
+                except Poisoned:
+                    err = err_or(err, mask_array(present, ctx.m).copy())
+                    continue
+                err = err_or(err, restrict(err_of(v), present))
+                pm: Value = Const(True) if present is True else Col("bool", present)
+                if agg == "sum":
+                    acc = ops.select(pm, ops.arith("+", acc, v, kind), acc, kind, interner)
+                    continue
+                if has is False:
+                    acc = v
+                else:
+                    better = ops.compare("<" if agg == "min" else ">", v, kind, acc, kind, interner)
+                    take = and_mask(better, mask_not(has), ctx, either=True)
+                    acc = ops.select(and_mask(take, present, ctx), v, acc, kind, interner)
+                has = mask_or(has, present)
+            if agg in ("max", "min"):
+                if default is not None:
+                    if has is not True:
+                        acc = ops.select(as_bool(has, ctx), acc, default(ctx), kind, interner)
+                elif has is not True:
+                    missing = ~mask_array(has, ctx.m)
+                    acc = with_err(acc, missing, kind, ctx)
+            return with_err(acc, err, kind, ctx)
+
+        return unrolled
+
+    def _Comprehension(self, e: ast.Comprehension, scope: Scope, level: int) -> Fn:
+        mode, it, where, inner, ilevel, record = self._loop_fns(e, scope, level)
+        t = self.type_of(e)
+        elem = t.elem if isinstance(t, ListT) else t
+        value = self.expr_as(e.value, elem, inner, ilevel)
+        names = [b.name for b in e.loop.binders]
+        if mode == "ragged":
+            if not self.allow_ragged_list:
+                raise Unsupported("a list built from a node list (only 'reject each' / len take one)")
+            field = e.loop.iterable.name  # type: ignore[union-attr]
+
+            def ragged(ctx: Ctx) -> Value:
+                ictx, segs = self._ragged(it, names, record, field, ctx)
+                present, err = where_elems(where, ictx)
+                v = value(ictx)
+                err = err_or(err, restrict(err_of(v), present))
+                return RList(segs, present, v, segs.any(err))
+
+            return ragged
+
+        def unrolled(ctx: Ctx) -> Value:
+            items: list[tuple[Mask, Value]] = []
+            err: Bools | None = None
+            for present, ictx, ierr in self._unrolled(e.loop, mode, it, where, ctx):
+                err = err_or(err, ierr)
+                if present is False:
+                    continue
+                try:
+                    v = value(ictx)
+                except Poisoned:
+                    err = err_or(err, mask_array(present, ctx.m).copy())
+                    v = Const(zero_value(elem))
+                err = err_or(err, restrict(err_of(v), present))
+                items.append((present, v))
+            return MList(items, err)
+
+        return unrolled
