@@ -364,11 +364,6 @@ class ClusterState:
         i = self._slot_of.get(node_name)
         return self._slots[i].pods.get(key) if i is not None else self._waiting[node_name][key]
 
-    def waiting_pods(self) -> Iterator[Pod]:
-        """Pods bound to nodes the store does not know (yet)."""
-        for pods in self._waiting.values():
-            yield from pods.values()
-
     def _place(self, key: str, pod: Pod) -> None:
         self._pods[key] = pod.node_name
         i = self._slot_of.get(pod.node_name)
