@@ -94,7 +94,8 @@ def _text(obj: Mapping[str, Any], key: str) -> str | None:
 
 def is_terminal(pod: Any) -> bool:
     """``status.phase`` is Succeeded or Failed: the pod is done and neither waits for nor uses a node."""
-    return _part(pod, "status").get("phase") in TERMINAL_PHASES
+    phase = _part(pod, "status").get("phase")
+    return isinstance(phase, str) and phase in TERMINAL_PHASES  # a list or map phase is not hashable
 
 
 def node_name(pod: Any) -> str | None:

@@ -78,7 +78,8 @@ def test_bound_node_name() -> None:
     assert k.is_bound(odd) and k.node_name(odd) is None and not k.is_pending(odd) and k.is_placed(odd)
 
 
-@pytest.mark.parametrize("junk", [None, 3, "pod", [], {"spec": "x", "status": 7, "metadata": []}])
+@pytest.mark.parametrize("junk", [None, 3, "pod", [], {"spec": "x", "status": 7, "metadata": []},
+                                  {"spec": {"nodeName": None}, "status": {"phase": ["Failed"]}, "metadata": {"name": {}}}])
 def test_malformed_objects_read_as_empty(junk: Any) -> None:
     assert k.is_pending(junk) and not k.is_placed(junk) and not k.is_terminal(junk)
     assert k.priority(junk) == 0 and k.scheduler_name(junk) == "default-scheduler"
