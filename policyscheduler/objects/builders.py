@@ -6,7 +6,15 @@ from collections.abc import Mapping
 from fractions import Fraction
 from typing import Any
 
-from policyscheduler.kobjects import is_terminating, join_key, name_of, namespace_of, priority, scheduler_name
+from policyscheduler.kobjects import (
+    is_terminating,
+    join_key,
+    name_of,
+    namespace_of,
+    node_name,
+    priority,
+    scheduler_name,
+)
 from policyscheduler.objects.parse import Reader
 from policyscheduler.objects.records import (
     HostPort,
@@ -125,9 +133,9 @@ def build_pod(obj: Any, warnings: list[str]) -> Pod:
         obj = {}
     meta = r.map(obj, "metadata")
     spec = r.map(obj, "spec")
-    # The facts come from kobjects (the values every other module sees); the Reader only adds the warnings.
+    # The facts (namespace, node, scheduler, priority, terminating) come from kobjects, the values every
+    # other module sees; the Reader's reads of those fields only add the warnings, in the usual order.
     r.str(meta, "namespace")
-    r.str(spec, "schedulerName")
     namespace = namespace_of(obj)
     labels = r.str_map(meta, "labels", "metadata.labels")
 
@@ -194,13 +202,17 @@ def build_pod(obj: Any, warnings: list[str]) -> Pod:
     requests = pod_requests(containers, inits, overhead, pod_level)
     nonzero = pod_requests(containers, inits, overhead, pod_level, nonzero=True)
 
+    name, uid = r.str(meta, "name"), r.str(meta, "uid")
+    annotations = r.str_map(meta, "annotations", "metadata.annotations")
+    r.str(spec, "nodeName")  # warnings only, in field order (see the top)
+    r.str(spec, "schedulerName")
     return Pod(
-        name=r.str(meta, "name"),
+        name=name,
         namespace=namespace,
-        uid=r.str(meta, "uid"),
+        uid=uid,
         labels=labels,
-        annotations=r.str_map(meta, "annotations", "metadata.annotations"),
-        node_name=r.str(spec, "nodeName"),
+        annotations=annotations,
+        node_name=node_name(obj) or "",
         scheduler_name=scheduler_name(obj),
         priority=_priority(r, obj, spec),
         terminating=is_terminating(obj),
