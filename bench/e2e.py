@@ -73,6 +73,7 @@ if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
 from bench import workloads as wl  # noqa: E402
+from policyscheduler.kobjects import is_bound, node_name  # noqa: E402
 
 WORKLOADS = ("basic", "node-affinity", "required-anti-affinity", "required-affinity", "spreading", "mixed")
 RUNS = ("ours", "kube-100", "kube-default", "ceiling")
@@ -196,7 +197,7 @@ class BoundWatch:
                     meta = obj.get("metadata") or {}
                     if meta.get("resourceVersion"):
                         self._rv = meta["resourceVersion"]
-                    node = (obj.get("spec") or {}).get("nodeName")
+                    node = node_name(obj)
                     name = meta.get("name")
                     if node and name and name not in self.bound:
                         self.bound[name] = time.time()
@@ -348,7 +349,7 @@ def ceiling_worker(kubeconfig: str, namespace: str, plan_file: str) -> int:
     print("ready", flush=True)
     for obj in listed["items"]:
         meta = obj["metadata"]
-        if meta["name"] in plan and not obj["spec"].get("nodeName"):
+        if meta["name"] in plan and not is_bound(obj):
             seen.add(meta["name"])
             pool.submit(bind, meta["name"], meta["uid"])
     while True:
@@ -359,8 +360,7 @@ def ceiling_worker(kubeconfig: str, namespace: str, plan_file: str) -> int:
                 meta = obj.get("metadata") or {}
                 rv = meta.get("resourceVersion") or rv
                 name = meta.get("name")
-                if event.get("type") == "ADDED" and name in plan and name not in seen \
-                        and not (obj.get("spec") or {}).get("nodeName"):
+                if event.get("type") == "ADDED" and name in plan and name not in seen and not is_bound(obj):
                     seen.add(name)
                     pool.submit(bind, name, str(meta.get("uid") or ""))
         except Exception as err:  # noqa: BLE001
@@ -473,7 +473,7 @@ def affinity_violations(pods: list[dict[str, Any]], nodes: dict[str, dict[str, A
     from tests.kube.live import _matches
 
     problems = []
-    placed = [p for p in pods if p["spec"].get("nodeName") in nodes]
+    placed = [p for p in pods if node_name(p) in nodes]
     for p in placed:
         terms = (((p["spec"].get("affinity") or {}).get("podAffinity") or {})
                  .get("requiredDuringSchedulingIgnoredDuringExecution") or [])
@@ -581,8 +581,7 @@ def one_run(cp: Any, client: Any, workload: str, kind: str, count: int, logdir: 
     ns_pods = [p for p in all_pods if p["metadata"]["namespace"] == namespace]
     problems = violations(all_pods, nodes) + affinity_violations(ns_pods, {n["metadata"]["name"]: n for n in nodes})
     if kind == "ours":
-        placements[workload] = {p["metadata"]["name"]: p["spec"]["nodeName"] for p in ns_pods
-                                if p["spec"].get("nodeName")}
+        placements[workload] = {p["metadata"]["name"]: node for p in ns_pods if (node := node_name(p))}
     client.request("DELETE", f"/api/v1/namespaces/{namespace}/pods", query={"gracePeriodSeconds": 0})
     deadline = time.monotonic() + 120
     while client.get(f"/api/v1/namespaces/{namespace}/pods", limit=1)["items"] and time.monotonic() < deadline:

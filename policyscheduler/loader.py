@@ -25,7 +25,6 @@ import dataclasses
 import difflib
 import errno
 import gc
-import importlib
 import os
 import stat
 from collections.abc import Sequence
@@ -97,11 +96,7 @@ class LoadResult:
 
 def _ensure_object_model() -> None:
     """Importing the object model registers its records, roots and builtins in policyscheduler.schema."""
-    try:
-        importlib.import_module("policyscheduler.objects")
-    except ModuleNotFoundError as exc:
-        if exc.name != "policyscheduler.objects":
-            raise
+    import policyscheduler.objects  # noqa: F401 -- not at the top: importing the loader must not pay for numpy
 
 
 def _file_order(name: str) -> tuple[str, str]:

@@ -17,6 +17,7 @@ PACKAGE = Path(__file__).resolve().parent.parent / "policyscheduler"
 
 # stage -> the stages it may import (besides itself)
 ALLOWED: dict[str, set[str]] = {
+    "kobjects": set(),  # facts about Kubernetes objects: the bottom floor (see the loop below)
     "source": set(),
     "schema": set(),
     "quantity": set(),
@@ -41,6 +42,8 @@ ALLOWED: dict[str, set[str]] = {
     "__init__": {"diagnostics", "loader", "compiler", "objects", "state", "evaluation"},
     "__main__": {"cli"},
 }
+for _below in ALLOWED.values():
+    _below.add("kobjects")  # every stage may ask kobjects (pending/placed, priority, keys, List flattening)
 KUBERNETES_CLIENT_USERS = {"kube"}
 
 

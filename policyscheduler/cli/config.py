@@ -18,6 +18,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TextIO
 
+from policyscheduler.kobjects import join_key
+
 __all__ = ["add_arguments", "run", "main", "read_config", "apply_profile", "apply_run_config", "run_profiles",
            "RunProfilePlan"]
 
@@ -107,7 +109,7 @@ def _check_profiles(cfg, err: TextIO) -> bool:  # type: ignore[no-untyped-def]
             ok = False
             err.write(f"{cfg.file}: profile {profile.scheduler_name}: the policies have errors\n")
         else:
-            cms = ", ".join(f"{ns}/{n}" for ns, n in profile.configmaps)
+            cms = ", ".join(join_key(ns, n) for ns, n in profile.configmaps)
             err.write(f"ok: profile {profile.scheduler_name}: digest {loaded.policy_set.digest[:12]}"
                       + (f" (ConfigMap {cms} not read offline)" if cms else "") + "\n")
     return ok
@@ -261,7 +263,7 @@ def apply_run_config(args: argparse.Namespace, err: TextIO) -> bool:
             for name, text in profile.texts:
                 (Path(folder) / name).write_text(text, encoding="utf-8")
             paths.append(folder)
-        configmap = "/".join(profile.configmaps[0]) if profile.configmaps else None
+        configmap = join_key(*profile.configmaps[0]) if profile.configmaps else None
         plans.append(RunProfilePlan(profile.scheduler_name, tuple(paths), configmap, profile.shadows))
     args.profiles = plans
     args.scheduler_name = plans[0].name

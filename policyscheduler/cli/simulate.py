@@ -34,14 +34,16 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, NamedTuple, TextIO
 
-__all__ = ["add_arguments", "main", "run", "scheduler_name", "score_error_lines", "select_pods"]
+from policyscheduler.kobjects import DEFAULT_SCHEDULER as KUBE_DEFAULT_SCHEDULER
+from policyscheduler.kobjects import scheduler_name
+
+__all__ = ["add_arguments", "main", "run", "score_error_lines", "select_pods"]
 
 EXIT_CHANGED = 1
 
 EXIT_OK = 0
 EXIT_BAD_INPUT = 2
 DEFAULT_SCHEDULER_NAME = "policy-scheduler"
-KUBE_DEFAULT_SCHEDULER = "default-scheduler"
 MAX_SCORE_ERROR_LINES = 10
 
 
@@ -112,13 +114,6 @@ def _refuse(err: TextIO, problems: Sequence[str], why: str, *, what: str = "noth
         err.write(f"error: {_esc(problem)}\n")
     err.write(f"policyscheduler simulate: {why}; {what}\n")
     return EXIT_BAD_INPUT
-
-
-def scheduler_name(obj: dict[str, Any]) -> str:
-    """A pod's ``spec.schedulerName``; the API server defaults a missing one to ``default-scheduler``."""
-    spec = obj.get("spec")
-    name = spec.get("schedulerName") if isinstance(spec, dict) else None
-    return name if isinstance(name, str) and name else KUBE_DEFAULT_SCHEDULER
 
 
 def select_pods(objects: list[dict[str, Any]], name: str, include_default: bool) -> tuple[list[dict[str, Any]], Counter[str]]:

@@ -38,6 +38,7 @@ from policyscheduler.config.located import (
     load_yaml,
 )
 from policyscheduler.config.model import API_VERSION, KIND
+from policyscheduler.kobjects import DEFAULT_SCHEDULER
 
 __all__ = ["ImportResult", "import_kube_config", "render"]
 
@@ -146,7 +147,7 @@ def import_kube_config(file: str, text: str) -> ImportResult:
 def _profile(doc: Doc, p: tuple[Any, ...] | None, note: Any) -> dict[str, Any]:
     raw = expect_map(doc, p, _PROFILE, "a profile") if p is not None else {}
     pp = p or ()
-    name = expect_str(doc, pp + ("schedulerName",), "schedulerName") if "schedulerName" in raw else "default-scheduler"
+    name = expect_str(doc, pp + ("schedulerName",), "schedulerName") if "schedulerName" in raw else DEFAULT_SCHEDULER
     pct = raw.get("percentageOfNodesToScore")
     if pct not in (None, 0, 100):
         note(pp + ("percentageOfNodesToScore",), f"percentageOfNodesToScore {pct}: every feasible node is scored")

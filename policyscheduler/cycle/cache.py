@@ -20,40 +20,19 @@ import threading
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from policyscheduler.kobjects import is_bound, is_placed, object_key
+from policyscheduler.kobjects import node_name as node_name_of
 from policyscheduler.state import ClusterSnapshot
 from policyscheduler.state.store import replace_fields
 
-__all__ = ["ClusterCache", "KINDS", "object_key", "is_placed"]
+# ``object_key``, ``is_placed`` and ``node_name_of`` are policyscheduler.kobjects' facts, re-exported here
+# for the modules that still import them from the cache.
+__all__ = ["ClusterCache", "KINDS", "object_key", "is_placed", "node_name_of"]
 
 KINDS = ("Node", "Pod", "Namespace", "Service", "ReplicaSet", "StatefulSet", "ReplicationController")
 """The kinds the snapshot reads (the scheduler watches exactly these)."""
 
-_DONE = frozenset({"Succeeded", "Failed"})
-
 ObjKey = tuple[str, str]
-
-
-def object_key(obj: Mapping[str, Any]) -> ObjKey:
-    """``(namespace, name)`` of an object; cluster-scoped objects have namespace ``""``."""
-    meta = obj.get("metadata") if isinstance(obj, Mapping) else None
-    meta = meta if isinstance(meta, Mapping) else {}
-    ns, name = meta.get("namespace"), meta.get("name")
-    return (ns if isinstance(ns, str) else "", name if isinstance(name, str) else "")
-
-
-def node_name_of(pod: Mapping[str, Any]) -> str | None:
-    """``spec.nodeName`` when set (a bound pod), else None."""
-    spec = pod.get("spec")
-    name = spec.get("nodeName") if isinstance(spec, Mapping) else None
-    return name if isinstance(name, str) and name else None
-
-
-def is_placed(pod: Mapping[str, Any]) -> bool:
-    """A pod that occupies its node: bound and not finished."""
-    status = pod.get("status")
-    phase = status.get("phase") if isinstance(status, Mapping) else None
-    return node_name_of(pod) is not None and phase not in _DONE
-
 
 SAME, RELABELED, CHANGED = "same", "relabeled", "changed"
 
@@ -194,7 +173,7 @@ class ClusterCache:
             return
         assumed = self._assumed.get(key)
         if assumed is not None:
-            if node_name_of(obj) is None:
+            if not is_bound(obj):
                 return  # still pending on the server: our choice stands until the bind answers
             del self._assumed[key]  # the watch shows it bound: the truth replaces the assumption
             same = _same_placement(assumed[0], assumed[1], obj) if is_placed(obj) else CHANGED

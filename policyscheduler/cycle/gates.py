@@ -22,6 +22,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from policyscheduler.kobjects import scheduling_gates
+
 __all__ = ["GATED_CONDITION_MESSAGE", "GATED_REASON", "gate_log_fields", "gate_message", "scheduling_gates"]
 
 GATED_REASON = "SchedulingGated"
@@ -29,24 +31,6 @@ GATED_REASON = "SchedulingGated"
 
 GATED_CONDITION_MESSAGE = "Scheduling is blocked due to non-empty scheduling gates"
 """The message the API server writes into a gated pod's ``PodScheduled`` condition at creation."""
-
-
-def scheduling_gates(pod: Mapping[str, Any]) -> tuple[str, ...]:
-    """The names in ``spec.schedulingGates`` (empty: the pod may be scheduled).
-
-    An entry that is not a mapping with a string name still counts as a gate (named ``""``): the API
-    server would not have accepted the pod, and a gate we cannot read must not let the pod through.
-    """
-    # TODO(kobjects): replace with the gates fact of policyscheduler/kobjects.py.
-    spec = pod.get("spec") if isinstance(pod, Mapping) else None
-    gates = spec.get("schedulingGates") if isinstance(spec, Mapping) else None
-    if not isinstance(gates, list):
-        return ()
-    names = []
-    for gate in gates:
-        name = gate.get("name") if isinstance(gate, Mapping) else None
-        names.append(name if isinstance(name, str) else "")
-    return tuple(names)
 
 
 def gate_message(gates: tuple[str, ...] | list[str]) -> str:

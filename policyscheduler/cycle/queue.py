@@ -38,8 +38,12 @@ from collections.abc import Callable, Hashable
 from typing import Any
 
 from policyscheduler.cycle.events import ClusterEvent, Interest
-from policyscheduler.cycle.gates import scheduling_gates
+from policyscheduler.kobjects import DEFAULT_SCHEDULER, scheduling_gates
+from policyscheduler.kobjects import priority as pod_priority
+from policyscheduler.kobjects import scheduler_name as scheduler_name_of
 
+# ``pod_priority``, ``scheduler_name_of`` and ``DEFAULT_SCHEDULER`` are policyscheduler.kobjects' facts,
+# re-exported for the modules that import them from here.
 __all__ = ["QueuedPod", "SchedulingQueue", "priority_order", "pod_priority", "scheduler_name_of", "QUEUES",
            "DEFAULT_SCHEDULER"]
 
@@ -47,24 +51,6 @@ QUEUES = ("active", "backoff", "unschedulable", "gated")
 """The names used for ``pending_pods{queue=...}``."""
 
 Clock = Callable[[], float]
-
-
-DEFAULT_SCHEDULER = "default-scheduler"
-"""What the API server fills in for a pod without ``spec.schedulerName``."""
-
-
-def scheduler_name_of(pod: Any) -> str:
-    """The profile a pod belongs to: ``spec.schedulerName`` (absent: ``default-scheduler``)."""
-    spec = pod.get("spec") if isinstance(pod, dict) else None
-    name = spec.get("schedulerName") if isinstance(spec, dict) else None
-    return name if isinstance(name, str) and name else DEFAULT_SCHEDULER
-
-
-def pod_priority(pod: dict[str, Any]) -> int:
-    """``spec.priority`` as an int (missing or not an int counts as 0, as the API server's default)."""
-    spec = pod.get("spec") if isinstance(pod, dict) else None
-    value = spec.get("priority") if isinstance(spec, dict) else None
-    return value if isinstance(value, int) and not isinstance(value, bool) else 0
 
 
 @dataclasses.dataclass(eq=False)

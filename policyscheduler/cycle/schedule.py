@@ -30,7 +30,8 @@ from typing import TYPE_CHECKING, Any
 
 from policyscheduler.cycle.cache import ClusterCache
 from policyscheduler.cycle.events import ClusterEvent, Interest
-from policyscheduler.cycle.queue import QueuedPod, SchedulingQueue, scheduler_name_of
+from policyscheduler.cycle.queue import QueuedPod, SchedulingQueue
+from policyscheduler.kobjects import is_terminating, pod_key, scheduler_name
 
 if TYPE_CHECKING:
     from policyscheduler.compiler import PolicySet
@@ -69,14 +70,7 @@ class Attempt:
     @property
     def key(self) -> str:
         """``namespace/name`` of the pod."""
-        raw = self.pod.get("metadata")
-        meta: Mapping[str, Any] = raw if isinstance(raw, Mapping) else {}
-        return f"{meta.get('namespace') or 'default'}/{meta.get('name') or ''}"
-
-
-def _deleting(pod: Mapping[str, Any]) -> bool:
-    meta = pod.get("metadata")
-    return isinstance(meta, Mapping) and bool(meta.get("deletionTimestamp"))
+        return pod_key(self.pod)
 
 
 class Cycle:
@@ -128,7 +122,7 @@ class Cycle:
     def policy_set_for(self, pod: Mapping[str, Any]) -> PolicySet:
         """The set that decides ``pod``: its profile's, else the first one."""
         sets = self._sets
-        found = sets.get(scheduler_name_of(pod))
+        found = sets.get(scheduler_name(pod))
         return found if found is not None else sets[self._fallback]
 
     def set_policy_set(self, policy_set: PolicySet, profile: str | None = None) -> int:
@@ -155,7 +149,7 @@ class Cycle:
         """One cycle for a popped ``entry``."""
         started = self._timer()
         pod = entry.pod
-        if _deleting(pod):
+        if is_terminating(pod):
             self.queue.done(entry)
             return Attempt(entry, pod, SKIPPED, None, None, self._timer() - started)
         policy_set = self.policy_set_for(pod)

@@ -45,6 +45,7 @@ from policyscheduler.evaluation.decision import (
 )
 from policyscheduler.evaluation.message import failed_scheduling_message, pod_rejected_message
 from policyscheduler.evaluation.normalize import normalize_array, normalize_bounded, raw_error
+from policyscheduler.kobjects import pod_key  # re-exported: evaluation.pod_key
 from policyscheduler.syntax import ast
 
 if TYPE_CHECKING:
@@ -114,14 +115,6 @@ class Backend(Protocol):
     def start(self, policy_set: PolicySet, snapshot: ClusterSnapshot, pod: Pod, cluster: Cluster) -> PodRun:
         """Prepare the evaluation of one pod over ``snapshot.nodes``."""
         ...
-
-
-def pod_key(pod: dict[str, Any]) -> str:
-    """``namespace/name`` of a pod object (namespace defaults to ``default``), robust to malformed metadata."""
-    meta = pod.get("metadata") if isinstance(pod, dict) else None
-    meta = meta if isinstance(meta, dict) else {}
-    namespace, name = meta.get("namespace"), meta.get("name")
-    return f"{namespace if isinstance(namespace, str) and namespace else 'default'}/{name if isinstance(name, str) else ''}"
 
 
 def error_verdict(rule: str, message: str, detail: str | None = None) -> NodeVerdict:

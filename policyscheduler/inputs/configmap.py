@@ -33,6 +33,8 @@ from typing import Any
 
 import yaml
 
+from policyscheduler.kobjects import is_list_kind
+
 __all__ = [
     "KUSTOMIZATION_FILES",
     "Entry",
@@ -303,7 +305,7 @@ def _configmaps_in(node: yaml.Node, file: str, lines: Sequence[str], source: str
                    default_namespace: str = "") -> Iterator[PolicyConfigMap]:
     """ConfigMaps in one YAML document (a ``List``'s items too) that hold ``*.policy`` keys."""
     kind = _scalar(_get(node, "kind"))
-    if kind == "List" or (kind or "").endswith("List"):
+    if is_list_kind(kind):
         items = _get(node, "items")
         if isinstance(items, yaml.SequenceNode):
             for item in items.value:

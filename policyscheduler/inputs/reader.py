@@ -25,6 +25,8 @@ from typing import Any
 
 import yaml
 
+from policyscheduler.kobjects import flatten_lists, namespace_of, pod_key
+
 __all__ = ["KEPT_KINDS", "ReadResult", "read_objects", "read_texts", "SUFFIXES"]
 
 KEPT_KINDS = frozenset(
@@ -70,7 +72,7 @@ _CLUSTER_SCOPED = frozenset({"Node", "Namespace"})
 def _identity(obj: dict[str, Any]) -> tuple[str, str, str]:
     kind = obj["kind"]
     meta = obj["metadata"]
-    ns = "" if kind in _CLUSTER_SCOPED else (meta.get("namespace") or "default")
+    ns = "" if kind in _CLUSTER_SCOPED else namespace_of(obj)
     return kind, ns, meta["name"]
 
 
@@ -327,22 +329,6 @@ def _show(value: Any) -> str:
     return text if len(text) <= 80 else text[:77] + "..."
 
 
-def _flatten(doc: dict[str, Any]) -> Iterable[dict[str, Any]]:
-    """A List kind's items (items of ``PodList`` get kind ``Pod``), or the object itself."""
-    kind = doc.get("kind")
-    items = doc.get("items")
-    if isinstance(kind, str) and kind.endswith("List") and isinstance(items, list):
-        item_kind = kind[: -len("List")] or None
-        for item in items:
-            if isinstance(item, dict) and "kind" not in item and item_kind:
-                item = {"kind": item_kind, **item}
-                if "apiVersion" in doc:
-                    item.setdefault("apiVersion", doc["apiVersion"])
-            yield item
-    else:
-        yield doc
-
-
 _LABEL_NAMED = frozenset({"Namespace", "Service"})
 """Kinds whose names are DNS-1123 labels (at most 63 characters, no dots); the others are subdomains."""
 
@@ -379,7 +365,7 @@ def _check(obj: Any, where: str) -> str | None:
     if kind == "Pod" and isinstance(obj.get("spec"), dict):
         problem = _pod_fields(obj["spec"])
         if problem is not None:
-            return f"{where}: Pod {ns or 'default'}/{name}: {problem}"
+            return f"{where}: Pod {pod_key(obj)}: {problem}"
     return None
 
 
@@ -452,7 +438,7 @@ def read_texts(files: Sequence[tuple[str, str]], result: ReadResult | None = Non
                 if not isinstance(doc, dict):
                     result.errors.append(_check(doc, where) or where)
                     continue
-                for obj in _flatten(doc):
+                for obj in flatten_lists((doc,)):  # a List's items (PodList items get kind Pod)
                     problem = _check(obj, where)
                     if problem is not None:
                         result.errors.append(problem)

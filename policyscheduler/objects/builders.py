@@ -6,6 +6,15 @@ from collections.abc import Mapping
 from fractions import Fraction
 from typing import Any
 
+from policyscheduler.kobjects import (
+    is_terminating,
+    join_key,
+    name_of,
+    namespace_of,
+    node_name,
+    priority,
+    scheduler_name,
+)
 from policyscheduler.objects.parse import Reader
 from policyscheduler.objects.records import (
     HostPort,
@@ -24,30 +33,27 @@ _ZERO = Fraction(0)
 
 
 def object_name(obj: Any, kind: str) -> str:
-    """``Kind ns/name`` (or ``Kind name``) for warnings, robust to junk."""
-    if type(obj) is dict:  # the usual case, without the ABC checks (this runs for every pod built)
-        meta = obj.get("metadata")
-        if type(meta) is dict:
-            name, ns = meta.get("name"), meta.get("namespace")
-            if type(name) is str and type(ns) is str:
-                if kind == "Pod":
-                    return f"Pod {ns or 'default'}/{name}"
-                return f"{kind} {ns}/{name}" if ns else f"{kind} {name}"
-    meta = obj.get("metadata") if isinstance(obj, Mapping) else None
-    meta = meta if isinstance(meta, Mapping) else {}
-    name = meta.get("name") if isinstance(meta.get("name"), str) else "?"
-    ns = meta.get("namespace") if isinstance(meta.get("namespace"), str) else ""
+    """``Kind ns/name`` (or ``Kind name``) for warnings, robust to junk. A pod is named by its key (a pod
+    without a namespace lives in ``default``); other kinds show the namespace as written, if any."""
+    name = name_of(obj) or "?"
     if kind == "Pod":
-        return f"Pod {ns or 'default'}/{name}"  # a pod without a namespace lives in "default"
-    return f"{kind} {ns}/{name}" if ns else f"{kind} {name}"
+        return f"Pod {join_key(namespace_of(obj), name)}"
+    meta = obj.get("metadata") if isinstance(obj, Mapping) else None
+    ns = meta.get("namespace") if isinstance(meta, Mapping) else None
+    return f"{kind} {ns}/{name}" if isinstance(ns, str) and ns else f"{kind} {name}"
 
 
-def _priority(r: Reader, spec: Any) -> int:
-    """spec.priority: a 32-bit integer, as the API server requires (else 0, with a warning)."""
-    value = r.int(spec, "priority", 0, "spec.priority")
-    if not -(2**31) <= value < 2**31:
-        r.warn(f"spec.priority: {value} is outside the 32-bit range; using 0")
-        return 0
+def _priority(r: Reader, obj: Any, spec: Any) -> int:
+    """spec.priority (:func:`policyscheduler.kobjects.priority`), with a warning when a value is there but
+    unusable: not an integer, or outside the 32-bit range the API server enforces."""
+    value = priority(obj)
+    raw = spec.get("priority")
+    if raw is None or (type(raw) is int and raw == value):
+        return value
+    if isinstance(raw, int) and not isinstance(raw, bool):
+        r.warn(f"spec.priority: {raw} is outside the 32-bit range; using 0")
+    else:
+        r.int(spec, "priority", 0, "spec.priority")  # the Reader's "not an integer" warning
     return value
 
 
@@ -127,7 +133,10 @@ def build_pod(obj: Any, warnings: list[str]) -> Pod:
         obj = {}
     meta = r.map(obj, "metadata")
     spec = r.map(obj, "spec")
-    namespace = r.str(meta, "namespace") or "default"
+    # The facts (namespace, node, scheduler, priority, terminating) come from kobjects, the values every
+    # other module sees; the Reader's reads of those fields only add the warnings, in the usual order.
+    r.str(meta, "namespace")
+    namespace = namespace_of(obj)
     labels = r.str_map(meta, "labels", "metadata.labels")
 
     owner = None
@@ -193,16 +202,20 @@ def build_pod(obj: Any, warnings: list[str]) -> Pod:
     requests = pod_requests(containers, inits, overhead, pod_level)
     nonzero = pod_requests(containers, inits, overhead, pod_level, nonzero=True)
 
+    name, uid = r.str(meta, "name"), r.str(meta, "uid")
+    annotations = r.str_map(meta, "annotations", "metadata.annotations")
+    r.str(spec, "nodeName")  # warnings only, in field order (see the top)
+    r.str(spec, "schedulerName")
     return Pod(
-        name=r.str(meta, "name"),
+        name=name,
         namespace=namespace,
-        uid=r.str(meta, "uid"),
+        uid=uid,
         labels=labels,
-        annotations=r.str_map(meta, "annotations", "metadata.annotations"),
-        node_name=r.str(spec, "nodeName"),
-        scheduler_name=r.str(spec, "schedulerName") or "default-scheduler",
-        priority=_priority(r, spec),
-        terminating=meta.get("deletionTimestamp") is not None,
+        annotations=annotations,
+        node_name=node_name(obj) or "",
+        scheduler_name=scheduler_name(obj),
+        priority=_priority(r, obj, spec),
+        terminating=is_terminating(obj),
         node_selector=r.str_map(spec, "nodeSelector", "spec.nodeSelector"),
         has_required_node_affinity=has_required,
         required_node_affinity=required_terms,

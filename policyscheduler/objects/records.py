@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from policyscheduler.kobjects import join_key
 from policyscheduler.objects.selectors import Selector
 from policyscheduler.schema import Quantity, exposed, record
 
@@ -209,7 +210,7 @@ class Pod:
     @property
     def key(self) -> str:
         """``namespace/name``, for notes and warnings (a property, so policies cannot see it)."""
-        return f"{self.namespace}/{self.name}"
+        return join_key(self.namespace, self.name)
 
 
 @record

@@ -5,7 +5,7 @@ queued earliest. A snapshot has no queue timestamps, so the pod's ``metadata.cre
 stands in for them, and the order of the pods in the input breaks the remaining ties, which keeps
 the order total and stable. Rules:
 
-* priority: ``spec.priority`` (an int; missing or not an int counts as 0);
+* priority: ``spec.priority`` (:func:`policyscheduler.kobjects.priority`: missing or malformed counts as 0);
 * timestamp: compared as parsed RFC 3339 instants; a pod **without** a (parsable) creationTimestamp
   sorts **before** every pod that has one -- it is treated as the oldest, as if created before the
   snapshot's history began;
@@ -18,19 +18,15 @@ import datetime as _dt
 from collections.abc import Sequence
 from typing import Any
 
-__all__ = ["is_pending", "queue_order", "creation_instant"]
+from policyscheduler import kobjects
 
-_DONE_PHASES = frozenset({"Succeeded", "Failed"})
+__all__ = ["is_pending", "queue_order", "creation_instant"]
 
 
 def is_pending(obj: dict[str, Any]) -> bool:
-    """A Pod waiting for a node: no ``spec.nodeName``, not finished, not being deleted."""
-    if obj.get("kind") != "Pod":
-        return False
-    spec = obj.get("spec") or {}
-    status = obj.get("status") or {}
-    meta = obj.get("metadata") or {}
-    return not spec.get("nodeName") and status.get("phase") not in _DONE_PHASES and not meta.get("deletionTimestamp")
+    """A Pod waiting for a node (:func:`policyscheduler.kobjects.is_pending`: no ``spec.nodeName``, not
+    finished, not being deleted); other kinds never are."""
+    return obj.get("kind") == "Pod" and kobjects.is_pending(obj)
 
 
 def creation_instant(pod: dict[str, Any]) -> float | None:
@@ -50,17 +46,12 @@ def creation_instant(pod: dict[str, Any]) -> float | None:
     return moment.timestamp()
 
 
-def _priority(pod: dict[str, Any]) -> int:
-    value = (pod.get("spec") or {}).get("priority")
-    return value if isinstance(value, int) and not isinstance(value, bool) else 0
-
-
 def queue_order(pods: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
     """``pods`` sorted by (higher priority, earlier creation, input order)."""
 
     def key(item: tuple[int, dict[str, Any]]) -> tuple[int, int, float, int]:
         index, pod = item
         instant = creation_instant(pod)
-        return (-_priority(pod), 0 if instant is None else 1, instant or 0.0, index)
+        return (-kobjects.priority(pod), 0 if instant is None else 1, instant or 0.0, index)
 
     return [pod for _, pod in sorted(enumerate(pods), key=key)]

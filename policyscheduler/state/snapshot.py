@@ -3,9 +3,9 @@
 ``from_objects`` takes a whole snapshot (kinds Node, Pod, Namespace, Service, ReplicaSet, StatefulSet,
 ReplicationController; ``List`` objects are unpacked; other kinds are ignored). Pods with
 ``spec.nodeName`` are placed on that node unless they are in phase Succeeded/Failed (the scheduler's
-informer filters those out). ``assume`` places a pending pod and ``forget`` takes it back; ``add`` /
-``update`` / ``remove`` apply one watched object. Records of the nodes made before a change stay as
-they were; ``nodes`` read after it shows the change.
+informer filters those out; :func:`policyscheduler.kobjects.is_placed` decides). ``assume`` places a pending
+pod and ``forget`` takes it back; ``add`` / ``update`` / ``remove`` apply one watched object. Records of
+the nodes made before a change stay as they were; ``nodes`` read after it shows the change.
 
 Malformed objects never raise: the problem becomes a warning and the field a safe default. Raw object
 dicts are converted as they arrive and not kept (a 50,000-pod snapshot would otherwise hold them all).
@@ -13,11 +13,12 @@ dicts are converted as they arrive and not kept (a 50,000-pod snapshot would oth
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from cachetools import LRUCache
 
+from policyscheduler.kobjects import cache_key, flatten_lists, is_placed, name_of, namespace_of, object_key, uid_of
 from policyscheduler.objects.builders import build_node, build_pod, object_name
 from policyscheduler.objects.cluster import Cluster, make_cluster
 from policyscheduler.objects.records import Node, Pod
@@ -33,25 +34,6 @@ def _mapping(obj: Mapping[str, Any], key: str) -> Mapping[str, Any]:
     """``obj[key]`` when it is a mapping, else an empty one (malformed objects never raise)."""
     value = obj.get(key)
     return value if isinstance(value, Mapping) else {}
-
-
-def _meta(obj: Mapping[str, Any]) -> tuple[str, str]:
-    meta = _mapping(obj, "metadata")
-    name, ns = meta.get("name"), meta.get("namespace")
-    return (ns if isinstance(ns, str) and ns else "default"), (name if isinstance(name, str) else "")
-
-
-def _flatten(objs: Iterable[Any]) -> Iterator[Mapping[str, Any]]:
-    for obj in objs:
-        if isinstance(obj, Mapping) and isinstance(obj.get("items"), list) and str(obj.get("kind", "")).endswith("List"):
-            yield from _flatten(obj["items"])
-        elif isinstance(obj, Mapping):
-            yield obj
-
-
-def _runs(obj: Mapping[str, Any]) -> bool:
-    """Bound to a node and not finished: the scheduler's cache holds it."""
-    return bool(_mapping(obj, "spec").get("nodeName")) and _mapping(obj, "status").get("phase") not in ("Succeeded", "Failed")
 
 
 def _record_key(pod: Mapping[str, Any]) -> tuple[str, str] | None:
@@ -87,12 +69,14 @@ class ClusterSnapshot:
         snap = cls()
         warnings: list[str] = []
         placed: list[str] = []
-        for obj in _flatten(objs):
+        for obj in flatten_lists(objs):
+            if not isinstance(obj, Mapping):
+                continue
             kind = obj.get("kind")
             if kind not in KINDS:
                 continue
             if kind == "Pod":
-                if _runs(obj):
+                if is_placed(obj):
                     key = snap._place_object(obj, warnings)
                     if key is not None:
                         placed.append(key)
@@ -140,7 +124,7 @@ class ClusterSnapshot:
         return pod_key(pod)
 
     def _apply_other(self, kind: str, obj: Mapping[str, Any], warnings: list[str], *, remove: bool = False) -> None:
-        ns, name = _meta(obj)
+        ns, name = object_key(obj)
         state = self.state
         if kind == "Namespace":
             if remove:
@@ -175,7 +159,7 @@ class ClusterSnapshot:
                 if node.name and not self.state.update_node(node):
                     self._add_node(obj, [], node)
             elif kind == "Pod":
-                if _runs(obj):
+                if is_placed(obj):
                     self._place_object(obj, warnings)
                 else:
                     self.state.remove_pod(self._key_of(obj))
@@ -191,7 +175,7 @@ class ClusterSnapshot:
         """Apply a deleted object of any kept kind."""
         kind = kind or str(obj.get("kind", ""))
         if kind == "Node":
-            self.state.remove_node(_meta(obj)[1])
+            self.state.remove_node(name_of(obj))
         elif kind == "Pod":
             self.state.remove_pod(self._key_of(obj))
         elif kind in KINDS:
@@ -219,11 +203,7 @@ class ClusterSnapshot:
 
     @staticmethod
     def _key_of(obj: Mapping[str, Any]) -> str:
-        uid = _mapping(obj, "metadata").get("uid")
-        if isinstance(uid, str) and uid:
-            return uid
-        ns, name = _meta(obj)
-        return f"{ns}/{name}"
+        return cache_key(uid_of(obj), namespace_of(obj), name_of(obj))
 
     # -- public API -------------------------------------------------------------------------------------
 

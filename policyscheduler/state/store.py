@@ -24,6 +24,7 @@ from typing import Any, TypeVar
 import numpy as np
 import numpy.typing as npt
 
+from policyscheduler.kobjects import cache_key
 from policyscheduler.objects.records import HostPort, Node, Pod
 from policyscheduler.objects.topology import LabelCodes, MatchKey
 from policyscheduler.state.indexes import LabelCodeCache, MatchCounts
@@ -35,8 +36,9 @@ _JOURNAL_SLACK = 4096
 
 
 def pod_key(pod: Pod) -> str:
-    """The store's key of a pod: its uid, or ``namespace/name`` for objects without one."""
-    return pod.uid or f"{pod.namespace}/{pod.name}"
+    """The store's key of a pod record (:func:`policyscheduler.kobjects.cache_key`: its uid, or
+    ``namespace/name`` for objects without one), the same key the snapshot computes from the raw object."""
+    return cache_key(pod.uid, pod.namespace, pod.name)
 
 
 def _has_affinity(pod: Pod) -> bool:
@@ -361,11 +363,6 @@ class ClusterState:
             return None
         i = self._slot_of.get(node_name)
         return self._slots[i].pods.get(key) if i is not None else self._waiting[node_name][key]
-
-    def waiting_pods(self) -> Iterator[Pod]:
-        """Pods bound to nodes the store does not know (yet)."""
-        for pods in self._waiting.values():
-            yield from pods.values()
 
     def _place(self, key: str, pod: Pod) -> None:
         self._pods[key] = pod.node_name

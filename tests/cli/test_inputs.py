@@ -27,6 +27,16 @@ def test_kubectl_list_and_api_list_kinds_are_flattened():
     assert result.objects[2]["apiVersion"] == "v1"
 
 
+def test_lists_inside_lists_are_flattened_in_order():
+    nested = json.dumps({"apiVersion": "v1", "kind": "List", "items": [
+        {"kind": "Pod", "metadata": {"name": "p1"}},
+        {"apiVersion": "v1", "kind": "NodeList", "items": [{"metadata": {"name": "n1"}}]},
+        {"kind": "List", "items": [{"kind": "Pod", "metadata": {"name": "p2"}}]}]})
+    result = read_texts([("nested.json", nested)])
+    assert result.errors == [] and result.warnings == []
+    assert kinds(result) == [("Pod", "p1"), ("Node", "n1"), ("Pod", "p2")]
+
+
 def test_unknown_kinds_are_skipped_with_one_warning_per_kind_and_file():
     text = "\n---\n".join(
         ["kind: Deployment\nmetadata: {name: d1}", "kind: Deployment\nmetadata: {name: d2}",

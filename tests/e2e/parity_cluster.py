@@ -26,6 +26,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from policyscheduler.inputs import read_objects
+from policyscheduler.kobjects import is_bound, namespace_of, node_name
 from policyscheduler.simulate.defaults import demo_cluster_dir
 from policyscheduler.simulate.queue import is_pending, queue_order
 from tests.controlplane import fakes
@@ -80,7 +81,7 @@ def adapt_pod(obj: dict[str, Any], owner_uids: dict[tuple[str, str, str], str], 
     """A demo pod as we create it (see the module docstring for every change)."""
     out = _strip_meta(obj)
     meta = out["metadata"]
-    namespace = meta.get("namespace") or "default"
+    namespace = namespace_of(out)
     for ref in meta.get("ownerReferences") or []:
         uid = owner_uids.get((namespace, str(ref.get("kind")), str(ref.get("name"))))
         if uid is not None:
@@ -178,15 +179,15 @@ class DemoCluster:
                      for o in by_kind.get(kind, [])]
         for obj, stored in zip(workloads, self._create_many([adapt_workload(o) for o in workloads])):
             meta = obj["metadata"]
-            self.owner_uids[(meta.get("namespace") or "default", obj["kind"], meta["name"])] = \
+            self.owner_uids[(namespace_of(obj), obj["kind"], meta["name"])] = \
                 stored["metadata"]["uid"]
-        running = [p for p in by_kind.get("Pod", []) if not is_pending(p) and p["spec"].get("nodeName")]
+        running = [p for p in by_kind.get("Pod", []) if is_bound(p)]
         self._create_many([adapt_pod(p, self.owner_uids, pending=False) for p in running])
         for pod in running:
             phase = (pod.get("status") or {}).get("phase")
             if phase:
                 meta = pod["metadata"]
-                fakes.set_pod_phase(self.api, meta.get("namespace") or "default", meta["name"], phase)
+                fakes.set_pod_phase(self.api, namespace_of(pod), meta["name"], phase)
 
     def delete(self) -> None:
         """Delete what :meth:`load` created, pods first (no grace: no kubelet would confirm)."""
@@ -228,7 +229,7 @@ def wait_outcome(api: Api, namespace: str, name: str, *, timeout: float = 30.0) 
 
     def check() -> tuple[str, str] | None:
         pod = api.get(path)
-        node = (pod.get("spec") or {}).get("nodeName")
+        node = node_name(pod)
         if node:
             return ("bound", str(node))
         for cond in (pod.get("status") or {}).get("conditions") or []:

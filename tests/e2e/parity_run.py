@@ -15,6 +15,7 @@ from collections import Counter
 from typing import Any
 
 from policyscheduler.evaluation import Decision, diff_decisions, make_evaluator
+from policyscheduler.kobjects import namespace_of
 from policyscheduler.state import ClusterSnapshot
 from tests.controlplane.api import Api
 from tests.e2e import parity_cluster as pc
@@ -39,7 +40,7 @@ class ParityRun:
         listing = pc.list_cluster(self.api)
         snapshot = ClusterSnapshot.from_objects(listing)
         meta = body["metadata"]
-        namespace, name = meta.get("namespace") or "default", meta["name"]
+        namespace, name = namespace_of(body), meta["name"]
         stored = self.cluster.create_tracked({**body, "kind": "Pod"})
         decision = self.engine.evaluate(self.policy_set, snapshot, stored, rng=random.Random(seed))
         reference = self.oracle.evaluate(self.policy_set, ClusterSnapshot.from_objects(listing), stored,

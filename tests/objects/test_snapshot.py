@@ -49,6 +49,17 @@ def test_list_kind_and_namespaces():
     assert snap.namespace_labels("undeclared") == {"kubernetes.io/metadata.name": "undeclared"}
 
 
+def test_api_list_responses_and_nested_lists():
+    """Items of a NodeList / PodList carry no kind: they are nodes and pods all the same, at any depth."""
+    nodes = {"apiVersion": "v1", "kind": "NodeList", "items": [
+        {k: v for k, v in make_node(n).items() if k != "kind"} for n in ("n1", "n2")]}
+    bound = {k: v for k, v in make_pod("a", node="n2", requests={"cpu": "1"}).items() if k != "kind"}
+    pods = {"apiVersion": "v1", "kind": "PodList", "items": [bound]}
+    snap = ClusterSnapshot.from_objects([{"kind": "List", "items": [nodes, {"kind": "List", "items": [pods]}]}])
+    assert [n.name for n in snap.nodes] == ["n1", "n2"]
+    assert [p.name for p in snap.nodes[1].pods] == ["a"] and snap.nodes[1].requested["cpu"] == 1
+
+
 def test_malformed_objects_become_warnings():
     snap = ClusterSnapshot.from_objects([
         "not an object",
