@@ -133,7 +133,7 @@ def read_text(path: str | Path, *, limit: int = MAX_FILE_BYTES, name: str | None
         raise InputError(shown, 0, 0, f"cannot read: {kind}, not a regular file")
     with os.fdopen(fd, "rb") as f:
         if st.st_size > limit:
-            raise InputError(shown, 0, 0, f"cannot read: {st.st_size:,} bytes, over the {_size_text(limit)} limit")
+            raise InputError(shown, 0, 0, f"cannot read: {st.st_size:,} bytes, over the limit of {_size_text(limit)}")
         try:
             data = _read_limited(shown, f, limit)
         except OSError as exc:
@@ -180,7 +180,7 @@ class _Frame:
     """A collection being composed: its node, the node count when it opened, its height so far, and for a
     mapping the pending key and the keys seen."""
 
-    __slots__ = ("node", "anchor", "start", "height", "key", "seen")
+    __slots__ = ("anchor", "height", "key", "node", "seen", "start")
 
     def __init__(self, node: yaml.Node, anchor: str | None, start: int) -> None:
         self.node = node
@@ -336,7 +336,7 @@ def load_yaml(name: str, text: str, limits: Limits = DEFAULT) -> list[Any]:
 
 _ANY_BRACKET = re.compile(r'[\[\]{}"]')
 _STRING_END = re.compile(r'(?:[^"\\]|\\.)*"', re.S)
-_LONG_INT = re.compile(r"-?\d{%d,}" % (MAX_INT_DIGITS + 1))
+_LONG_INT = re.compile(r"-?\d{" + str(MAX_INT_DIGITS + 1) + ",}")
 
 
 def _line_col(text: str, pos: int) -> tuple[int, int]:
