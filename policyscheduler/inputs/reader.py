@@ -21,7 +21,7 @@ from typing import Any
 
 import yaml
 
-from policyscheduler.inputs import safeload
+from policyscheduler.inputs import apivalid, safeload
 
 __all__ = ["KEPT_KINDS", "ReadResult", "read_objects", "read_texts", "SUFFIXES"]
 
@@ -308,6 +308,9 @@ def _check(obj: Any, where: str) -> str | None:
                 f"{63 if kind in _LABEL_NAMED else 253} characters)")
     if ns is not None and (not isinstance(ns, str) or (ns and not (len(ns) <= 63 and _DNS1123_LABEL.fullmatch(ns)))):
         return f"{where}: {kind} {name}: metadata.namespace {_show(ns)} is not a valid namespace name (a DNS-1123 label)"
+    problem = apivalid.labels_problem(meta.get("labels")) or apivalid.annotations_problem(meta.get("annotations"))
+    if problem is not None:
+        return f"{where}: {kind} {name}: {problem}"
     for field in ("spec", "status"):
         if field in obj and obj[field] is not None and not isinstance(obj[field], dict):
             return f"{where}: {kind} {meta['name']}: {field} must be a mapping"
