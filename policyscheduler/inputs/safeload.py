@@ -173,6 +173,7 @@ _Resolver.yaml_implicit_resolvers = {
     for first, resolvers in yaml.resolver.Resolver.yaml_implicit_resolvers.items()
 }
 _RESOLVER = _Resolver()
+_resolve: Any = _RESOLVER.resolve  # untyped in the stubs
 _MERGE = "tag:yaml.org,2002:merge"
 
 
@@ -246,12 +247,13 @@ def _compose(name: str, text: str, limits: Limits) -> Iterator[yaml.Node | None]
             top.node.value.append((top.key, node))
             top.key = None
 
-    for event in yaml.parse(text, Loader=_CLoader):
+    events: Iterator[Any] = iter(yaml.parse(text, Loader=_CLoader))
+    for event in events:
         kind = type(event)
         if kind is yaml.ScalarEvent:
             tag = event.tag
             if tag is None or tag == "!":
-                tag = _RESOLVER.resolve(yaml.ScalarNode, event.value, event.implicit)
+                tag = _resolve(yaml.ScalarNode, event.value, event.implicit)
             node: yaml.Node = yaml.ScalarNode(tag, event.value, event.start_mark, event.end_mark, style=event.style)
             count += 1
             if event.anchor is not None:
@@ -264,7 +266,7 @@ def _compose(name: str, text: str, limits: Limits) -> Iterator[yaml.Node | None]
             tag = event.tag
             cls = yaml.SequenceNode if kind is yaml.SequenceStartEvent else yaml.MappingNode
             if tag is None or tag == "!":
-                tag = _RESOLVER.resolve(cls, None, event.implicit)
+                tag = _resolve(cls, None, event.implicit)
             node = cls(tag, [], event.start_mark, None, flow_style=event.flow_style)
             count += 1
             if event.anchor is not None:
@@ -312,7 +314,7 @@ class _Constructor(yaml.constructor.SafeConstructor):
         return int(super().construct_yaml_int(node))
 
 
-_Constructor.add_constructor("tag:yaml.org,2002:int", _Constructor.construct_yaml_int)
+_Constructor.add_constructor("tag:yaml.org,2002:int", _Constructor.construct_yaml_int)  # type: ignore[type-var]
 
 
 def construct(name: str, node: yaml.Node) -> Any:
@@ -395,7 +397,7 @@ def _duplicate_position(text: str, key: str) -> tuple[int, int]:
     """Where the object holding ``key`` twice starts: the pure-Python decoder, whose object parser is told
     its start offset (this runs only once a duplicate is known to exist)."""
     decoder = json.JSONDecoder()
-    inner = json.decoder.JSONObject
+    inner: Any = getattr(json.decoder, "JSONObject")  # noqa: B009 -- not in the stubs
 
     def parse_object(s_and_end: tuple[str, int], *rest: Any) -> Any:
         pairs, end = inner(s_and_end, *rest[:2], None, lambda p: p, *rest[4:])
@@ -404,7 +406,7 @@ def _duplicate_position(text: str, key: str) -> tuple[int, int]:
             raise _DuplicateJsonKey(str(s_and_end[1] - 1))
         return dict(pairs), end
 
-    decoder.parse_object = parse_object  # type: ignore[assignment]
+    setattr(decoder, "parse_object", parse_object)  # noqa: B010 -- not in the stubs
     decoder.scan_once = json.scanner.py_make_scanner(decoder)  # type: ignore[attr-defined]
     try:
         decoder.decode(text)
