@@ -48,6 +48,8 @@ def read_file(file: str) -> str:
     try:
         return safeload.read_stdin() if file == "-" else safeload.read_text(file)
     except safeload.InputError as exc:
+        if exc.message.startswith("cannot read: "):
+            exc.message = "cannot read the configuration file: " + exc.message.removeprefix("cannot read: ")
         raise from_input_error(exc) from None
 
 

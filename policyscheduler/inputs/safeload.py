@@ -58,7 +58,7 @@ MAX_DEPTH = 100
 MAX_ALIAS_NODES = 100_000
 """Most nodes all YAML aliases of one document may add when expanded (a real manifest's anchors add tens)."""
 MAX_INT_DIGITS = 4_000
-"""Longest integer literal read (Python's own conversion limit is 4,300 digits; int64 needs 19)."""
+"""Longest integer literal read in YAML (JSON: Python's own conversion limit, 4,300 digits; int64 needs 19)."""
 
 
 @dataclasses.dataclass
@@ -192,6 +192,10 @@ class _Frame:
         self.seen: set[tuple[str, str]] | None = set() if isinstance(node, yaml.MappingNode) else None
 
 
+def _too_long(digits: int) -> str:
+    return f"an integer of {digits:,} digits is too long to read (int64 needs at most 19)"
+
+
 def _at(name: str, mark: Any, message: str) -> InputError:
     if mark is None:
         return InputError(name, 0, 0, message)
@@ -309,8 +313,7 @@ class _Constructor(yaml.constructor.SafeConstructor):
     def construct_yaml_int(self, node: yaml.ScalarNode) -> int:
         digits = len(node.value)
         if digits > MAX_INT_DIGITS:
-            raise yaml.constructor.ConstructorError(None, None, f"an integer of {digits:,} digits (at most "
-                                                    f"{MAX_INT_DIGITS:,} are read; int64 needs 19)", node.start_mark)
+            raise yaml.constructor.ConstructorError(None, None, _too_long(digits), node.start_mark)
         return int(super().construct_yaml_int(node))
 
 
@@ -338,7 +341,7 @@ def load_yaml(name: str, text: str, limits: Limits = DEFAULT) -> list[Any]:
 
 _ANY_BRACKET = re.compile(r'[\[\]{}"]')
 _STRING_END = re.compile(r'(?:[^"\\]|\\.)*"', re.S)
-_LONG_INT = re.compile(r"-?\d{" + str(MAX_INT_DIGITS + 1) + ",}")
+_LONG_INT = re.compile(r"-?\d{" + str(sys.get_int_max_str_digits() + 1) + ",}")
 
 
 def _line_col(text: str, pos: int) -> tuple[int, int]:
@@ -387,12 +390,6 @@ def _pairs(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     return out
 
 
-def _long_int(raw: str) -> int:
-    if len(raw) > MAX_INT_DIGITS:
-        raise _DuplicateJsonKey("")  # never a key: caught below and located with a search
-    return int(raw)
-
-
 def _duplicate_position(text: str, key: str) -> tuple[int, int]:
     """Where the object holding ``key`` twice starts: the pure-Python decoder, whose object parser is told
     its start offset (this runs only once a duplicate is known to exist)."""
@@ -424,18 +421,18 @@ def load_json(name: str, text: str, limits: Limits = DEFAULT) -> Any:
         raise InputError(name, deep[0], deep[1], f"nesting deeper than {limits.max_depth} levels (a Kubernetes "
                          "object needs about 15)")
     try:
-        return json.loads(text, object_pairs_hook=_pairs, parse_int=_long_int)
+        return json.loads(text, object_pairs_hook=_pairs)
     except json.JSONDecodeError as err:
         raise InputError(name, err.lineno, err.colno, f"invalid JSON: {err.msg}") from None
     except _DuplicateJsonKey as dup:
-        if not dup.key:
-            found = _LONG_INT.search(text)
-            line, col = _line_col(text, found.start()) if found else (0, 0)
-            digits = len(found.group(0).lstrip("-")) if found else MAX_INT_DIGITS + 1
-            raise InputError(name, line, col, f"an integer of {digits:,} digits (at most {MAX_INT_DIGITS:,} are "
-                             "read; int64 needs 19)") from None
         line, col = _duplicate_position(text, dup.key)
         raise InputError(name, line, col, f"duplicate key {_show_key(dup.key)} in an object (the API server "
                          "refuses it: which value was meant?)") from None
-    except (ValueError, RecursionError) as err:
+    except ValueError as err:  # Python's own limit on integer conversion (4,300 digits by default)
+        found = _LONG_INT.search(text) if "integer string conversion" in str(err) else None
+        if found is None:
+            raise InputError(name, 0, 0, f"invalid JSON: {err}") from None
+        line, col = _line_col(text, found.start())
+        raise InputError(name, line, col, _too_long(len(found.group(0).lstrip("-")))) from None
+    except RecursionError as err:
         raise InputError(name, 0, 0, f"invalid JSON: {err}") from None
