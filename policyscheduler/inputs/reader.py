@@ -210,9 +210,10 @@ class _Key:
 
 
 def _yaml_documents(text: str, strict: bool = False) -> Iterable[Any]:
-    """The documents of a YAML stream: the fast path when it applies, else the full safe loader. ``strict``
-    (reading inputs): duplicate keys and nesting deeper than :data:`MAX_DEPTH` are errors; without it both
-    paths give exactly what the safe loader gives."""
+    """The documents of a YAML stream: the fast path when it applies, else the full loader. ``strict``
+    (reading inputs): duplicate keys and nesting deeper than :data:`MAX_DEPTH` are errors, and the full
+    loader is :mod:`.safeload`'s (alias expansion bounded, recursive anchors and over-long integers refused);
+    without it both paths give exactly what PyYAML's safe loader gives."""
     done: list[Any] = []
     try:
         for doc in _FastYaml(strict).documents(text):
