@@ -10,12 +10,29 @@ import dataclasses
 import functools
 
 
+def normalise_text(text: str) -> str:
+    """``text`` without a leading UTF-8 byte-order mark and with CRLF line ends turned into LF (the same
+    object when there is nothing to change)."""
+    if text.startswith("\ufeff"):
+        text = text[1:]
+    if "\r\n" in text:
+        text = text.replace("\r\n", "\n")
+    return text
+
+
 @dataclasses.dataclass(frozen=True)
 class SourceFile:
     """One policy file: the name shown in diagnostics and its full text."""
 
     name: str
     text: str
+
+    def __post_init__(self) -> None:
+        # One text for one meaning: a file saved with CRLF line ends or a UTF-8 byte-order mark (Windows
+        # editors) parses, lints and digests exactly like the same text with LF and no mark.
+        normal = normalise_text(self.text)
+        if normal is not self.text:
+            object.__setattr__(self, "text", normal)
 
     @functools.cached_property
     def lines(self) -> list[str]:

@@ -31,7 +31,7 @@ ALLOWED: dict[str, set[str]] = {
     "evaluation": {"diagnostics", "syntax", "checker", "compiler", "objects", "state", "schema"},
     "inputs": set(),
     "cycle": {"compiler", "objects", "state", "evaluation"},
-    "config": {"loader"},
+    "config": {"loader", "inputs"},
     "reload": {"diagnostics", "source", "loader", "compiler"},
     "kube": {"diagnostics", "compiler", "objects", "state", "evaluation", "loader", "cycle", "reload"},
     "simulate": {"diagnostics", "compiler", "objects", "state", "evaluation", "loader", "inputs", "cycle"},

@@ -4,6 +4,18 @@
 entry points agree on options and exit codes. Any exception escaping a subcommand is a bug: it prints
 one ``policyscheduler: internal error: ...`` line and a hint, and exits 70 (EX_SOFTWARE) -- never a
 traceback, unless ``POLICYSCHEDULER_DEBUG=1`` asks for one.
+
+Output failures are the environment's, not bugs, so they never reach exit 70:
+
+* standard output closed (``>&-``), full (ENOSPC) or failing (EIO): one ``policyscheduler: cannot write
+  output: ...`` line on standard error, exit 2 (:data:`EXIT_OUTPUT_ERROR`);
+* standard output's reader gone (EPIPE, ``| head``): later output is dropped, the exit status is the one
+  the run earned;
+* standard error closed or failing: its messages are dropped (as with ``2>/dev/null``), the output and the
+  exit status are unchanged -- a report written into standard output would corrupt JSON output.
+
+A closed descriptor 0, 1 or 2 is pointed at ``/dev/null`` first, so no file the run opens can take its
+number (and receive output meant for the terminal).
 """
 
 from __future__ import annotations
@@ -22,6 +34,75 @@ EXIT_OUTPUT_ERROR = 2
 
 class OutputError(Exception):
     """Standard output cannot be written (a full disk, an I/O error): the run's output is lost."""
+
+
+def _reopen_closed_standard_fds() -> None:
+    """Point a closed descriptor 0/1/2 at /dev/null: the next ``open`` would otherwise get that number."""
+    for fd in (0, 1, 2):
+        try:
+            os.fstat(fd)
+        except OSError:
+            try:
+                null = os.open(os.devnull, os.O_RDWR)
+                if null != fd:
+                    os.dup2(null, fd)
+                    os.close(null)
+            except OSError:
+                pass
+
+
+class _Closed:
+    """Standard output that was closed before we started: the first write is an :class:`OutputError`."""
+
+    def write(self, text: str) -> int:
+        raise OutputError("standard output is closed")
+
+    def writelines(self, lines: object) -> None:
+        raise OutputError("standard output is closed")
+
+    def flush(self) -> None:
+        pass
+
+    def isatty(self) -> bool:
+        return False
+
+    def fileno(self) -> int:
+        raise OSError("standard output is closed")
+
+
+class _Stderr:
+    """Standard error whose failures (closed, EPIPE, ENOSPC) drop the message instead of raising."""
+
+    def __init__(self, inner: object) -> None:
+        self.inner = inner
+        self.failed = inner is None
+
+    def write(self, text: str) -> int:
+        if not self.failed:
+            try:
+                return int(self.inner.write(text))  # type: ignore[attr-defined]
+            except (OSError, ValueError):
+                self.failed = True
+        return len(text)
+
+    def writelines(self, lines: object) -> None:
+        for line in lines:  # type: ignore[attr-defined]
+            self.write(line)
+
+    def flush(self) -> None:
+        if not self.failed:
+            try:
+                self.inner.flush()  # type: ignore[attr-defined]
+            except (OSError, ValueError):
+                self.failed = True
+
+    def isatty(self) -> bool:
+        return False if self.failed else bool(self.inner.isatty())  # type: ignore[attr-defined]
+
+    def __getattr__(self, name: str) -> object:
+        if self.inner is None:
+            raise AttributeError(name)
+        return getattr(self.inner, name)
 
 
 class _Stdout:
@@ -145,8 +226,11 @@ def _dispatch(argv: list[str]) -> int:
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the CLI; returns the process exit status."""
     args = list(sys.argv[1:] if argv is None else argv)
+    _reopen_closed_standard_fds()
     inner = sys.stdout
-    sys.stdout = _Stdout(inner)  # type: ignore[assignment,unused-ignore]
+    inner_err = sys.stderr
+    sys.stdout = _Stdout(inner if inner is not None else _Closed())  # type: ignore[assignment,unused-ignore]
+    sys.stderr = _Stderr(inner_err)  # type: ignore[assignment,unused-ignore]
     try:
         status = _dispatch(args)
         sys.stdout.flush()  # surface a closed pipe or a full disk here, not in the interpreter's shutdown
@@ -165,7 +249,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         try:
             devnull = os.open(os.devnull, os.O_WRONLY)
             os.dup2(devnull, inner.fileno())
-        except (OSError, ValueError):
+        except (OSError, ValueError, AttributeError):
             pass
         return 0
     except Exception as exc:
@@ -178,7 +262,5 @@ def main(argv: Sequence[str] | None = None) -> int:
         )
         return EXIT_INTERNAL_ERROR
     finally:
-        if isinstance(sys.stdout, _Stdout):
-            sys.stdout = sys.stdout.inner  # type: ignore[assignment,unused-ignore]
-        else:
-            sys.stdout = inner
+        sys.stdout = inner
+        sys.stderr = inner_err

@@ -60,13 +60,10 @@ def run(args: argparse.Namespace, *, stdout: TextIO | None = None, stderr: TextI
 
 def _import(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     from policyscheduler.config.kubeimport import import_kube_config, render
+    from policyscheduler.config.located import read_file
 
     name = "<stdin>" if args.file == "-" else args.file
-    try:
-        text = sys.stdin.read() if args.file == "-" else Path(args.file).read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        err.write(f"{name}: error: cannot read: {getattr(exc, 'strerror', None) or exc}\n")
-        return EXIT_BAD_INPUT
+    text = read_file(args.file)  # ConfigError (FIFO, device, too large, not UTF-8): reported by run()
     result = import_kube_config(name, text)
     rendered = render(result.config, Path(name).name)
     for n in result.notes:

@@ -8,6 +8,7 @@ a test fails when the committed file is stale and runs every example in it.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
 
@@ -171,9 +172,31 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--check", action="store_true", help="write nothing; exit 1 when FILE is stale")
 
 
+def _unwritable(target: Path) -> str | None:
+    """Why ``target`` cannot be written (None when it can): checked before the reference is generated."""
+    parent = target.parent
+    if not parent.is_dir():
+        return f"{parent} is not a directory" if parent.exists() else f"no directory {parent}"
+    if target.is_dir():
+        return "it is a directory"
+    if target.exists():
+        try:
+            os.close(os.open(target, os.O_WRONLY | os.O_APPEND | os.O_NONBLOCK))
+        except OSError as exc:
+            return exc.strerror or str(exc)
+    elif not os.access(parent, os.W_OK):
+        return f"{parent} is not writable"
+    return None
+
+
 def run(args: argparse.Namespace) -> int:
-    text = generate()
     target = Path(args.output)
+    if not args.check:
+        why = _unwritable(target)
+        if why is not None:
+            sys.stderr.write(f"policyscheduler docs: cannot write {target}: {why}\n")
+            return 2
+    text = generate()
     if args.check:
         current = target.read_text(encoding="utf-8") if target.is_file() else ""
         if current != text:
@@ -181,6 +204,10 @@ def run(args: argparse.Namespace) -> int:
             return 1
         print(f"ok: {target} is up to date")
         return 0
-    target.write_text(text, encoding="utf-8")
+    try:
+        target.write_text(text, encoding="utf-8")
+    except OSError as exc:
+        sys.stderr.write(f"policyscheduler docs: cannot write {target}: {exc.strerror or exc}\n")
+        return 2
     print(f"wrote {target}")
     return 0

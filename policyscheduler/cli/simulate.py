@@ -310,7 +310,6 @@ class _Side(NamedTuple):
 
 def _load_side(label: str, spec: str, args: argparse.Namespace, err: TextIO) -> _Side | None:
     """Load OLD or NEW (see the module docstring); None after printing located errors."""
-    from policyscheduler.diagnostics import render_text
     from policyscheduler.loader import load_layered
 
     profile_name: str | None = None
@@ -343,9 +342,36 @@ def _load_side(label: str, spec: str, args: argparse.Namespace, err: TextIO) -> 
             return _side_failed(label, spec, err)
         profile_name = profile.scheduler_name
         source, paths, texts = f"{spec} (profile {profile_name})", list(profile.paths), list(profile.texts)
+    elif _is_manifest(spec):  # a ConfigMap manifest or kustomization: its *.policy keys, as lint reads them
+        from policyscheduler.inputs.configmap import read_manifests
+        from policyscheduler.source import SourceFile
+
+        found = read_manifests([spec])
+        for p in found.problems:
+            err.write(f"{p.file}:{p.line}:{p.col}: error: {p.message}\n" if p.line else f"{p.file}: error: {p.message}\n")
+        if found.problems or len(found.configmaps) != 1:
+            if not found.problems:
+                refs = ", ".join(cm.ref for cm in found.configmaps)
+                err.write(f"{spec}: error: several ConfigMaps with *.policy keys ({refs}); compare one at a time\n")
+            return _side_failed(label, spec, err)
+        cm = found.configmaps[0]
+        loaded = cm.relocate(load_layered([], texts=cm.texts(), allow_empty=args.allow_empty), SourceFile)
+        return _finish_side(label, f"{spec} (ConfigMap {cm.ref})", spec, loaded, None, err)
     else:
         source, paths, texts = spec, [spec], []
     loaded = load_layered(paths, texts=texts, allow_empty=args.allow_empty)
+    return _finish_side(label, source, spec, loaded, profile_name, err)
+
+
+def _is_manifest(spec: str) -> bool:
+    from policyscheduler.inputs.configmap import is_manifest
+
+    return Path(spec).exists() and is_manifest(spec)
+
+
+def _finish_side(label: str, source: str, spec: str, loaded: Any, profile_name: str | None, err: TextIO) -> _Side | None:
+    from policyscheduler.diagnostics import render_text
+
     if loaded.diagnostics:
         err.write(render_text(loaded.diagnostics, loaded.sources).rstrip("\n") + "\n")
     if loaded.policy_set is None:

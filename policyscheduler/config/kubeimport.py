@@ -30,6 +30,7 @@ import yaml
 from policyscheduler.config.located import (
     ConfigError,
     Doc,
+    expect_duration,
     expect_int,
     expect_list,
     expect_map,
@@ -117,6 +118,8 @@ def import_kube_config(file: str, text: str) -> ImportResult:
                          ("resourceNamespace", "leaseNamespace"), ("leaseDuration", "leaseDuration"),
                          ("renewDeadline", "renewDeadline"), ("retryPeriod", "retryPeriod")):
             if le.get(src) not in (None, ""):
+                if src in ("leaseDuration", "renewDeadline", "retryPeriod"):  # finite and positive, or refused
+                    expect_duration(doc, ("leaderElection", src), f"leaderElection.{src}")
                 mapped[dst] = le[src]
         if le.get("resourceLock") not in (None, "leases"):
             note(("leaderElection", "resourceLock"), f"resourceLock {le['resourceLock']!r}: we always use a Lease")
@@ -125,6 +128,8 @@ def import_kube_config(file: str, text: str) -> ImportResult:
     if top.get("extenders"):
         note(("extenders",), "extenders (HTTP webhooks) have no equivalent; write their logic as rules")
     pct = top.get("percentageOfNodesToScore")
+    if pct is not None:  # kube-scheduler refuses a value outside 0..100
+        expect_int(doc, ("percentageOfNodesToScore",), "percentageOfNodesToScore", low=0, high=100)
     if pct not in (None, 0, 100):
         note(("percentageOfNodesToScore",), f"percentageOfNodesToScore {pct}: policyscheduler always scores "
              "every feasible node")
@@ -149,6 +154,8 @@ def _profile(doc: Doc, p: tuple[Any, ...] | None, note: Any) -> dict[str, Any]:
     pp = p or ()
     name = expect_str(doc, pp + ("schedulerName",), "schedulerName") if "schedulerName" in raw else DEFAULT_SCHEDULER
     pct = raw.get("percentageOfNodesToScore")
+    if pct is not None:
+        expect_int(doc, pp + ("percentageOfNodesToScore",), "percentageOfNodesToScore", low=0, high=100)
     if pct not in (None, 0, 100):
         note(pp + ("percentageOfNodesToScore",), f"percentageOfNodesToScore {pct}: every feasible node is scored")
     disabled_filters: set[str] = set()

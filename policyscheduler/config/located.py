@@ -8,12 +8,15 @@ importer both validate through :class:`Doc`, so every complaint points at the of
 from __future__ import annotations
 
 import dataclasses
+import math
 from collections.abc import Sequence
 from typing import Any
 
 import yaml
 
-__all__ = ["ConfigError", "Doc", "Path", "load_yaml", "fmt_path"]
+from policyscheduler.inputs import safeload
+
+__all__ = ["ConfigError", "Doc", "Path", "load_yaml", "fmt_path", "from_input_error", "read_file"]
 
 Path = tuple[Any, ...]
 """Keys (str) and list indexes (int) from the document root; a key's own mark is at ``path + (KEY,)``."""
@@ -33,6 +36,21 @@ class ConfigError(Exception):
     def __str__(self) -> str:
         where = self.file if self.line is None else f"{self.file}:{self.line}:{self.col}"
         return f"{where}: error: {self.message}"
+
+
+def from_input_error(exc: safeload.InputError) -> ConfigError:
+    """The reader's refusal as a configuration error (same file and position)."""
+    return ConfigError(exc.file, exc.line or None, exc.col or None, exc.message)
+
+
+def read_file(file: str) -> str:
+    """The text of a configuration file (``-``: standard input), bounded and regular files only."""
+    try:
+        return safeload.read_stdin() if file == "-" else safeload.read_text(file)
+    except safeload.InputError as exc:
+        if exc.message.startswith("cannot read: "):
+            exc.message = "cannot read the configuration file: " + exc.message.removeprefix("cannot read: ")
+        raise from_input_error(exc) from None
 
 
 def fmt_path(path: Path) -> str:
@@ -73,23 +91,16 @@ class Doc:
 
 def load_yaml(file: str, text: str) -> Doc:
     """One YAML document, with positions; ConfigError for a syntax error or several documents."""
-    try:
-        nodes = list(yaml.compose_all(text, Loader=yaml.SafeLoader))
-    except yaml.MarkedYAMLError as exc:
-        mark = exc.problem_mark or exc.context_mark
-        msg = " ".join(x for x in (exc.context, exc.problem) if x) or "invalid YAML"
-        raise ConfigError(file, mark.line + 1 if mark else None, mark.column + 1 if mark else None,
-                          f"invalid YAML: {msg}") from None
-    except yaml.YAMLError as exc:
-        raise ConfigError(file, None, None, f"invalid YAML: {exc}") from None
-    nodes = [n for n in nodes if n is not None]
+    try:  # the bounded reader: alias bombs, recursive anchors, depth and duplicate keys are located errors
+        nodes = safeload.compose_yaml(file, text)
+    except safeload.InputError as exc:
+        raise from_input_error(exc) from None
     if not nodes:
         raise ConfigError(file, 1, 1, "the file is empty")
     if len(nodes) > 1:
         m = nodes[1].start_mark
         raise ConfigError(file, m.line + 1, m.column + 1, "expected one YAML document, found several")
     marks: dict[Path, tuple[int, int]] = {}
-    constructor = yaml.SafeLoader("")  # only its scalar construction is used
 
     def walk(node: yaml.Node, path: Path) -> Any:
         marks[path] = (node.start_mark.line + 1, node.start_mark.column + 1)
@@ -112,9 +123,9 @@ def load_yaml(file: str, text: str) -> Doc:
         if isinstance(node, yaml.SequenceNode):
             return [walk(item, path + (i,)) for i, item in enumerate(node.value)]
         try:
-            return constructor.construct_object(node, deep=True)
-        except yaml.YAMLError as exc:
-            raise ConfigError(file, node.start_mark.line + 1, node.start_mark.column + 1, f"invalid value: {exc}") from None
+            return safeload.construct(file, node)
+        except safeload.InputError as exc:
+            raise from_input_error(exc) from None
 
     return Doc(file, walk(nodes[0], ()), marks)
 
@@ -167,6 +178,8 @@ def expect_number(doc: Doc, path: Path, what: str, *, positive: bool = False) ->
     value = doc.get(path)
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise doc.error(path, f"{what} must be a number, not {_kind(value)}")
+    if not math.isfinite(value):
+        raise doc.error(path, f"{what} must be a finite number, not {value}")
     if positive and not value > 0:
         raise doc.error(path, f"{what} must be positive, not {value}")
     return float(value)
@@ -193,6 +206,8 @@ def expect_duration(doc: Doc, path: Path, what: str) -> float:
         seconds = sum(float(n) * _UNITS[u] for n, _, u in re.findall(r"(\d+(\.\d+)?)(ms|s|m|h)", value))
     else:
         raise doc.error(path, f"{what} must be a duration such as 15s, 1m30s or 500ms, not {value!r}")
+    if not math.isfinite(seconds):
+        raise doc.error(path, f"{what} must be a finite duration, not {value!r}")
     if not seconds > 0:
         raise doc.error(path, f"{what} must be positive")
     return seconds

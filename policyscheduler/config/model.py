@@ -50,6 +50,7 @@ from policyscheduler.config.located import (
     expect_number,
     expect_str,
     load_yaml,
+    read_file,
 )
 
 __all__ = ["API_VERSION", "KIND", "Configuration", "Profile", "PolicySource", "load_config", "parse_config"]
@@ -136,11 +137,7 @@ _SOURCE = ("path", "configMap", "name", "text")
 def load_config(file: str | FsPath) -> Configuration:
     """Read and validate a configuration file; ConfigError (located) for anything wrong."""
     name = str(file)
-    try:
-        text = FsPath(file).read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ConfigError(name, None, None, f"cannot read the configuration file: {getattr(exc, 'strerror', None) or exc}") from None
-    return parse_config(name, text)
+    return parse_config(name, read_file(name))
 
 
 def parse_config(file: str, text: str) -> Configuration:

@@ -22,6 +22,7 @@ scheduler computes from the same keys) and moves the diagnostics with :meth:`Pol
 
 from __future__ import annotations
 
+import base64
 import dataclasses
 import os
 import re
@@ -33,6 +34,7 @@ from typing import Any
 
 import yaml
 
+from policyscheduler.inputs import apivalid, safeload
 from policyscheduler.kobjects import is_list_kind
 
 __all__ = [
@@ -302,17 +304,20 @@ def _quoted_origin(file: str, lines: Sequence[str], value: yaml.ScalarNode, text
 
 
 def _configmaps_in(node: yaml.Node, file: str, lines: Sequence[str], source: str,
-                   default_namespace: str = "") -> Iterator[PolicyConfigMap]:
-    """ConfigMaps in one YAML document (a ``List``'s items too) that hold ``*.policy`` keys."""
+                   default_namespace: str = "", problems: list[Problem] | None = None) -> Iterator[PolicyConfigMap]:
+    """ConfigMaps in one YAML document (a ``List``'s items too) that hold ``*.policy`` keys; what the API
+    server would refuse in a ConfigMap is added to ``problems`` (when given)."""
     kind = _scalar(_get(node, "kind"))
     if is_list_kind(kind):
         items = _get(node, "items")
         if isinstance(items, yaml.SequenceNode):
             for item in items.value:
-                yield from _configmaps_in(item, file, lines, source, default_namespace)
+                yield from _configmaps_in(item, file, lines, source, default_namespace, problems)
         return
     if kind != "ConfigMap":
         return
+    if problems is not None:
+        problems.extend(_configmap_problems(node, file))
     meta = _get(node, "metadata")
     name = _scalar(_get(meta, "name")) if meta is not None else None
     namespace = (_scalar(_get(meta, "namespace")) if meta is not None else None) or default_namespace
@@ -329,13 +334,80 @@ def _configmaps_in(node: yaml.Node, file: str, lines: Sequence[str], source: str
 
 
 def _compose(file: str, text: str) -> tuple[list[yaml.Node], Problem | None]:
+    """The documents, through the bounded reader (aliases, depth, duplicate keys: see :mod:`.safeload`)."""
     try:
-        return [d for d in yaml.compose_all(text, Loader=yaml.SafeLoader) if d is not None], None
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
-        line, col = (mark.line + 1, mark.column + 1) if mark is not None else (0, 0)
-        problem = " ".join(str(x) for x in (getattr(exc, "context", None), getattr(exc, "problem", None)) if x)
-        return [], Problem(file, line, col, f"not valid YAML: {problem or exc}")
+        return safeload.compose_yaml(file, text), None
+    except safeload.InputError as exc:
+        return [], Problem(exc.file, exc.line, exc.col, exc.message)
+
+
+def _at(node: yaml.Node) -> tuple[int, int]:
+    return node.start_mark.line + 1, node.start_mark.column + 1
+
+
+def _configmap_problems(node: yaml.Node, file: str) -> list[Problem]:
+    """What the API server refuses in a ConfigMap: invalid keys, non-string values, a key in both ``data``
+    and ``binaryData``, binaryData that is not base64, more than 1 MiB in all, invalid labels/annotations."""
+    meta = _get(node, "metadata")
+    name = (_scalar(_get(meta, "name")) if meta is not None else None) or "?"
+    what = f"ConfigMap {name}"
+    out: list[Problem] = []
+    if isinstance(meta, yaml.MappingNode):
+        for field, check in (("labels", apivalid.labels_problem), ("annotations", apivalid.annotations_problem)):
+            value_node = _get(meta, field)
+            if value_node is None:
+                continue
+            try:
+                value = safeload.construct(file, value_node)
+            except safeload.InputError as exc:
+                out.append(Problem(exc.file, exc.line, exc.col, exc.message))
+                continue
+            problem = check(value)
+            if problem is not None:
+                out.append(Problem(file, *_at(value_node), f"{what}: {problem}"))
+    total = 0
+    keys: dict[str, str] = {}
+    for field in ("data", "binaryData"):
+        section = _get(node, field)
+        if section is None or (isinstance(section, yaml.ScalarNode) and section.tag.endswith(":null")):
+            continue
+        if not isinstance(section, yaml.MappingNode):
+            out.append(Problem(file, *_at(section), f"{what}: {field} must be a mapping of keys to strings"))
+            continue
+        for k, v in section.value:
+            key = k.value if isinstance(k, yaml.ScalarNode) else None
+            problem = apivalid.configmap_key_problem(key if key is not None else "<a collection>")
+            if problem is not None:
+                out.append(Problem(file, *_at(k), f"{what}: {field}: {problem}"))
+                continue
+            assert key is not None
+            if key in keys:
+                out.append(Problem(file, *_at(k), f"{what}: key {key!r} is in both {keys[key]} and {field} "
+                                   "(the API server refuses it)"))
+                continue
+            keys[key] = field
+            if not isinstance(v, yaml.ScalarNode) or v.tag not in (_STR, _NULL, _BINARY):
+                shown = "a list" if isinstance(v, yaml.SequenceNode) else "a mapping" if isinstance(
+                    v, yaml.MappingNode) else f"a {v.tag.rsplit(':', 1)[-1]} ({v.value})"
+                out.append(Problem(file, *_at(v), f"{what}: {field}[{key!r}] must be a string, not {shown} (quote it)"))
+                continue
+            size = len(v.value.encode())
+            if field == "binaryData" and v.tag != _NULL:
+                try:
+                    size = len(base64.b64decode("".join(v.value.split()), validate=True))
+                except ValueError:
+                    out.append(Problem(file, *_at(v), f"{what}: binaryData[{key!r}] is not base64"))
+                    continue
+            total += len(key.encode()) + size
+    if total > apivalid.MAX_CONFIGMAP_BYTES:
+        out.append(Problem(file, *_at(node), f"{what}: data and binaryData hold {total:,} bytes (the API server "
+                           f"stores at most {apivalid.MAX_CONFIGMAP_BYTES:,} in a ConfigMap)"))
+    return out
+
+
+_STR = "tag:yaml.org,2002:str"
+_NULL = "tag:yaml.org,2002:null"
+_BINARY = "tag:yaml.org,2002:binary"
 
 
 def read_manifest_file(path: str | Path, *, source: str | None = None,
@@ -343,16 +415,17 @@ def read_manifest_file(path: str | Path, *, source: str | None = None,
     """The policy ConfigMaps of one YAML/JSON file (multi-document and ``List`` kinds too)."""
     file = str(path)
     try:
-        text = Path(path).read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else type(exc).__name__
-        return [], [Problem(file, 0, 0, f"cannot read {file}: {reason}")]
+        text = safeload.read_text(path)
+    except safeload.InputError as exc:
+        return [], [Problem(file, exc.line, exc.col, f"{file}: {exc.message}")]
     docs, problem = _compose(file, text)
     if problem is not None:
         return [], [problem]
     lines = text.splitlines()
-    found = [cm for doc in docs for cm in _configmaps_in(doc, file, lines, source or file, default_namespace)]
-    return found, []
+    problems: list[Problem] = []
+    found = [cm for doc in docs for cm in _configmaps_in(doc, file, lines, source or file, default_namespace,
+                                                          problems)]
+    return found, problems
 
 
 # -------------------------------------------------------------------------------------- kustomizations
@@ -372,14 +445,12 @@ def _join(directory: str, rel: str) -> str:
 
 
 def _load_yaml(file: Path) -> tuple[Any, Problem | None]:
+    """A kustomization file's first document, through the bounded reader."""
     try:
-        return yaml.safe_load(file.read_text(encoding="utf-8")), None
-    except (OSError, UnicodeDecodeError) as exc:
-        return None, Problem(str(file), 0, 0, f"cannot read {file}: {exc}")
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        line, col = (mark.line + 1, mark.column + 1) if mark is not None else (0, 0)
-        return None, Problem(str(file), line, col, f"not valid YAML: {getattr(exc, 'problem', None) or exc}")
+        docs = safeload.load_yaml(str(file), safeload.read_text(file))
+    except safeload.InputError as exc:
+        return None, Problem(str(file), exc.line, exc.col, f"{file}: {exc.message}" if not exc.line else exc.message)
+    return (docs[0] if docs else None), None
 
 
 def _walk_kustomization(directory: Path, display: str, seen: set[Path], problems: list[Problem],
@@ -427,11 +498,9 @@ def _walk_kustomization(directory: Path, display: str, seen: set[Path], problems
                 continue
             shown = _join(display, rel)
             try:
-                text = (directory / rel).read_text(encoding="utf-8")
-            except (OSError, UnicodeDecodeError) as exc:
-                reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else type(exc).__name__
-                problems.append(Problem(str(kfile), 0, 0, f"configMapGenerator {gen.get('name')!r}: cannot read "
-                                        f"{shown}: {reason}"))
+                text = safeload.read_text(directory / rel, name=shown)
+            except safeload.InputError as exc:
+                problems.append(Problem(str(kfile), 0, 0, f"configMapGenerator {gen.get('name')!r}: {exc}"))
                 continue
             entries.append(Entry(key, text, Origin(shown, "file")))
         if entries:

@@ -13,11 +13,7 @@ syntax errors, documents that are not objects -- the CLI exits 2 on any) and ``w
 from __future__ import annotations
 
 import dataclasses
-import json
-import os
 import re
-import stat
-import sys
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from pathlib import Path
@@ -25,6 +21,7 @@ from typing import Any
 
 import yaml
 
+from policyscheduler.inputs import apivalid, safeload
 from policyscheduler.kobjects import flatten_lists, namespace_of, pod_key
 
 __all__ = ["KEPT_KINDS", "ReadResult", "read_objects", "read_texts", "SUFFIXES"]
@@ -137,7 +134,7 @@ class _FastYaml:
                 raise _Unusual(tag)
             try:
                 result = self._resolver.construct_object(yaml.ScalarNode(tag, value), deep=True)
-            except yaml.YAMLError:
+            except (yaml.YAMLError, ValueError):  # e.g. a 5,000-digit integer: the full path locates it
                 raise _Unusual(tag) from None
             if isinstance(result, (list, dict, set, bytes)):
                 raise _Unusual(tag)
@@ -204,31 +201,6 @@ class _DuplicateKey(Exception):
         self.mark = mark
 
 
-class _StrictLoader(_Loader):
-    """The full safe loader, refusing duplicate keys and nesting deeper than :data:`MAX_DEPTH`."""
-
-    def compose_node(self, parent: Any, index: Any) -> Any:
-        depth = getattr(self, "_depth", 0)
-        if depth > MAX_DEPTH:
-            raise _TooDeep(self.peek_event().start_mark)
-        self._depth = depth + 1
-        try:
-            return super().compose_node(parent, index)
-        finally:
-            self._depth = depth
-
-    def construct_mapping(self, node: Any, deep: bool = False) -> Any:
-        seen: set[Any] = set()
-        if isinstance(node, yaml.MappingNode):
-            for key_node, _ in node.value:
-                if isinstance(key_node, yaml.ScalarNode) and key_node.tag != "tag:yaml.org,2002:merge":
-                    key = key_node.value
-                    if key in seen:
-                        raise _DuplicateKey(key, key_node.start_mark)
-                    seen.add(key)
-        return super().construct_mapping(node, deep=deep)
-
-
 class _Key:
     """A mapping key waiting for its value on the fast path's stack."""
 
@@ -239,15 +211,19 @@ class _Key:
 
 
 def _yaml_documents(text: str, strict: bool = False) -> Iterable[Any]:
-    """The documents of a YAML stream: the fast path when it applies, else the full safe loader. ``strict``
-    (reading inputs): duplicate keys and nesting deeper than :data:`MAX_DEPTH` are errors; without it both
-    paths give exactly what the safe loader gives."""
+    """The documents of a YAML stream: the fast path when it applies, else the full loader. ``strict``
+    (reading inputs): duplicate keys and nesting deeper than :data:`MAX_DEPTH` are errors, and the full
+    loader is :mod:`.safeload`'s (alias expansion bounded, recursive anchors and over-long integers refused);
+    without it both paths give exactly what PyYAML's safe loader gives."""
     done: list[Any] = []
     try:
         for doc in _FastYaml(strict).documents(text):
             done.append(doc)
     except _Unusual:
-        yield from yaml.load_all(text, Loader=_StrictLoader if strict else _Loader)
+        if strict:  # the bounded reader: alias bombs, recursive anchors, long integers are located errors
+            yield from safeload.load_yaml("", text)
+        else:
+            yield from yaml.load_all(text, Loader=_Loader)
         return
     except yaml.YAMLError:
         yield from done  # the documents before the broken one, then the located error
@@ -258,14 +234,10 @@ def _yaml_documents(text: str, strict: bool = False) -> Iterable[Any]:
 def _documents(name: str, text: str, is_json: bool) -> Iterable[tuple[int, Any]]:
     """(document number, parsed value) pairs; raises ValueError with a located message."""
     if is_json:
-        deep = _json_too_deep(text)
-        if deep is not None:
-            raise ValueError(f"{name}:{deep[0]}:{deep[1]}: nesting deeper than {MAX_DEPTH} levels (a Kubernetes "
-                             "object needs about 15)")
         try:
-            yield 1, json.loads(text)
-        except json.JSONDecodeError as err:
-            raise ValueError(f"{name}:{err.lineno}:{err.colno}: invalid JSON: {err.msg}") from None
+            yield 1, safeload.load_json(name, text, safeload.Limits(max_depth=MAX_DEPTH))
+        except safeload.InputError as err:
+            raise ValueError(str(err)) from None
         return
     try:
         yield from enumerate(_yaml_documents(text, strict=True), start=1)
@@ -275,6 +247,8 @@ def _documents(name: str, text: str, is_json: bool) -> Iterable[tuple[int, Any]]
     except _DuplicateKey as err:
         raise ValueError(f"{name}:{err.mark.line + 1}:{err.mark.column + 1}: duplicate key {_show(err.key)} in a "
                          "mapping (the API server refuses it: which value was meant?)") from None
+    except safeload.InputError as err:
+        raise ValueError(str(dataclasses.replace(err, file=name))) from None
     except RecursionError:
         raise ValueError(f"{name}: nesting too deep to read") from None
     except yaml.YAMLError as err:
@@ -282,45 +256,6 @@ def _documents(name: str, text: str, is_json: bool) -> Iterable[tuple[int, Any]]
         where = f"{name}:{mark.line + 1}:{mark.column + 1}" if mark is not None else name
         problem = getattr(err, "problem", None) or str(err).splitlines()[0]
         raise ValueError(f"{where}: invalid YAML: {problem}") from None
-
-
-_OPENERS = re.compile(r'[\[{"]')
-
-
-def _json_too_deep(text: str) -> tuple[int, int] | None:
-    """(line, column) where the nesting of a JSON text first exceeds :data:`MAX_DEPTH`, None when it does not.
-
-    A cheap test first (a text with fewer brackets than the limit cannot be too deep); else one scan that
-    skips strings with a regex, so this costs a fraction of json.loads itself.
-    """
-    if text.count("[") + text.count("{") <= MAX_DEPTH:
-        return None
-    depth = 0
-    pos = 0
-    n = len(text)
-    string_end = re.compile(r'(?:[^"\\]|\\.)*"', re.S)
-    while pos < n:
-        m = _ANY_BRACKET.search(text, pos)
-        if m is None:
-            return None
-        ch = m.group(0)
-        pos = m.end()
-        if ch == '"':
-            end = string_end.match(text, pos)
-            if end is None:
-                return None  # unterminated: json.loads reports it
-            pos = end.end()
-        elif ch in "[{":
-            depth += 1
-            if depth > MAX_DEPTH:
-                line = text.count("\n", 0, m.start()) + 1
-                return line, m.start() - (text.rfind("\n", 0, m.start()) + 1) + 1
-        else:
-            depth -= 1
-    return None
-
-
-_ANY_BRACKET = re.compile(r'[\[\]{}"]')
 
 
 def _show(value: Any) -> str:
@@ -359,6 +294,9 @@ def _check(obj: Any, where: str) -> str | None:
                 f"{63 if kind in _LABEL_NAMED else 253} characters)")
     if ns is not None and (not isinstance(ns, str) or (ns and not (len(ns) <= 63 and _DNS1123_LABEL.fullmatch(ns)))):
         return f"{where}: {kind} {name}: metadata.namespace {_show(ns)} is not a valid namespace name (a DNS-1123 label)"
+    problem = apivalid.labels_problem(meta.get("labels")) or apivalid.annotations_problem(meta.get("annotations"))
+    if problem is not None:
+        return f"{where}: {kind} {name}: {problem}"
     for field in ("spec", "status"):
         if field in obj and obj[field] is not None and not isinstance(obj[field], dict):
             return f"{where}: {kind} {meta['name']}: {field} must be a mapping"
@@ -463,48 +401,11 @@ def read_texts(files: Sequence[tuple[str, str]], result: ReadResult | None = Non
 
 
 def _read_text(path: Path | str) -> str:
-    """The text of a file, or of standard input for ``-``; raises OSError or UnicodeDecodeError.
-
-    Standard input is decoded here, not by ``sys.stdin``: its locale decoding would turn bytes that are
-    not UTF-8 into lone surrogates that only fail later, with a message that names no input.
-    """
+    """The text of a file, or of standard input for ``-``, through the bounded reader (regular files only,
+    at most :data:`MAX_INPUT_BYTES`); raises :class:`safeload.InputError` naming the input."""
     if path == "-":
-        raw = getattr(sys.stdin, "buffer", None)  # None when stdin was replaced by a text stream
-        if raw is None:
-            text = sys.stdin.read(MAX_INPUT_BYTES + 1)
-            if len(text) > MAX_INPUT_BYTES:
-                raise _Refused(f"more than {MAX_INPUT_BYTES >> 20} MiB; inputs are limited to that size")
-            return text
-        return _read_limited(raw).decode("utf-8")
-    assert isinstance(path, Path)
-    # O_NONBLOCK: opening a FIFO with no writer must not block; fstat then refuses it before any read
-    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
-    with os.fdopen(fd, "rb") as f:
-        st = os.fstat(f.fileno())
-        if not stat.S_ISREG(st.st_mode):
-            kind = "a FIFO" if stat.S_ISFIFO(st.st_mode) else "a device" if stat.S_ISCHR(st.st_mode) or \
-                stat.S_ISBLK(st.st_mode) else "a socket" if stat.S_ISSOCK(st.st_mode) else "not a regular file"
-            raise _Refused(f"{kind}, not a regular file; give a file (or '-' and a pipe into standard input)")
-        if st.st_size > MAX_INPUT_BYTES:
-            raise _Refused(f"{st.st_size:,} bytes, over the {MAX_INPUT_BYTES >> 20} MiB limit for an input file")
-        return _read_limited(f).decode("utf-8")
-
-
-class _Refused(Exception):
-    """An input we will not read (not a regular file, too large); the message says why."""
-
-
-def _read_limited(stream: Any) -> bytes:
-    chunks: list[bytes] = []
-    total = 0
-    while True:
-        chunk = stream.read(1 << 20)
-        if not chunk:
-            return b"".join(chunks)
-        total += len(chunk)
-        if total > MAX_INPUT_BYTES:
-            raise _Refused(f"more than {MAX_INPUT_BYTES >> 20} MiB; inputs are limited to that size")
-        chunks.append(chunk)
+        return safeload.read_stdin(limit=MAX_INPUT_BYTES)
+    return safeload.read_text(path, limit=MAX_INPUT_BYTES)
 
 
 def read_objects(paths: Sequence[str | Path]) -> ReadResult:
@@ -514,14 +415,8 @@ def read_objects(paths: Sequence[str | Path]) -> ReadResult:
         name = "<stdin>" if path == "-" else str(path)
         try:
             text = _read_text(path)
-        except UnicodeDecodeError:
-            result.errors.append(f"{name}: not a UTF-8 text file")
-            continue
-        except _Refused as err:
-            result.errors.append(f"{name}: cannot read: {err}")
-            continue
-        except OSError as err:
-            result.errors.append(f"{name}: cannot read: {err.strerror or err}")
+        except safeload.InputError as err:
+            result.errors.append(str(dataclasses.replace(err, file=name)))
             continue
         read_texts([(name, text)], result)
     return result

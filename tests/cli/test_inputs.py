@@ -109,7 +109,7 @@ def test_stdin_is_read_as_utf8_and_named_in_errors(monkeypatch):
 
     monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(b"\xff\xfe kind: Pod")))
     result = read_objects(["-"])
-    assert result.errors == ["<stdin>: not a UTF-8 text file"]
+    assert result.errors == ["<stdin>:1:1: not UTF-8 text (byte 0xff)"]
     monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(
         "kind: Pod\nmetadata: {name: cafe, annotations: {menu: caf\u00e9}}\n".encode())))
     objs = read_objects(["-"]).objects

@@ -181,7 +181,7 @@ def test_input_over_the_size_limit_is_refused(tmp_path: Path, monkeypatch: pytes
     f = tmp_path / "big.yaml"
     f.write_text("kind: Node\nmetadata: {name: n1}\n" + "#" * 2000 + "\n")
     result = reader.read_objects([f])
-    assert result.errors == [f"{f}: cannot read: 2,033 bytes, over the 0 MiB limit for an input file"]
+    assert result.errors == [f"{f}: cannot read: 2,033 bytes, over the limit of 1,000 bytes"]
 
 
 @pytest.mark.parametrize("spec, message", [
