@@ -341,9 +341,9 @@ def run_tests(paths: Sequence[str | Path], *, extra_policies: Sequence[str | Pat
             if loaded.policy_set is None:
                 return None, [render_text(loaded.errors, loaded.sources)]
             sets[key] = loaded.policy_set
-            scope = under_test
-            if under_test is not None and case.policies:
-                scope = under_test | {str(p.resolve()) for p in _expand(case.policies)}
+            # the files under test: those under PATH and those the case's suite names (never the defaults,
+            # unless nothing else is under test: then the bundled set itself is)
+            scope = (under_test or set()) | {str(p.resolve()) for p in _expand(case.policies)} or None
             _register(cov, loaded.policy_set, scope)
         results.append(run_case(case, sets[key], cov, engine, defaults))
     return TestRun(results, cov, sorted({ps.digest for ps in sets.values()})), []
