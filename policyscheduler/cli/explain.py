@@ -5,7 +5,14 @@ the same ``--policies``; the digest is printed) evaluated by the same engine
 (:func:`policyscheduler.evaluation.make_evaluator`). ``explain`` adds only what a Decision does not
 keep: for every rejected node, the *clause* that rejected it, found by re-running the rejecting rule
 clause by clause with the reference closures (:func:`policyscheduler.compiler.program.trace_rule`); the
-trace's reasons are checked against the verdict's, so the two can never silently disagree.
+trace's reasons are checked against the verdict's, so the two can never silently disagree; and a
+``summary`` (:func:`summarize`: kube-scheduler's grouped counts, the runner-up and the score rule that
+separates it from the chosen node). The text (summary first, then ``--nodes``/``--node`` details) is
+:mod:`policyscheduler.cli.explain_render`.
+
+Pending pods: by default the pod is decided on the cluster as it is (running pods only), and the output
+says so (``pending``); ``--with-pending`` explains the decision ``simulate`` makes for it, inside
+simulate's own run (:mod:`policyscheduler.cli.explain_pending`).
 
 Sources: a snapshot (``--cluster PATH...``, read like ``simulate`` reads its inputs; default: the
 bundled demo) or a live cluster (``--kubeconfig``; nodes, pods and the objects default spreading reads
