@@ -197,9 +197,10 @@ def run_case(case: Case, policy_set: Any, cov: Coverage | None = None, engine: s
     from policyscheduler.state import ClusterSnapshot
 
     problems = validate(case, policy_set, defaults)
-    if problems:
+    if case.pod is None:
+        problems.append(f"{case.where()}: the case has no pod")
+    if problems or case.pod is None:
         return CaseResult(case, "error", error="; ".join(problems), digest=policy_set.digest)
-    assert case.pod is not None
     snapshot = ClusterSnapshot.from_objects([o for o in case.objects if not (
         o.get("kind") == "Pod" and not (o.get("spec") or {}).get("nodeName"))])
     snapshot.pod_record(case.pod)  # the pod's unreadable fields (a quantity 5Xi) are warnings like the nodes'

@@ -123,3 +123,16 @@ def test_testing_reads_through_the_public_inputs_api() -> None:
     for module in package.glob("*.py"):
         text = module.read_text()
         assert "inputs.reader" not in text and "_Loader" not in text and "import yaml" not in text, module.name
+
+
+def test_a_case_built_in_code_is_checked_too() -> None:
+    """run_case on a Case that did not come from a file: its shapes and its pod are checked, never assumed."""
+    from policyscheduler.loader import load_layered
+    from policyscheduler.testing.runner import Case, run_case
+
+    policy_set = load_layered([]).policy_set
+    node = {"kind": "Node", "metadata": {"name": "a"}, "status": {"allocatable": {"pods": "1"}}}
+    no_pod = run_case(Case("x.yaml", "x", {"want": {"feasible": ["a"]}}, [node], None, ()), policy_set)
+    assert no_pod.status == "error" and "the case has no pod" in (no_pod.error or "")
+    bad_shape = run_case(Case("x.yaml", "x", {"want": {"chosen": {"a": 1}}}, [node], {"kind": "Pod"}, ()), policy_set)
+    assert bad_shape.status == "error" and "want.chosen must be a node name" in (bad_shape.error or "")
