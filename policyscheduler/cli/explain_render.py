@@ -89,16 +89,16 @@ def _feasible(n: dict[str, Any], doc: dict[str, Any], lines: list[str], used: se
     star = " (chosen)" if n["name"] == doc["node"] else " (best, tied)" if n["name"] in doc["top"] else ""
     lines.append(f"{n['name']}: feasible, total {n['total']}{star}")
     width = max((len(r) for r in n["scores"]), default=4)
-    lines.append(f"    {'rule':<{width}}  {'raw':>6}  {'norm':>4}  {'weight':>6}  {'points':>6}")
+    lines.append(f"    {'rule':<{width}}  {'raw':>8}  {'norm':>4}  {'weight':>6}  {'points':>6}")
     for rule, s in n["scores"].items():
         used.add(f"score {rule}")
         failed = s.get("failed")
         if failed:
-            lines.append(f"    {rule:<{width}}  {FAILED_MARK + ' failed':>6}  {'-':>4}  {s['weight'] or '':>6}  "
+            lines.append(f"    {rule:<{width}}  {FAILED_MARK + ' failed':>8}  {'-':>4}  {s['weight'] or '':>6}  "
                          f"{s['weighted']:>6}  {failed['location'] or ''}: {failed['message']}")
             continue
         note = "  (ignored)" if s["ignored"] else ""
-        lines.append(f"    {rule:<{width}}  {s['raw']:>6}  {s['normalized']:>4}  {s['weight'] or '':>6}  "
+        lines.append(f"    {rule:<{width}}  {s['raw']:>8}  {s['normalized']:>4}  {s['weight'] or '':>6}  "
                      f"{s['weighted']:>6}{note}")
 
 
