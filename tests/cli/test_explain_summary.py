@@ -192,3 +192,15 @@ def test_the_default_is_stated(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["explain", "shop/web-6d8f9c-jxw4s", "--with-pending"]) == 0
     out = capsys.readouterr().out.split("details:")[0]
     assert "pending pods: --with-pending: decided as simulate decides it (same queue order, seed 0), after" in out
+
+
+def test_a_pod_that_fits_nowhere_leads_with_the_failed_scheduling_message(tmp_path: Path,
+                                                                          capsys: pytest.CaptureFixture[str]) -> None:
+    snap = _write(tmp_path / "s.json", [_node("a", cordoned=True), _node("b", taint=True),
+                                        _pod("p", selector={"pool": "gpu"})])
+    assert main(["explain", "p", "--cluster", str(snap), "--nodes", "feasible"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[3] == ("fits nowhere: 0/2 nodes are available: 1 node(s) had untolerated taint(s), "
+                        "1 node(s) were unschedulable.")
+    assert not any(line.startswith(("chosen:", "runner-up:")) for line in lines)
+    assert lines[-1].startswith("details: feasible nodes")  # and no node follows: none is feasible
