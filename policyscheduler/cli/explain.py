@@ -5,7 +5,14 @@ the same ``--policies``; the digest is printed) evaluated by the same engine
 (:func:`policyscheduler.evaluation.make_evaluator`). ``explain`` adds only what a Decision does not
 keep: for every rejected node, the *clause* that rejected it, found by re-running the rejecting rule
 clause by clause with the reference closures (:func:`policyscheduler.compiler.program.trace_rule`); the
-trace's reasons are checked against the verdict's, so the two can never silently disagree.
+trace's reasons are checked against the verdict's, so the two can never silently disagree; and a
+``summary`` (:func:`summarize`: kube-scheduler's grouped counts, the runner-up and the score rule that
+separates it from the chosen node). The text (summary first, then ``--nodes``/``--node`` details) is
+:mod:`policyscheduler.cli.explain_render`.
+
+Pending pods: by default the pod is decided on the cluster as it is (running pods only), and the output
+says so (``pending``); ``--with-pending`` explains the decision ``simulate`` makes for it, inside
+simulate's own run (:mod:`policyscheduler.cli.explain_pending`).
 
 Sources: a snapshot (``--cluster PATH...``, read like ``simulate`` reads its inputs; default: the
 bundled demo) or a live cluster (``--kubeconfig``; nodes, pods and the objects default spreading reads
@@ -67,7 +74,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         "loads them: layered after the bundled defaults and --policies; read through "
                         "--kubeconfig/--context (else in-cluster or ~/.kube/config)")
     parser.add_argument("--allow-empty", action="store_true", help="accept a policy set without filters")
-    parser.add_argument("--node", metavar="NAME", help="show only this node")
+    parser.add_argument("--node", metavar="NAME", help="details of this node only")
+    parser.add_argument("--nodes", choices=("all", "feasible", "rejected"), default="all",
+                        help="which nodes the details list after the summary (default: all)")
+    parser.add_argument("--with-pending", action="store_true",
+                        help="decide as simulate does: place the other pending pods first (queue order, each "
+                        "placement visible to the next, one seeded tie-break generator) and explain this pod where "
+                        "simulate's run decides it. Default: the cluster as it is (running pods only)")
+    parser.add_argument("--include-default-scheduler", action="store_true",
+                        help="with --with-pending: also place pending pods of default-scheduler (as simulate's flag)")
     parser.add_argument("--docs", action="store_true", help="print the ## documentation of the rules involved")
     parser.add_argument("--output", "-o", choices=("table", "json"), default="table")
     parser.add_argument("--engine", choices=("vector", "reference"), default=None,
@@ -88,25 +103,39 @@ def _location(span: Any) -> str:
     return f"{span.file}:{span.line}:{span.col}"
 
 
+def _clause_source(sources: dict[str, Any], span: Any) -> str:
+    """The clause's whole text (every line of a multi-line clause), indentation relative to its first line."""
+    import textwrap
+
+    src = sources.get(span.file)
+    if src is None:
+        return ""
+    lines = [src.line(n) for n in range(span.line, max(span.line, span.end_line) + 1)]
+    return textwrap.dedent("\n".join(lines)).strip("\n")
+
+
 def explain(policy_set: Any, snapshot: Any, pod: dict[str, Any], *, engine: str = "vector",
-            sources: dict[str, Any] | None = None, seed: int = 0) -> dict[str, Any]:
+            sources: dict[str, Any] | None = None, seed: int = 0,
+            rng_state: Any = None) -> dict[str, Any]:
     """The explanation of ``pod`` on ``snapshot`` as a JSON-ready dict (see the module docstring).
 
+    ``rng_state`` (a ``random.Random().getstate()``), when given, replaces ``seed``: ``--with-pending``
+    explains the pod with the tie-break generator exactly where ``simulate``'s run had it.
     ``decision`` (the evaluator's :class:`Decision`) is kept under the private key ``"_decision"`` for
     callers that want to compare; :func:`to_json` drops it.
     """
     from policyscheduler.compiler.program import trace_rule
     from policyscheduler.evaluation import make_evaluator
 
-    evaluator = make_evaluator(engine)
-    decision = evaluator.evaluate(policy_set, snapshot, pod, rng=random.Random(seed))
+    rng = random.Random(seed)
+    if rng_state is not None:
+        rng.setstate(rng_state)
+    decision = make_evaluator(engine).evaluate(policy_set, snapshot, pod, rng=rng)
     sources = sources or {}
     filters = {r.name: r for r in policy_set.filters}
     scores = {r.name: r for r in policy_set.scores}
-
-    def source_line(span: Any) -> str:
-        src = sources.get(span.file)
-        return src.line(span.line).strip() if src is not None else ""
+    failed: dict[tuple[str, str | None], dict[str, Any]] = {
+        (e.rule, e.node): {"location": e.location, "message": e.message} for e in decision.score_errors}
 
     pod_rec = snapshot.pod_record(pod)
     nodes_out: list[dict[str, Any]] = []
@@ -126,7 +155,7 @@ def explain(policy_set: Any, snapshot: Any, pod: dict[str, Any], *, engine: str 
                 for c in tr.clauses:
                     if c.outcome in ("fail", "error"):
                         clauses.append({"keyword": c.keyword, "location": _location(c.span),
-                                        "source": source_line(c.span), "reasons": list(c.reasons),
+                                        "source": _clause_source(sources, c.span), "reasons": list(c.reasons),
                                         "error": c.outcome == "error"})
                 traced = [r for c in tr.clauses if c.outcome == "fail" for r in c.reasons]
                 if v.error is None and traced != list(v.reasons):
@@ -142,7 +171,8 @@ def explain(policy_set: Any, snapshot: Any, pod: dict[str, Any], *, engine: str 
                 if s is not None:
                     per_rule[name] = {"raw": s.raw, "normalized": s.normalized, "weighted": s.weighted,
                                       "weight": scores[name].weight if name in scores else None,
-                                      "ignored": s.ignored}
+                                      "ignored": s.ignored,
+                                      "failed": failed.get((name, node.name)) or failed.get((name, None))}
             entry["scores"] = per_rule
             entry["total"] = decision.totals.get(node.name)
         nodes_out.append(entry)
@@ -157,75 +187,65 @@ def explain(policy_set: Any, snapshot: Any, pod: dict[str, Any], *, engine: str 
         "top": list(decision.top),
         "message": decision.message,
         "score_errors": [e.to_json() for e in decision.score_errors],
+        "summary": summarize(nodes_out, decision.node, list(decision.top)),
         "nodes": nodes_out,
         "rules": rules_doc,
         "_decision": decision,
     }
 
 
-def to_json(doc: dict[str, Any], *, node: str | None = None, docs: bool = False) -> dict[str, Any]:
-    """The ``--output json`` document (``nodes`` narrowed to ``node``; ``rules`` only with ``docs``)."""
+def summarize(nodes: Sequence[dict[str, Any]], chosen: str | None, top: Sequence[str]) -> dict[str, Any]:
+    """What the summary says: kube-scheduler's grouped counts of the rejected nodes (the FailedScheduling
+    histogram, with the feasible count in front: ``6/1000 nodes are available: ...``) and, when a node was
+    chosen, the runner-up and the score rule that separates the two (the largest difference in points)."""
+    from policyscheduler.evaluation.message import reason_histogram
+
+    feasible = [n for n in nodes if n["feasible"]]
+    reasons = [r for n in nodes if not n["feasible"] for r in (n["reasons"] or [f"rejected by {n['rule']}"])]
+    histogram = reason_histogram(reasons)
+    available = f"{len(feasible)}/{len(nodes)} nodes are available" + (f": {', '.join(histogram)}." if histogram else ".")
+    out: dict[str, Any] = {"nodes": len(nodes), "feasible": len(feasible), "rejected": len(nodes) - len(feasible),
+                           "available": available, "histogram": histogram, "runner_up": None}
+    by_name = {n["name"]: n for n in feasible}
+    if chosen is None or chosen not in by_name:
+        return out
+    others = [n for n in feasible if n["name"] != chosen]
+    if not others:
+        return out
+    tied = [n for n in others if n["name"] in top]
+    runner = tied[0] if tied else max(others, key=lambda n: n["total"] or 0)  # max keeps the first in node order
+    best = by_name[chosen]
+    diffs = sorted(((best["scores"].get(r, {}).get("weighted", 0) - s["weighted"], r)
+                    for r, s in runner["scores"].items()), key=lambda d: (-d[0], d[1]))
+    rule = diffs[0] if diffs and diffs[0][0] > 0 else None
+    out["runner_up"] = {
+        "node": runner["name"], "total": runner["total"], "margin": (best["total"] or 0) - (runner["total"] or 0),
+        "tied": bool(tied),
+        "rule": None if rule is None else rule[1],
+        "points": None if rule is None else [best["scores"][rule[1]]["weighted"], runner["scores"][rule[1]]["weighted"]],
+    }
+    return out
+
+
+def to_json(doc: dict[str, Any], *, node: str | None = None, docs: bool = False, nodes: str = "all") -> dict[str, Any]:
+    """The ``--output json`` document (``nodes`` narrowed to ``node`` or to the feasible / rejected ones;
+    ``rules`` only with ``docs``)."""
     out = {k: v for k, v in doc.items() if not k.startswith("_")}
-    if node is not None:
-        out["nodes"] = [n for n in out["nodes"] if n["name"] == node]
+    out["nodes"] = select_nodes(out["nodes"], node=node, which=nodes)
     if not docs:
         out.pop("rules")
     return out
 
 
-def render_table(doc: dict[str, Any], *, node: str | None = None, docs: bool = False) -> str:
-    """A human-readable explanation."""
-    lines: list[str] = []
-    nodes = [n for n in doc["nodes"] if node is None or n["name"] == node]
-    feasible = sum(1 for n in doc["nodes"] if n["feasible"])
-    lines.append(f"pod {doc['pod']}: {len(doc['nodes'])} nodes, {feasible} feasible "
-                 f"(policy digest {doc['policy_digest'][:12]}, engine {doc['engine']})")
-    if doc.get("policy_source"):
-        lines.append(f"policies: {doc['policy_source']} (digest {doc['policy_digest']})")
-    if doc["node"] is not None:
-        ties = doc["top"]
-        tie = f"; tied with {', '.join(t for t in ties if t != doc['node'])} (seeded tie-break)" if len(ties) > 1 else ""
-        lines.append(f"chosen: {doc['node']} with total {doc['score']}{tie}")
-    else:
-        lines.append(f"fits nowhere: {doc['message']}")
-    used: set[str] = set()
-    for n in nodes:
-        lines.append("")
-        if n["rule"] is not None:
-            lines.append(f"{n['name']}: rejected by filter {n['rule']}"
-                         + (f" ({n['location']})" if n.get("location") else ""))
-            used.add(f"filter {n['rule']}")
-            if n["error"]:
-                lines.append(f"    error: {n['error']}")
-            for c in n["clauses"]:
-                lines.append(f"    {c['location']}: {c['keyword']}: " + "; ".join(c["reasons"]))
-                if c["source"]:
-                    lines.append(f"        {c['source']}")
-            if not n["clauses"] and not n["error"]:
-                lines.append("    reasons: " + "; ".join(n["reasons"]))
-        else:
-            star = " (chosen)" if n["name"] == doc["node"] else " (best, tied)" if n["name"] in doc["top"] else ""
-            lines.append(f"{n['name']}: feasible, total {n['total']}{star}")
-            width = max((len(r) for r in n["scores"]), default=4)
-            lines.append(f"    {'rule':<{width}}  {'raw':>6}  {'norm':>4}  {'weight':>6}  {'points':>6}")
-            for rule, s in n["scores"].items():
-                used.add(f"score {rule}")
-                note = "  (ignored)" if s["ignored"] else ""
-                lines.append(f"    {rule:<{width}}  {s['raw']:>6}  {s['normalized']:>4}  {s['weight'] or '':>6}  "
-                             f"{s['weighted']:>6}{note}")
-    for e in doc["score_errors"]:
-        lines.append(f"warning: {e['location'] or ''}: score rule {e['rule']} failed on {e['node'] or 'every node'}: "
-                     f"{e['message']}")
-    if docs:
-        lines.append("")
-        lines.append("rules:")
-        for key, info in doc["rules"].items():
-            if key not in used:
-                continue
-            lines.append(f"  {key} ({info['location']})")
-            for d in (info["doc"] or "(no ## documentation)").splitlines():
-                lines.append(f"      {d}")
-    return "\n".join(lines) + "\n"
+def select_nodes(nodes: Sequence[dict[str, Any]], *, node: str | None = None, which: str = "all") -> list[dict[str, Any]]:
+    """The nodes ``--node`` / ``--nodes all|feasible|rejected`` asks for."""
+    if node is not None:
+        return [n for n in nodes if n["name"] == node]
+    if which == "feasible":
+        return [n for n in nodes if n["feasible"]]
+    if which == "rejected":
+        return [n for n in nodes if not n["feasible"]]
+    return list(nodes)
 
 
 # ---------------------------------------------------------------------------------------------- inputs
@@ -344,11 +364,13 @@ def _load_profile(profile: _Profile, configmap_texts: list[tuple[str, str]], all
 
 def run(args: argparse.Namespace, *, stdout: TextIO | None = None, stderr: TextIO | None = None) -> int:
     """Execute ``explain``; returns the exit status."""
+    from policyscheduler.cli.explain_render import render_table
     from policyscheduler.diagnostics import render_text
     from policyscheduler.inputs import read_objects
     from policyscheduler.kube.policysource import parse_configmap_ref
     from policyscheduler.loader import load_layered
     from policyscheduler.simulate.defaults import demo_cluster_dir
+    from policyscheduler.simulate.queue import is_pending
     from policyscheduler.simulate.run import prepare
 
     out = stdout if stdout is not None else sys.stdout
@@ -446,16 +468,41 @@ def run(args: argparse.Namespace, *, stdout: TextIO | None = None, stderr: TextI
                                          for o in objects):
         err.write(f"policyscheduler explain: no node {args.node} {where}\n")
         return EXIT_BAD_INPUT
-    others = [o for o in objects if not (o.get("kind") == "Pod" and not (o.get("spec") or {}).get("nodeName"))]
-    prepared = prepare(others)
-    doc = explain(loaded.policy_set, prepared.snapshot, pod, engine=engine, sources=loaded.sources,
-                  seed=args.seed)
-    doc = {"pod": doc["pod"], "policy_digest": doc["policy_digest"], "policy_source": source, **doc}
-    if args.output == "json":
-        out.write(relabel(_escape_json(json.dumps(to_json(doc, node=args.node, docs=args.docs), indent=2))) + "\n")
+    if getattr(args, "with_pending", False):
+        found = _explain_with_pending(args, loaded, objects, pod, engine)
+        if isinstance(found, str):
+            err.write(f"policyscheduler explain: {found}\n")
+            return EXIT_BAD_INPUT
+        doc, pending = found
     else:
-        out.write(relabel(_escape_lines(render_table(doc, node=args.node, docs=args.docs))))
+        running = [o for o in objects if not (o.get("kind") == "Pod" and not (o.get("spec") or {}).get("nodeName"))]
+        pending = {"with_pending": False, "others": sum(1 for o in objects if is_pending(o) and o is not pod)}
+        prepared = prepare(running)
+        doc = explain(loaded.policy_set, prepared.snapshot, pod, engine=engine, sources=loaded.sources,
+                      seed=args.seed)
+    doc = {"pod": doc["pod"], "policy_digest": doc["policy_digest"], "policy_source": source, "pending": pending, **doc}
+    which = getattr(args, "nodes", "all") or "all"
+    if args.output == "json":
+        out.write(relabel(_escape_json(json.dumps(to_json(doc, node=args.node, docs=args.docs, nodes=which),
+                                                  indent=2))) + "\n")
+    else:
+        out.write(relabel(_escape_lines(render_table(doc, node=args.node, docs=args.docs, nodes=which))))
     return EXIT_OK
+
+
+def _explain_with_pending(args: argparse.Namespace, loaded: Any, objects: list[dict[str, Any]], pod: dict[str, Any],
+                          engine: str) -> tuple[dict[str, Any], dict[str, Any]] | str:
+    """``--with-pending``: the pending pods simulate would place (those of ``--scheduler-name``, default
+    ``policy-scheduler``; ``--include-default-scheduler`` as in simulate), the explained pod whatever its
+    scheduler, through simulate's own run (:mod:`policyscheduler.cli.explain_pending`)."""
+    from policyscheduler.cli.explain_pending import explain_in_simulation
+    from policyscheduler.cli.simulate import DEFAULT_SCHEDULER_NAME, select_pods
+
+    name = getattr(args, "scheduler_name", None) or DEFAULT_SCHEDULER_NAME
+    kept, _skipped = select_pods([o for o in objects if o is not pod], name,
+                                 getattr(args, "include_default_scheduler", False))
+    return explain_in_simulation(loaded.policy_set, [*kept, pod], pod, engine=engine, seed=args.seed,
+                                 sources=loaded.sources, explain=explain)
 
 
 def _escape_lines(text: str) -> str:

@@ -1,8 +1,11 @@
-"""``policyscheduler test [PATH...]``: run policy tests (see :mod:`policyscheduler.testing.runner`).
+"""``policyscheduler test [PATH...]``: run policy tests (the format: the README's "Testing policies").
 
-PASS/FAIL per case, a diff of expected and actual for each failing expectation, rule and clause coverage
-of the policies under test. Exit 0 when every case passes, 1 when one fails, 2 for bad input (a missing
-path, a malformed test file, policies that do not load, no test found).
+PASS/FAIL per case, a diff of expected and actual for each failing expectation, then coverage of the
+policies under test: filters and score rules counted apart, clauses, and what "covered" means
+(:mod:`policyscheduler.testing.coverage`). Exit 0 when every case passes, 1 when one fails, 2 for bad
+input: a missing path, a malformed test file (every mistake reported as ``file:line:col: ...``, nothing
+run), a case naming rules or nodes that do not exist or holding an invalid object, policies that do not
+load, no test found.
 """
 
 from __future__ import annotations
@@ -47,14 +50,18 @@ def render_text(run: Any, *, verbose: bool = False, clauses: bool = False) -> st
             lines.append(f"  {f.path}:")
             lines.append(f"    - expected: {_show(f.expected)}")
             lines.append(f"    + actual:   {_show(f.actual)}")
+    from policyscheduler.testing.coverage import MEANING
+
     cov = run.coverage
     passed = sum(1 for r in run.results if r.status == "pass")
+    failed = sum(1 for r in run.results if r.status == "fail")
+    errors = sum(1 for r in run.results if r.status == "error")
     lines.append(f"{passed}/{len(run.results)} cases passed"
-                 + (f", {len(run.results) - passed} failed" if passed != len(run.results) else "")
+                 + (f", {failed} failed" if failed else "") + (f", {errors} with errors" if errors else "")
                  + f" (policy digest {', '.join(d[:12] for d in run.digests)})")
-    hit = len(cov.rules_hit & set(cov.rules))
-    lines.append(f"coverage: {cov.rule_percent}% of rules ({hit}/{len(cov.rules)}), "
-                 f"{cov.clause_percent}% of clauses ({len(cov.clauses_hit & set(cov.clauses))}/{len(cov.clauses)})")
+    lines.append(cov.summary())
+    if cov.rules:
+        lines.append(f"  ({MEANING})")
     for rule, loc in cov.rules.items():
         if rule not in cov.rules_hit:
             lines.append(f"  not covered: {rule} ({loc})")
@@ -89,5 +96,5 @@ def run(args: argparse.Namespace, *, stdout: TextIO | None = None, stderr: TextI
     else:
         out.write(render_text(result, verbose=args.verbose, clauses=args.coverage))
     if any(r.status == "error" for r in result.results):
-        return 2 if all(r.status == "error" for r in result.results) else 1
+        return 2  # bad input in some case: the run cannot be trusted
     return 1 if result.failed else 0

@@ -6,42 +6,15 @@ other YAML files are left alone (they may be cluster snapshots a test refers to)
 under the same PATHs are the policies under test, layered on the bundled defaults exactly as ``lint``,
 ``simulate`` and ``run`` layer them (:func:`policyscheduler.loader.load_layered`).
 
-**Format** (unknown keys are errors, so a typo cannot make a test pass)::
-
-    policies: [extra.policy]          # optional: more policy files/folders (relative to this file)
-    objects_from: [cluster.yaml]      # optional: objects shared by every case (files or folders)
-    objects: [...]                    # optional: inline objects shared by every case
-    cases:
-      - name: a tainted node is off limits
-        note: why the expectations are what they are (free text)
-        objects: [...]                # Nodes, bound Pods, Namespaces, Services, ReplicaSets, StatefulSets
-        objects_from: [more.yaml]
-        pod: {kind: Pod, ...}         # or pod_from: pod.yaml (a file holding one Pod)
-        want:
-          feasible: [node, ...]               # the exact feasible set
-          rejected:                           # first failing filter per node (as the scheduler reports it)
-            node-a: {rule: NAME, reasons: [...], line: 12}   # reasons and line (of the clause) optional
-          filters:                            # each filter on its own, whatever ran before it
-            NAME: {node-a: pass, node-b: [reason, ...], node-c: skip}
-          scores: {RULE: {node: 100}}         # normalised 0..100 (before the weight)
-          raw: {RULE: {node: 3}}              # raw values
-          weighted: {RULE: {node: 300}}       # normalised x weight
-          totals: {node: 412}
-          chosen: node | [node, ...]          # the unique best node, or exactly the nodes tying for it
-          message: "0/3 nodes are available: ..."
-
-Every number may be a range instead: ``{min: 10, max: 20}`` (either bound optional).
+**Format**: the README's "Testing policies" section (with an example that CI runs); reading and the
+shape checks are :mod:`policyscheduler.testing.casefile`, coverage :mod:`policyscheduler.testing.coverage`.
+This module checks what needs the policy set (rule and node names) and runs the cases.
 
 **Evaluation.** A case is one scheduling decision by the scheduler's own evaluator
 (:func:`policyscheduler.evaluation.make_evaluator`, the vector engine unless told otherwise) on a snapshot
 of the case's objects (pods with ``spec.nodeName`` are running; others are ignored). ``filters`` and
 coverage re-run each filter clause by clause with the reference closures
 (:func:`policyscheduler.compiler.program.trace_rule`).
-
-**Coverage.** A filter is covered when some case saw it reject a node, a score rule when some case saw it
-score a node; a clause when some case saw it act (a check emit its reason, a ``let``/``value`` computed, an
-``applies when``/``ignore node when`` hold). Rule coverage of the set under test is reported, with the rules
-and clauses no case exercised.
 """
 
 from __future__ import annotations
@@ -53,42 +26,11 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-import yaml
+from policyscheduler.testing.casefile import Case, Suite, TestInputError, collect
+from policyscheduler.testing.coverage import Coverage
 
-__all__ = ["Case", "CaseResult", "Coverage", "Failure", "Suite", "TestRun", "collect", "run_tests", "validate"]
-
-SUITE_KEYS = {"policies", "objects_from", "objects", "cases"}
-CASE_KEYS = {"name", "note", "objects", "objects_from", "pod", "pod_from", "want"}
-SINGLE_KEYS = CASE_KEYS | {"policies"}
-WANT_KEYS = {"feasible", "rejected", "filters", "scores", "raw", "weighted", "totals", "chosen", "message"}
-REJECTED_KEYS = {"rule", "reasons", "line"}
-
-
-class TestInputError(Exception):
-    """A test file that cannot be read or is malformed (exit 2)."""
-
-    __test__ = False
-
-
-@dataclasses.dataclass
-class Case:
-    file: str
-    name: str
-    data: dict[str, Any]
-    objects: list[dict[str, Any]]
-    pod: dict[str, Any] | None
-    policies: tuple[str, ...]
-    problems: list[str] = dataclasses.field(default_factory=list)
-
-    @property
-    def id(self) -> str:
-        return f"{self.file}::{self.name}"
-
-
-@dataclasses.dataclass
-class Suite:
-    file: str
-    cases: list[Case]
+__all__ = ["Case", "CaseResult", "Coverage", "Failure", "Suite", "TestInputError", "TestRun", "collect",
+           "run_tests", "validate"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -115,38 +57,6 @@ class CaseResult:
 
 
 @dataclasses.dataclass
-class Coverage:
-    """Rules and clauses of the sets under test, and which ones some case exercised."""
-
-    rules: dict[str, str] = dataclasses.field(default_factory=dict)  # "filter x" -> location
-    clauses: dict[str, str] = dataclasses.field(default_factory=dict)  # location -> "filter x: keyword"
-    rules_hit: set[str] = dataclasses.field(default_factory=set)
-    clauses_hit: set[str] = dataclasses.field(default_factory=set)
-
-    @staticmethod
-    def _pct(hit: int, total: int) -> float:
-        return 100.0 if total == 0 else round(100.0 * hit / total, 1)
-
-    @property
-    def rule_percent(self) -> float:
-        return self._pct(len(self.rules_hit & set(self.rules)), len(self.rules))
-
-    @property
-    def clause_percent(self) -> float:
-        return self._pct(len(self.clauses_hit & set(self.clauses)), len(self.clauses))
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "rule_percent": self.rule_percent,
-            "clause_percent": self.clause_percent,
-            "rules": {r: r in self.rules_hit for r in self.rules},
-            "uncovered_rules": [{"rule": r, "location": loc} for r, loc in self.rules.items() if r not in self.rules_hit],
-            "uncovered_clauses": [{"clause": what, "location": loc} for loc, what in self.clauses.items()
-                                  if loc not in self.clauses_hit],
-        }
-
-
-@dataclasses.dataclass
 class TestRun:
     results: list[CaseResult]
     coverage: Coverage
@@ -169,140 +79,6 @@ class TestRun:
         }
 
 
-# ------------------------------------------------------------------------------------------- reading
-
-
-def _load_yaml(path: Path) -> Any:
-    from policyscheduler.inputs.reader import _Loader  # the snapshot reader's YAML flavour (timestamps as text)
-
-    try:
-        docs = list(yaml.load_all(path.read_text(encoding="utf-8"), Loader=_Loader))
-        return docs[0] if len(docs) == 1 else None  # several documents: a snapshot, not a test file
-    except (OSError, UnicodeDecodeError) as exc:
-        raise TestInputError(f"{path}: cannot read: {exc}") from None
-    except yaml.YAMLError as exc:
-        raise TestInputError(f"{path}: not valid YAML: {str(exc).splitlines()[0]}") from None
-
-
-def is_test_document(doc: Any) -> bool:
-    return isinstance(doc, dict) and ("cases" in doc or (("pod" in doc or "pod_from" in doc) and "want" in doc))
-
-
-def _yaml_files(paths: Sequence[str | Path]) -> tuple[list[Path], list[Path], list[str]]:
-    """(YAML files, .policy files, missing paths) under ``paths``."""
-    yamls: list[Path] = []
-    policies: list[Path] = []
-    missing: list[str] = []
-    for raw in paths:
-        p = Path(raw)
-        if p.is_dir():
-            for f in sorted(p.rglob("*")):
-                if any(part.startswith(".") for part in f.relative_to(p).parts) or not f.is_file():
-                    continue
-                if f.suffix in (".yaml", ".yml"):
-                    yamls.append(f)
-                elif f.suffix == ".policy":
-                    policies.append(f)
-        elif p.is_file():
-            (policies if p.suffix == ".policy" else yamls).append(p)
-        else:
-            missing.append(str(raw))
-    return yamls, policies, missing
-
-
-def _objects_from(base: Path, refs: Any, where: str) -> list[dict[str, Any]]:
-    from policyscheduler.inputs import read_objects
-
-    if refs is None:
-        return []
-    if not isinstance(refs, list) or not all(isinstance(r, str) for r in refs):
-        raise TestInputError(f"{where}: objects_from must be a list of paths")
-    read = read_objects([base / r for r in refs])
-    if read.errors:
-        raise TestInputError(f"{where}: " + "; ".join(read.errors))
-    return list(read.objects)
-
-
-def _inline(objects: Any, where: str) -> list[dict[str, Any]]:
-    if objects is None:
-        return []
-    if not isinstance(objects, list) or not all(isinstance(o, dict) and "kind" in o for o in objects):
-        raise TestInputError(f"{where}: objects must be a list of Kubernetes objects, each with a kind")
-    out: list[dict[str, Any]] = []
-    for o in objects:
-        if o.get("kind") == "List":
-            out.extend(i for i in o.get("items") or [] if isinstance(i, dict))
-        else:
-            out.append(o)
-    return out
-
-
-def _case(path: Path, base_objects: list[dict[str, Any]], raw: Any, name: str, policies: tuple[str, ...],
-          allowed: set[str]) -> Case:
-    where = f"{path}: case {name!r}"
-    if not isinstance(raw, dict):
-        raise TestInputError(f"{where}: a case must be a mapping")
-    case = Case(str(path), name, raw, [], None, policies)
-    unknown = set(raw) - allowed
-    if unknown:
-        case.problems.append(f"unknown keys {sorted(unknown)} (known: {', '.join(sorted(allowed))})")
-    case.objects = base_objects + _objects_from(path.parent, raw.get("objects_from"), where) + _inline(
-        raw.get("objects"), where)
-    pod = raw.get("pod")
-    if "pod_from" in raw:
-        found = [o for o in _objects_from(path.parent, [raw["pod_from"]], where) if o.get("kind") == "Pod"]
-        if len(found) != 1:
-            raise TestInputError(f"{where}: pod_from must name a file holding exactly one Pod")
-        pod = found[0]
-    if not isinstance(pod, dict) or pod.get("kind") != "Pod":
-        case.problems.append("pod must be a Pod object (or pod_from a file with one)")
-    else:
-        case.pod = pod
-    want = raw.get("want")
-    if not isinstance(want, dict) or not want:
-        case.problems.append("want must be a non-empty mapping")
-    return case
-
-
-def read_suite(path: Path) -> Suite | None:
-    """The cases of one test file (None when the YAML file is not a test file)."""
-    doc = _load_yaml(path)
-    if not is_test_document(doc):
-        return None
-    assert isinstance(doc, dict)
-    if "cases" not in doc:
-        policies = tuple(str(path.parent / p) for p in doc.get("policies") or [])
-        return Suite(str(path), [_case(path, [], doc, path.stem, policies, SINGLE_KEYS)])
-    unknown = set(doc) - SUITE_KEYS
-    if unknown:
-        raise TestInputError(f"{path}: unknown top-level keys {sorted(unknown)} (known: {', '.join(sorted(SUITE_KEYS))})")
-    refs = doc.get("policies") or []
-    if not isinstance(refs, list) or not all(isinstance(r, str) for r in refs):
-        raise TestInputError(f"{path}: policies must be a list of paths")
-    policies = tuple(str(path.parent / p) for p in refs)
-    shared = _objects_from(path.parent, doc.get("objects_from"), str(path)) + _inline(doc.get("objects"), str(path))
-    cases = doc.get("cases")
-    if not isinstance(cases, list) or not cases:
-        raise TestInputError(f"{path}: cases must be a non-empty list")
-    out: list[Case] = []
-    seen: set[str] = set()
-    for k, raw in enumerate(cases):
-        name = raw.get("name") if isinstance(raw, dict) else None
-        name = name if isinstance(name, str) and name else f"case {k + 1}"
-        if name in seen:
-            raise TestInputError(f"{path}: two cases are named {name!r}")
-        seen.add(name)
-        out.append(_case(path, shared, raw, name, policies, CASE_KEYS))
-    return Suite(str(path), out)
-
-
-def collect(paths: Sequence[str | Path]) -> tuple[list[Suite], list[Path], list[str]]:
-    """(test suites, policy files under test, missing paths) for ``paths``."""
-    yamls, policies, missing = _yaml_files(paths)
-    suites = [s for s in (read_suite(f) for f in yamls) if s is not None]
-    return suites, policies, missing
-
-
 # ---------------------------------------------------------------------------------------- validation
 
 
@@ -310,74 +86,69 @@ def _is_num(x: Any) -> bool:
     return isinstance(x, int) and not isinstance(x, bool)
 
 
-def _is_expect_num(x: Any) -> bool:
-    return _is_num(x) or (isinstance(x, dict) and bool(x) and set(x) <= {"min", "max"}
-                          and all(_is_num(v) for v in x.values()))
+def _rule_hint(name: str, kind: str, policy_set: Any, defaults: frozenset[str]) -> str:
+    other = {r.name for r in (policy_set.scores if kind == "filter" else policy_set.filters)}
+    if name in other:
+        return f" ({name!r} is a {'score rule' if kind == 'filter' else 'filter'} of the set)"
+    if name in defaults:
+        return f" (a bundled default rule, not in the set under test: disabled? assert that with want.absent: [{name}])"
+    return ""
 
 
-def validate(case: Case, policy_set: Any) -> list[str]:
-    """What is wrong with a case's expectations, given the policy set (names of rules and nodes)."""
-    problems = list(case.problems)
+def validate(case: Case, policy_set: Any, defaults: frozenset[str] = frozenset()) -> list[str]:
+    """What is wrong with a case's expectations given the policy set: names of rules and nodes that do not
+    exist, each located (``file:line:col``). The shapes were checked when the file was read
+    (:mod:`policyscheduler.testing.casefile`). ``defaults``: the rule names of the bundled default set, for
+    ``absent`` (a name that is no rule anywhere is a typo, not an assertion) and for the hints."""
+    from policyscheduler.inputs import Document
+    from policyscheduler.testing.casefile import shape_problems
+
     want = case.data.get("want")
-    if not isinstance(want, dict):
+    doc = case.doc if case.doc is not None else Document(case.file, case.data, {})
+    problems = shape_problems(doc, want, (*case.at, "want"))
+    if problems:  # a case built in code, not read from a file: its shapes were never checked
         return problems
-    unknown = set(want) - WANT_KEYS
-    if unknown:
-        problems.append(f"unknown want keys {sorted(unknown)} (known: {', '.join(sorted(WANT_KEYS))})")
+    assert isinstance(want, dict)
     nodes = {(o.get("metadata") or {}).get("name") for o in case.objects if o.get("kind") == "Node"}
     filters = {r.name for r in policy_set.filters}
     scores = {r.name for r in policy_set.scores}
 
-    def names_nodes(what: str, value: Any) -> None:
-        if not isinstance(value, dict) or not set(value) <= nodes:
-            extra = sorted(set(value) - nodes) if isinstance(value, dict) else value
-            problems.append(f"want.{what} must map node names of the case (unknown: {extra})")
+    def bad(path: tuple[Any, ...], message: str) -> None:
+        problems.append(f"{case.where('want', *path)}: {message}")
 
-    if "feasible" in want and (not isinstance(want["feasible"], list) or not set(want["feasible"]) <= nodes):
-        problems.append("want.feasible must list node names of the case")
-    for node, v in (want.get("rejected") or {}).items() if isinstance(want.get("rejected", {}), dict) else ():
-        if node not in nodes:
-            problems.append(f"want.rejected names unknown node {node!r}")
-        if not isinstance(v, dict) or "rule" not in v or not set(v) <= REJECTED_KEYS:
-            problems.append(f"want.rejected.{node} needs rule (and optionally reasons, line)")
-        elif v["rule"] not in filters:
-            problems.append(f"want.rejected.{node}.rule {v['rule']!r} is not a filter of the policy set")
-        elif "reasons" in v and (not isinstance(v["reasons"], list) or not v["reasons"]):
-            problems.append(f"want.rejected.{node}.reasons must be a non-empty list")
-    if not isinstance(want.get("rejected", {}), dict):
-        problems.append("want.rejected must be a mapping")
+    def node_names(path: tuple[Any, ...], names: Any) -> None:
+        for name in names:
+            if name not in nodes:
+                bad((*path, name) if isinstance(names, dict) else path,
+                    f"want.{'.'.join(map(str, path))} names {name!r}, which is no node of the case "
+                    f"(nodes: {', '.join(sorted(n for n in nodes if n)) or 'none'})")
+
+    if "feasible" in want:
+        node_names(("feasible",), want["feasible"])
+    if "chosen" in want:
+        node_names(("chosen",), want["chosen"] if isinstance(want["chosen"], list) else [want["chosen"]])
+    if "totals" in want:
+        node_names(("totals",), want["totals"])
+    for node, exp in (want.get("rejected") or {}).items():
+        node_names(("rejected",), {node: exp})
+        if exp["rule"] not in filters:
+            bad(("rejected", node, "rule"), f"want.rejected.{node}.rule: no filter {exp['rule']!r} in the set under "
+                                            f"test{_rule_hint(exp['rule'], 'filter', policy_set, defaults)}")
     for rule, per_node in (want.get("filters") or {}).items():
         if rule not in filters:
-            problems.append(f"want.filters names unknown filter {rule!r}")
-        names_nodes(f"filters.{rule}", per_node)
-        if isinstance(per_node, dict):
-            for node, v in per_node.items():
-                if v not in ("pass", "skip") and not (isinstance(v, list) and v):
-                    problems.append(f"want.filters.{rule}.{node} must be pass, skip or a list of reasons")
+            bad(("filters", rule), f"want.filters: no filter {rule!r} in the set under test"
+                                   f"{_rule_hint(rule, 'filter', policy_set, defaults)}")
+        node_names(("filters", rule), per_node)
     for key in ("scores", "raw", "weighted"):
-        block = want.get(key)
-        if block is None:
-            continue
-        if not isinstance(block, dict):
-            problems.append(f"want.{key} must be a mapping")
-            continue
-        for rule, per_node in block.items():
+        for rule, per_node in (want.get(key) or {}).items():
             if rule not in scores:
-                problems.append(f"want.{key} names unknown score rule {rule!r}")
-            names_nodes(f"{key}.{rule}", per_node)
-            if isinstance(per_node, dict) and not all(_is_expect_num(x) for x in per_node.values()):
-                problems.append(f"want.{key}.{rule} values must be ints or {{min, max}} ranges")
-    if "totals" in want:
-        names_nodes("totals", want["totals"])
-        if isinstance(want["totals"], dict) and not all(_is_expect_num(x) for x in want["totals"].values()):
-            problems.append("want.totals values must be ints or {min, max} ranges")
-    if "chosen" in want:
-        c = want["chosen"]
-        allowed = c if isinstance(c, list) else [c]
-        if not allowed or not set(allowed) <= nodes:
-            problems.append("want.chosen must name nodes of the case")
-    if "message" in want and not isinstance(want["message"], str):
-        problems.append("want.message must be a string")
+                bad((key, rule), f"want.{key}: no score rule {rule!r} in the set under test"
+                                 f"{_rule_hint(rule, 'score', policy_set, defaults)}")
+            node_names((key, rule), per_node)
+    for i, name in enumerate(want.get("absent") or []):
+        if name not in filters | scores | defaults:
+            bad(("absent", i), f"want.absent: {name!r} is no rule of the bundled defaults nor of the set under test "
+                               "(a typo would make this assertion pass forever)")
     return problems
 
 
@@ -418,21 +189,24 @@ def _register(cov: Coverage, policy_set: Any, under_test: set[str] | None) -> No
             cov.clauses.setdefault(_location(c.span), f"{key}: {syn.CLAUSE_KEYWORDS[type(c)]}")
 
 
-def run_case(case: Case, policy_set: Any, cov: Coverage | None = None, engine: str = "vector") -> CaseResult:
+def run_case(case: Case, policy_set: Any, cov: Coverage | None = None, engine: str = "vector",
+             defaults: frozenset[str] = frozenset()) -> CaseResult:
     """Evaluate one case and compare with its expectations."""
     from policyscheduler.compiler.program import trace_rule
     from policyscheduler.evaluation import make_evaluator
     from policyscheduler.state import ClusterSnapshot
 
-    problems = validate(case, policy_set)
-    if problems:
+    problems = validate(case, policy_set, defaults)
+    if case.pod is None:
+        problems.append(f"{case.where()}: the case has no pod")
+    if problems or case.pod is None:
         return CaseResult(case, "error", error="; ".join(problems), digest=policy_set.digest)
-    assert case.pod is not None
     snapshot = ClusterSnapshot.from_objects([o for o in case.objects if not (
         o.get("kind") == "Pod" and not (o.get("spec") or {}).get("nodeName"))])
+    snapshot.pod_record(case.pod)  # the pod's unreadable fields (a quantity 5Xi) are warnings like the nodes'
     if snapshot.warnings:
-        return CaseResult(case, "error", error="fields that cannot be read: " + "; ".join(snapshot.warnings),
-                          digest=policy_set.digest)
+        return CaseResult(case, "error", error=f"{case.where()}: fields that cannot be read (the scheduler would "
+                          "read them as absent): " + "; ".join(snapshot.warnings), digest=policy_set.digest)
     decision = make_evaluator(engine).evaluate(policy_set, snapshot, case.pod, rng=random.Random(0))
     want = case.data["want"]
     fails: list[Failure] = []
@@ -496,6 +270,10 @@ def run_case(case: Case, policy_set: Any, cov: Coverage | None = None, engine: s
               decision.node in allowed and sorted(decision.top) == allowed)
     if "message" in want:
         check("message", want["message"], decision.message)
+    if "absent" in want:
+        present = {r.name for r in policy_set.rules}
+        check("absent", want["absent"], sorted(n for n in want["absent"] if n in present) or want["absent"],
+              not any(n in present for n in want["absent"]))
     errors = {n: v.error for n, v in decision.verdicts.items() if v.error}
     if errors and not any(f.path.startswith("rejected") for f in fails):
         expected_errors = any("policy error" in r for e in (want.get("rejected") or {}).values()
@@ -540,7 +318,7 @@ def run_tests(paths: Sequence[str | Path], *, extra_policies: Sequence[str | Pat
     try:
         suites, policy_files, missing = collect(paths)
     except TestInputError as exc:
-        return None, [str(exc)]
+        return None, exc.problems
     errors += [f"{m}: no such file or directory" for m in missing]
     if errors:
         return None, errors
@@ -554,6 +332,8 @@ def run_tests(paths: Sequence[str | Path], *, extra_policies: Sequence[str | Pat
     under_test = {str(Path(p).resolve()) for p in policy_files} | {Path(p).name for p in policy_files} or None
     sets: dict[tuple[str, ...], Any] = {}
     cov = Coverage()
+    bundled = load_layered([]).policy_set
+    defaults = frozenset(r.name for r in bundled.rules) if bundled is not None else frozenset()
     results: list[CaseResult] = []
     for case in cases:
         key = tuple(base) + case.policies
@@ -562,11 +342,11 @@ def run_tests(paths: Sequence[str | Path], *, extra_policies: Sequence[str | Pat
             if loaded.policy_set is None:
                 return None, [render_text(loaded.errors, loaded.sources)]
             sets[key] = loaded.policy_set
-            scope = under_test
-            if under_test is not None and case.policies:
-                scope = under_test | {str(p.resolve()) for p in _expand(case.policies)}
+            # the files under test: those under PATH and those the case's suite names (never the defaults,
+            # unless nothing else is under test: then the bundled set itself is)
+            scope = (under_test or set()) | {str(p.resolve()) for p in _expand(case.policies)} or None
             _register(cov, loaded.policy_set, scope)
-        results.append(run_case(case, sets[key], cov, engine))
+        results.append(run_case(case, sets[key], cov, engine, defaults))
     return TestRun(results, cov, sorted({ps.digest for ps in sets.values()})), []
 
 

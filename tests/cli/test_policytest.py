@@ -43,7 +43,8 @@ cases:
 def test_default_set_passes_with_full_rule_coverage(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["test", str(REPO / "policies")]) == 0
     out = capsys.readouterr().out
-    assert "coverage: 100.0% of rules (16/16)" in out and "failed" not in out
+    assert "coverage: filters 100.0% (9/9), scores 100.0% (7/7), clauses 100.0%" in out and "failed" not in out
+    assert "covered = a filter rejected a node" in out  # the output says what covered means
 
 
 def test_planted_wrong_expectation_fails_with_a_diff(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -81,19 +82,23 @@ cases:
 """)
     assert main(["test", str(tmp_path), "--coverage"]) == 0
     out = capsys.readouterr().out
-    assert "1/1 cases passed" in out and "100.0% of rules (1/1)" in out  # coverage of the rules under test
+    # coverage of the rules under test only (the one filter of extra.policy, no score)
+    assert "1/1 cases passed" in out and "coverage: filters 100.0% (1/1), scores 100.0% (0/0)" in out
 
 
 @pytest.mark.parametrize("content, needle", [
-    ("cases: [{name: x, pod: {kind: Pod, metadata: {name: p}}, want: {feasable: []}}]", "unknown want keys"),
-    ("cases: [{name: x, pod: {kind: Pod, metadata: {name: p}}, want: {}}]", "want must be a non-empty mapping"),
-    ("cases: [{nmae: x, pod: {kind: Pod}, want: {feasible: []}}]", "unknown keys"),
+    ("cases: [{name: x, pod: {kind: Pod, metadata: {name: p}}, want: {feasable: []}}]",
+     "t.yaml:1:65: unknown key 'feasable' in want"),
+    ("cases: [{name: x, pod: {kind: Pod, metadata: {name: p}}, want: {}}]", "t.yaml:1:58: want must be a non-empty mapping of expectations (feasible, rejected, filters, scores, raw, weighted, totals, chosen, message, absent), but it is empty"),
+    ("cases: [{nmae: x, pod: {kind: Pod, metadata: {name: p}}, want: {feasible: []}}]",
+     "t.yaml:1:10: unknown key 'nmae' in a case"),
 ])
-def test_malformed_cases_are_errors(tmp_path: Path, content: str, needle: str,
-                                    capsys: pytest.CaptureFixture[str]) -> None:
+def test_malformed_cases_are_located_errors(tmp_path: Path, content: str, needle: str,
+                                            capsys: pytest.CaptureFixture[str]) -> None:
     (tmp_path / "t.yaml").write_text(content)
     assert main(["test", str(tmp_path)]) == 2
-    assert needle in capsys.readouterr().out
+    captured = capsys.readouterr()
+    assert needle in captured.err and "nothing was run" in captured.err and captured.out == ""
 
 
 def test_bad_inputs_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -101,7 +106,7 @@ def test_bad_inputs_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -
     assert "no such file" in capsys.readouterr().err
     (tmp_path / "t.yaml").write_text("cases: [\n")
     assert main(["test", str(tmp_path)]) == 2
-    assert "not valid YAML" in capsys.readouterr().err
+    assert "t.yaml:2:1: invalid YAML" in capsys.readouterr().err
     (tmp_path / "t.yaml").write_text(SUITE)
     (tmp_path / "bad.policy").write_text("filter x\n  require node.lables == 1\n")
     assert main(["test", str(tmp_path)]) == 2

@@ -1,0 +1,66 @@
+"""``explain --with-pending``: explain the decision ``simulate`` makes for the pod, not a fresh one.
+
+Without the flag, ``explain`` decides on the cluster as it is (running pods only), which is what the live
+scheduler sees when the pod is next in its queue. ``simulate`` instead places every pending pod in queue
+order, each placement visible to the next, with one seeded generator for all tie-breaks, so the two can
+answer differently for the same pod. With the flag, the pod is explained inside simulate's own run
+(:func:`policyscheduler.simulate.simulate`, the one scheduling cycle; no second driver here): an evaluator
+wrapper lets every other pod through unchanged and, when the cycle evaluates this pod, builds the
+explanation on the cluster exactly as the run has it then, with the tie-break generator in the run's state.
+The last such attempt wins, as simulate's message comes from a pod's last attempt.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable, Sequence
+from typing import Any
+
+__all__ = ["explain_in_simulation"]
+
+
+def _key(pod: dict[str, Any]) -> tuple[str, str]:
+    meta = pod.get("metadata") or {}
+    return (meta.get("namespace") or "default", meta.get("name") or "")
+
+
+class _Watching:
+    """An evaluator that passes every pod to ``inner`` and explains the target pod where the run decides it."""
+
+    def __init__(self, inner: Any, target: tuple[str, str], on_target: Callable[[Any, dict[str, Any], Any], None]):
+        self.inner = inner
+        self.target = target
+        self.on_target = on_target
+        self.placed = 0
+        self.placed_before = 0
+
+    def evaluate(self, policy_set: Any, snapshot: Any, pod: dict[str, Any], *, rng: random.Random) -> Any:
+        if _key(pod) == self.target:
+            self.placed_before = self.placed
+            self.on_target(snapshot, pod, rng.getstate())
+        decision = self.inner.evaluate(policy_set, snapshot, pod, rng=rng)
+        if decision.node is not None:
+            self.placed += 1  # simulate's binder always succeeds: every decision with a node is a placement
+        return decision
+
+
+def explain_in_simulation(policy_set: Any, objects: Sequence[dict[str, Any]], pod: dict[str, Any], *,
+                          engine: str, seed: int, sources: dict[str, Any] | None,
+                          explain: Callable[..., dict[str, Any]]) -> tuple[dict[str, Any], dict[str, Any]] | str:
+    """(explanation, pending info) for ``pod`` as simulate's run over ``objects`` (which hold the pod,
+    pending) decides it; a message when the run never evaluated it (e.g. it is being deleted)."""
+    from policyscheduler.evaluation import make_evaluator
+    from policyscheduler.simulate import simulate
+    from policyscheduler.simulate.queue import is_pending
+
+    found: list[dict[str, Any]] = []
+
+    def on_target(snapshot: Any, target: dict[str, Any], state: Any) -> None:
+        found[:] = [explain(policy_set, snapshot, target, engine=engine, sources=sources, rng_state=state)]
+
+    watcher = _Watching(make_evaluator(engine), _key(pod), on_target)
+    others = sum(1 for o in objects if is_pending(o) and o is not pod)
+    simulate(policy_set, objects, seed=seed, evaluator=watcher, detail=False)
+    if not found:
+        return f"simulate never tried pod {'/'.join(_key(pod))} (it is not pending: finished or being deleted)"
+    return found[0], {"with_pending": True, "others": others, "placed_before": watcher.placed_before, "seed": seed}
