@@ -271,8 +271,9 @@ def live_objects(kubeconfig: str | None, context: str | None, *, client: Any = N
 
 def configmap_policies(client: Any, ref: tuple[str, str]) -> list[tuple[str, str]]:
     """The (key, text) policy files of the ConfigMap ``ref``, exactly as ``run --policies-configmap`` takes
-    them (:func:`policyscheduler.kube.policysource.policy_texts`); PolicySourceError when it cannot be read."""
-    from policyscheduler.kube.policysource import policy_texts, read_configmap
+    them (:func:`policyscheduler.app.sources.policy_texts`); ConfigMapError when it cannot be read."""
+    from policyscheduler.app.sources import policy_texts
+    from policyscheduler.kube.configmaps import read_configmap
 
     return policy_texts(read_configmap(client, *ref, wait=0))
 
@@ -344,9 +345,9 @@ def _load_profile(profile: _Profile, configmap_texts: list[tuple[str, str]], all
 
 def run(args: argparse.Namespace, *, stdout: TextIO | None = None, stderr: TextIO | None = None) -> int:
     """Execute ``explain``; returns the exit status."""
+    from policyscheduler.app.sources import parse_configmap_ref
     from policyscheduler.diagnostics import render_text
     from policyscheduler.inputs import read_objects
-    from policyscheduler.kube.policysource import parse_configmap_ref
     from policyscheduler.loader import load_layered
     from policyscheduler.simulate.defaults import demo_cluster_dir
     from policyscheduler.simulate.run import prepare
