@@ -1,9 +1,9 @@
 """The live scheduler: watches feed the cache and the queue, one loop drives the cycle, binds go async.
 
-Threads: one reflector per watched resource (:mod:`policyscheduler.kube.watch`) calls :meth:`LiveScheduler.on_upsert` /
-:meth:`LiveScheduler.on_delete`; the scheduling loop pops and decides (only while leading and once the
-first lists arrived); the binder's pool binds; the recorder's pool writes events and conditions; the
-elector renews the lease; the status server answers probes.
+Threads: one reflector per watched resource (:mod:`policyscheduler.kube.watch`) calls
+:meth:`LiveScheduler.on_upsert` / :meth:`LiveScheduler.on_delete`; the scheduling loop pops and decides
+(only while leading and once the first lists arrived); the binder's pool binds; the recorder's pool writes
+events and conditions; the elector renews the lease; the status server answers probes.
 
 Which pods are ours: ``spec.schedulerName`` equal to our name (the API server defaults it to
 ``default-scheduler``), not bound, not finished, not being deleted. Other pods are only *read* (bound
@@ -100,7 +100,8 @@ class LiveScheduler:
         self.cache = ClusterCache()
         self.recorders = {p.name: EventRecorder(client, p.name, busy=self._busy) for p in self.profiles}
         self.recorder = self.recorders[self.profile_names[0]]
-        self.binder: Binder[Attempt] = Binder(client, lambda: self.cycle, lanes=options.bind_lanes, on_done=self._bind_done)
+        self.binder: Binder[Attempt] = Binder(client, lambda: self.cycle, lanes=options.bind_lanes,
+                                              on_done=self._bind_done)
         sets: Any = ({p.name: p.policy_set for p in scheduling} if scheduling
                      else self.profiles[0].policy_set)  # shadows only: the cycle never gets a pod
         self.cycle = Cycle(self.queue, self.cache, evaluator, sets, self._hand_to_binder,
