@@ -42,6 +42,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, NamedTuple, TextIO
 
+from policyscheduler.cli.explain_render import select_nodes
+
 __all__ = ["add_arguments", "explain", "run"]
 
 EXIT_OK = 0
@@ -237,17 +239,6 @@ def to_json(doc: dict[str, Any], *, node: str | None = None, docs: bool = False,
     return out
 
 
-def select_nodes(nodes: Sequence[dict[str, Any]], *, node: str | None = None, which: str = "all") -> list[dict[str, Any]]:
-    """The nodes ``--node`` / ``--nodes all|feasible|rejected`` asks for."""
-    if node is not None:
-        return [n for n in nodes if n["name"] == node]
-    if which == "feasible":
-        return [n for n in nodes if n["feasible"]]
-    if which == "rejected":
-        return [n for n in nodes if not n["feasible"]]
-    return list(nodes)
-
-
 # ---------------------------------------------------------------------------------------------- inputs
 
 
@@ -291,8 +282,9 @@ def live_objects(kubeconfig: str | None, context: str | None, *, client: Any = N
 
 def configmap_policies(client: Any, ref: tuple[str, str]) -> list[tuple[str, str]]:
     """The (key, text) policy files of the ConfigMap ``ref``, exactly as ``run --policies-configmap`` takes
-    them (:func:`policyscheduler.kube.policysource.policy_texts`); PolicySourceError when it cannot be read."""
-    from policyscheduler.kube.policysource import policy_texts, read_configmap
+    them (:func:`policyscheduler.app.sources.policy_texts`); ConfigMapError when it cannot be read."""
+    from policyscheduler.app.sources import policy_texts
+    from policyscheduler.kube.configmaps import read_configmap
 
     return policy_texts(read_configmap(client, *ref, wait=0))
 
@@ -364,10 +356,10 @@ def _load_profile(profile: _Profile, configmap_texts: list[tuple[str, str]], all
 
 def run(args: argparse.Namespace, *, stdout: TextIO | None = None, stderr: TextIO | None = None) -> int:
     """Execute ``explain``; returns the exit status."""
+    from policyscheduler.app.sources import parse_configmap_ref
     from policyscheduler.cli.explain_render import render_table
     from policyscheduler.diagnostics import render_text
     from policyscheduler.inputs import read_objects
-    from policyscheduler.kube.policysource import parse_configmap_ref
     from policyscheduler.loader import load_layered
     from policyscheduler.simulate.defaults import demo_cluster_dir
     from policyscheduler.simulate.queue import is_pending

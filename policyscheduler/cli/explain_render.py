@@ -14,13 +14,24 @@ as ``failed`` with its location and error -- never as a plain 0 that reads like 
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
-
-from policyscheduler.cli.explain import select_nodes
 
 __all__ = ["render_table", "summary_lines", "pending_line"]
 
 FAILED_MARK = "!"
+
+
+
+def select_nodes(nodes: Sequence[dict[str, Any]], *, node: str | None = None, which: str = "all") -> list[dict[str, Any]]:
+    """The nodes ``--node`` / ``--nodes all|feasible|rejected`` asks for."""
+    if node is not None:
+        return [n for n in nodes if n["name"] == node]
+    if which == "feasible":
+        return [n for n in nodes if n["feasible"]]
+    if which == "rejected":
+        return [n for n in nodes if not n["feasible"]]
+    return list(nodes)
 
 
 def pending_line(pending: dict[str, Any] | None) -> str:

@@ -25,15 +25,14 @@ import json
 import logging
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any
+from typing import Any, Generic, Protocol, TypeVar
 
-from policyscheduler.cycle import Attempt, Cycle
 from policyscheduler.kube.pipeline import Pipeline
 from policyscheduler.kube.rest import ApiError, RestClient, pod_path
 
-__all__ = ["Binder", "BindResult"]
+__all__ = ["Bindable", "BindOutcomes", "Binder", "BindResult"]
 
 log = logging.getLogger("policyscheduler.binder")
 
@@ -58,13 +57,44 @@ RETRY_WORKERS = 2
 """Threads for the slow paths (retries after a pause, the 409 check's GET)."""
 
 
-class Binder:
+class Bindable(Protocol):
+    """What a bind needs of a scheduling attempt (:class:`policyscheduler.cycle.Attempt` is one): the pod as
+    the watch delivered it, the node chosen and a ``namespace/name`` for logs. A protocol, so that this
+    package never imports the scheduling cycle."""
+
+    @property
+    def pod(self) -> Mapping[str, Any]: ...
+
+    @property
+    def node(self) -> str | None: ...
+
+    @property
+    def key(self) -> str: ...
+
+
+A = TypeVar("A", bound=Bindable)
+A_contra = TypeVar("A_contra", bound=Bindable, contravariant=True)
+
+
+class BindOutcomes(Protocol[A_contra]):
+    """Who hears how each bind ended (:class:`policyscheduler.cycle.Cycle` is one)."""
+
+    def binding_succeeded(self, attempt: A_contra) -> None:
+        """The API server accepted the binding."""
+        ...
+
+    def binding_failed(self, attempt: A_contra, *, retry: bool, reason: str) -> object:
+        """The binding failed; ``retry``: try the pod again after backoff."""
+        ...
+
+
+class Binder(Generic[A]):
     """Async binder; ``on_done(attempt, result, seconds, error)`` runs after every bind (on the pipeline
     thread for a bind that succeeded at once, on a retry thread otherwise)."""
 
-    def __init__(self, client: RestClient, cycle_ref: Callable[[], Cycle], *, lanes: int = DEFAULT_LANES,
+    def __init__(self, client: RestClient, cycle_ref: Callable[[], BindOutcomes[A]], *, lanes: int = DEFAULT_LANES,
                  depth: int = DEFAULT_DEPTH,
-                 on_done: Callable[[Attempt, BindResult, float, str | None], None] | None = None) -> None:
+                 on_done: Callable[[A, BindResult, float, str | None], None] | None = None) -> None:
         self.client = client
         self._cycle = cycle_ref
         self._lanes, self._depth = lanes, depth
@@ -78,7 +108,7 @@ class Binder:
         self.counts: dict[str, int] = {}
         self.retry_delays: tuple[float, ...] = (0.2, 0.5)
 
-    def bind(self, attempt: Attempt) -> None:
+    def bind(self, attempt: A) -> None:
         """Queue the binding of ``attempt.pod`` to ``attempt.node``."""
         with self._lock:
             self._in_flight += 1
@@ -86,7 +116,7 @@ class Binder:
             if pipeline is None:
                 pipeline = self._pipeline = self.client.pipeline(lanes=self._lanes, depth=self._depth, name="bind")
         started = time.perf_counter()
-        meta: dict[str, Any] = attempt.pod.get("metadata") or {}
+        meta: Mapping[str, Any] = attempt.pod.get("metadata") or {}
         namespace, name = str(meta.get("namespace") or "default"), str(meta.get("name") or "")
         body = {"apiVersion": "v1", "kind": "Binding",
                 "metadata": {"name": name, "namespace": namespace, **({"uid": meta["uid"]} if meta.get("uid") else {})},
@@ -111,7 +141,7 @@ class Binder:
         with self._lock:
             return self._in_flight
 
-    def _settle(self, attempt: Attempt, started: float, path: str, body: dict[str, Any],
+    def _settle(self, attempt: A, started: float, path: str, body: dict[str, Any],
                 first: ApiError) -> None:
         """The slow path: retry a bind that failed for want of a server, sort out 409 and 404."""
         result, error = "bound", None
@@ -146,7 +176,7 @@ class Binder:
             except ApiError as err:
                 error = err
 
-    def _finish(self, attempt: Attempt, started: float, result: BindResult, error: str | None) -> None:
+    def _finish(self, attempt: A, started: float, result: BindResult, error: str | None) -> None:
         namespace_name = attempt.key
         try:
             cycle = self._cycle()

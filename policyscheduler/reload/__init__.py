@@ -10,7 +10,7 @@
   last good one stays in force.
 
 Nothing here talks to the API server; the ConfigMap source and the reporting (events, metrics) live in
-:mod:`policyscheduler.kube.policysource`.
+:mod:`policyscheduler.app.sources` and :mod:`policyscheduler.app.reload_report`.
 """
 
 from __future__ import annotations

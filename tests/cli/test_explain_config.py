@@ -1,7 +1,7 @@
 """``policyscheduler explain POD --config FILE``: the profile's policies, loaded as ``run --config`` loads them.
 
 The digest ``explain`` prints for a configuration file is the one ``simulate --config``, ``lint --config``
-and ``run --config`` (its own loading code, :class:`policyscheduler.kube.policysource.PolicySources`) get
+and ``run --config`` (its own loading code, :class:`policyscheduler.app.sources.PolicySources`) get
 for the same file; the profile's rules decide (a filter of the file rejects nodes); the file's engine is
 used; flags override the file; bad files, unknown profiles and unreachable ConfigMaps are messages with
 exit 2. The cluster is a snapshot (the bundled demo): no API server is needed.
@@ -62,9 +62,9 @@ def _explain(capsys: pytest.CaptureFixture[str], *argv: str) -> dict[str, Any]:
 
 def _run_digest(config: Path, *argv: str) -> str:
     """The digest ``run --config`` starts with, from its own argument handling and policy loading."""
+    from policyscheduler.app.sources import PolicySources
     from policyscheduler.cli import run as run_cli
     from policyscheduler.cli.config import apply_run_config, run_profiles
-    from policyscheduler.kube.policysource import PolicySources
 
     parser = argparse.ArgumentParser()
     run_cli.add_arguments(parser)
@@ -165,8 +165,8 @@ def test_a_configmap_source_is_read_through_the_file_kubeconfig(capsys: pytest.C
 def test_inline_files_come_before_the_configmap_keys_as_in_run(tmp_path: Path) -> None:
     """run puts a profile's inline files in a folder layered before the ConfigMap's keys; explain keeps that
     order even where sorting all texts by name would interleave them (the digest depends on the order)."""
+    from policyscheduler.app.sources import PolicySources
     from policyscheduler.cli.explain import _load_profile, _Profile
-    from policyscheduler.kube.policysource import PolicySources
     from policyscheduler.loader import load_layered
 
     inline = [("zz-statements.policy", "disable score image_locality\n")]

@@ -1,5 +1,5 @@
-"""Hot reload without an API server: the reload worker, the directory watcher, ConfigMap texts, notes,
-reload events and metrics."""
+"""Hot reload without an API server: the reload worker (applies a good set, never a broken one, coalesces
+triggers) and the directory watcher (the kubelet's ``..data`` symlink swap)."""
 
 from __future__ import annotations
 
@@ -9,15 +9,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-import pytest
-from prometheus_client import generate_latest
-
-from policyscheduler.kube.events import DIGEST_ANNOTATION, NOTE_LIMIT, EventRecorder
-from policyscheduler.kube.metrics import SchedulerMetrics
-from policyscheduler.kube.policysource import parse_configmap_ref, policy_texts, reload_note
 from policyscheduler.loader import load_layered
 from policyscheduler.reload import DirectoryWatcher, Outcome, Reloader, fingerprint
-from tests.kube.test_events import FakeClient, wait
 
 GOOD = 'filter no_xy\n  reason "node(s) have x=y"\n  require node.labels["x"] != "y"\n'
 OTHER = 'filter no_xz\n  reason "node(s) have x=z"\n  require node.labels["x"] != "z"\n'
@@ -156,77 +149,3 @@ def test_the_reloader_reads_the_swapped_volume(tmp_path: Path) -> None:
     ok = reloader.process("swap")
     assert ok.result == "success" and ok.changed
     assert ok.digest == load_layered([], texts=[("site.policy", OTHER)]).policy_set.digest  # type: ignore[union-attr]
-
-
-def test_configmap_texts_are_the_policy_keys_in_key_order() -> None:
-    cm = {"data": {"b.policy": "B", "a.policy": "A", "README.md": "x", "c.policy.bak": "y"},
-          "binaryData": {"d.policy": "AAAA"}}
-    assert policy_texts(cm) == [("a.policy", "A"), ("b.policy", "B")]
-    assert policy_texts({}) == [] and policy_texts({"data": None}) == []
-
-
-def test_configmap_digest_is_lints_digest_for_the_same_keys() -> None:
-    """lint names ConfigMap texts ``configmap:<file>#ns/name/<key>``; only the key counts for the digest."""
-    ours = load_layered([], texts=[("site.policy", GOOD)]).policy_set
-    lints = load_layered([], texts=[("configmap:deploy#ns/cm/site.policy", GOOD)]).policy_set
-    assert ours is not None and lints is not None and ours.digest == lints.digest
-
-
-@pytest.mark.parametrize("text", ["ns", "/name", "ns/", "a/b/c", ""])
-def test_configmap_ref_must_be_namespace_slash_name(text: str) -> None:
-    with pytest.raises(ValueError):
-        parse_configmap_ref(text)
-    assert parse_configmap_ref("policyscheduler-system/p") == ("policyscheduler-system", "p")
-
-
-def test_error_note_keeps_whole_diagnostic_lines_within_the_note_limit() -> None:
-    texts = [(f"f{i:02}.policy", BROKEN.replace("no_xy", f"r{i}")) for i in range(40)]
-    result = load_layered([], texts=texts)
-    assert result.policy_set is None
-    outcome = Outcome("error", "edit", "a" * 64, "a" * 64, diagnostics=tuple(result.diagnostics))
-    note = reload_note(outcome, "ConfigMap ns/cm")
-    assert len(note) <= NOTE_LIMIT
-    lines = note.splitlines()
-    assert lines[0] == "ConfigMap ns/cm not loaded (40 errors); keeping policy set aaaaaaaaaaaa:"
-    assert lines[1].startswith("f00.policy:3:") and " error bad-quantity: " in lines[1]
-    assert lines[-1] == "..."
-    ok = Outcome("success", "edit", "b" * 64, "a" * 64, loaded="b" * 64, rules=17, requeued=2)
-    assert reload_note(ok, "ConfigMap ns/cm") == ("policy set bbbbbbbbbbbb in force (was aaaaaaaaaaaa): 17 rules "
-                                                  "from ConfigMap ns/cm; 2 unschedulable pod(s) retried")
-
-
-def test_reload_events_regard_the_object_and_decision_events_carry_the_digest() -> None:
-    client = FakeClient()
-    recorder = EventRecorder(client, "policy-scheduler")  # type: ignore[arg-type]
-    cm = {"apiVersion": "v1", "kind": "ConfigMap", "namespace": "sys", "name": "pols", "uid": "u9"}
-    recorder.object_event(cm, "Warning", "PolicyLoadFailed", "Reload", "x" * 5000)
-    pod = {"metadata": {"name": "p", "namespace": "ns", "uid": "u1"}, "status": {}}
-    recorder.scheduled(pod, "n1", digest="0123456789abcdef")
-    recorder.failed(pod, "0/1 nodes are available: 1 Insufficient cpu.", digest="fedcba9876543210")
-    recorder.flush(5)
-    wait(lambda: len(client.posts) == 3)
-    recorder.shutdown()
-    by_reason = {body["reason"]: (path, body) for path, body in client.posts}
-    path, body = by_reason["PolicyLoadFailed"]
-    assert path == "/apis/events.k8s.io/v1/namespaces/sys/events"
-    assert body["regarding"] == cm and body["type"] == "Warning" and len(body["note"]) == NOTE_LIMIT
-    assert "annotations" not in body["metadata"]
-    assert by_reason["Scheduled"][1]["metadata"]["annotations"] == {DIGEST_ANNOTATION: "0123456789ab"}
-    assert by_reason["FailedScheduling"][1]["metadata"]["annotations"] == {DIGEST_ANNOTATION: "fedcba987654"}
-    assert by_reason["Scheduled"][1]["regarding"]["kind"] == "Pod"
-
-
-def test_policy_metrics() -> None:
-    digest = ["d" * 64]
-    metrics = SchedulerMetrics("p", pending=dict, cache=dict, leader=lambda: True, policy_digest=lambda: digest[0])
-    text = generate_latest(metrics.registry).decode()
-    assert 'policyscheduler_policy_info{digest="dddddddddddd",profile="p"} 1.0' in text
-    assert 'policyscheduler_policy_reloads_total{profile="p",result="error"} 0.0' in text
-    assert 'policyscheduler_policy_last_reload_successful{profile="p"} 1.0' in text
-    digest[0] = "e" * 64
-    metrics.policy_reloads.labels("success", "p").inc()
-    metrics.reload_ok["p"] = False
-    text = generate_latest(metrics.registry).decode()
-    assert 'policyscheduler_policy_info{digest="eeeeeeeeeeee",profile="p"} 1.0' in text and "dddddddd" not in text
-    assert 'policyscheduler_policy_reloads_total{profile="p",result="success"} 1.0' in text
-    assert 'policyscheduler_policy_last_reload_successful{profile="p"} 0.0' in text

@@ -1,4 +1,4 @@
-"""Where the running scheduler's policies come from, and how a reload is reported.
+"""Where the running scheduler's policies come from: the start-up load, then watching and reloading.
 
 Sources (``policyscheduler run``), layered by :func:`policyscheduler.loader.load_layered` exactly as
 ``lint`` layers them (bundled defaults, then ``--policies`` paths in argument order, then the ConfigMap's
@@ -13,19 +13,8 @@ keys), so ``lint`` of the same inputs prints the digest the scheduler runs:
 * neither: the bundled default set (nothing to watch; SIGHUP still reloads).
 
 A change goes to the :class:`policyscheduler.reload.Reloader` (loads off the scheduling thread, swaps a set
-without errors in between two cycles, keeps the last good one otherwise). :class:`PolicySources` reports
-every outcome where operators look:
-
-* a log line (logger ``policyscheduler.policies``): ``policies reloaded`` / ``policy reload failed`` (with
-  the diagnostics) / ``policy source missing``, each with the digest in force and the ``profile``;
-* metrics ``policyscheduler_policy_reloads_total{result="success"|"error",profile}``,
-  ``policyscheduler_policy_info{digest,profile}`` (1 for the set in force) and
-  ``policyscheduler_policy_last_reload_successful{profile}``;
-* events.k8s.io/v1 Events, posted by the leader only, regarding the ConfigMap (or, for ``--policies``
-  alone, the scheduler's own Pod when ``POD_NAME``/``POD_NAMESPACE`` are set through the downward API):
-  Normal ``PoliciesLoaded`` naming the new digest, Warning ``PolicyLoadFailed`` with the first diagnostics
-  (``file:line:col: error code: message``, cut to the 1 KiB note limit), Warning ``PolicySourceMissing``;
-  reported by the profile's own recorder (``reportingController`` = the profile's scheduler name).
+without errors in between two cycles, keeps the last good one otherwise); every outcome is reported (log,
+metrics, events) by :mod:`.reload_report`. Reading the ConfigMap is :mod:`policyscheduler.kube.configmaps`.
 
 Each profile of a process has its own :class:`PolicySources` (attached with its name): its reload swaps only
 its set and moves only its unschedulable pods.
@@ -35,24 +24,22 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-import os
-import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
-from urllib.parse import quote
 
-from policyscheduler.kube.events import NOTE_LIMIT
-from policyscheduler.kube.rest import ApiError, RestClient
+from policyscheduler.app.host import SchedulerHost
+from policyscheduler.app.reload_report import ReloadReporter
+from policyscheduler.kube.configmaps import ConfigMapError, configmap_path, read_configmap
+from policyscheduler.kube.rest import RestClient
 from policyscheduler.kube.watch import Reflector
-from policyscheduler.reload import DirectoryWatcher, Outcome, Reloader, fingerprint, format_diagnostics
+from policyscheduler.reload import DirectoryWatcher, Outcome, Reloader, fingerprint
 
 if TYPE_CHECKING:
     from policyscheduler.compiler import PolicySet
-    from policyscheduler.kube.scheduler import LiveScheduler
     from policyscheduler.loader import LoadResult
 
-__all__ = ["PolicySourceError", "PolicySources", "parse_configmap_ref", "policy_texts", "reload_note"]
+__all__ = ["PolicySourceError", "PolicySources", "parse_configmap_ref", "policy_texts"]
 
 log = logging.getLogger("policyscheduler.policies")
 
@@ -60,7 +47,8 @@ POLICY_SUFFIX = ".policy"
 
 
 class PolicySourceError(RuntimeError):
-    """The ConfigMap cannot be read at start-up (not found, forbidden, API server unreachable)."""
+    """The ConfigMap cannot be read at start-up (not found, forbidden, API server unreachable), or there is
+    no connection to read it with."""
 
 
 def parse_configmap_ref(text: str) -> tuple[str, str]:
@@ -81,63 +69,6 @@ def policy_texts(configmap: Mapping[str, Any]) -> list[tuple[str, str]]:
             and isinstance(v, str)]
 
 
-def configmap_path(namespace: str, name: str | None = None) -> str:
-    base = f"/api/v1/namespaces/{quote(namespace, safe='')}/configmaps"
-    return f"{base}/{quote(name, safe='')}" if name else base
-
-
-def read_configmap(client: RestClient, namespace: str, name: str, *, wait: float = 30.0) -> dict[str, Any]:
-    """GET the ConfigMap; connection failures and 5xx are retried for ``wait`` seconds."""
-    deadline = time.monotonic() + wait
-    delay = 0.5
-    while True:
-        try:
-            return dict(client.get(configmap_path(namespace, name)))
-        except ApiError as err:
-            if err.status == 404:
-                raise PolicySourceError(f"ConfigMap {namespace}/{name} not found") from err
-            if (err.status == 0 or err.status >= 500) and time.monotonic() + delay < deadline:
-                time.sleep(delay)
-                delay = min(delay * 2, 5.0)
-                continue
-            raise PolicySourceError(f"cannot read ConfigMap {namespace}/{name}: {err}") from err
-
-
-def reload_note(outcome: Outcome, source: str, limit: int = NOTE_LIMIT) -> str:
-    """The event note of a reload outcome (whole diagnostic lines while they fit in ``limit``)."""
-    if outcome.result == "success":
-        if outcome.changed:
-            note = (f"policy set {outcome.digest[:12]} in force (was {outcome.previous[:12]}): {outcome.rules} rules "
-                    f"from {source}")
-            if outcome.requeued:
-                note += f"; {outcome.requeued} unschedulable pod(s) retried"
-            return note
-        return f"policies from {source} load again; policy set {outcome.digest[:12]} stays in force"
-    if outcome.result == "missing":
-        return f"{source} is gone; keeping policy set {outcome.digest[:12]} until it is back"
-    errors = outcome.errors
-    head = (f"{source} not loaded ({len(errors)} error{'s' if len(errors) != 1 else ''}); "
-            f"keeping policy set {outcome.digest[:12]}:")
-    lines = [head]
-    used = len(head)
-    for line in format_diagnostics(outcome.diagnostics):
-        if used + 1 + len(line) > limit - 4:
-            if len(lines) == 1:  # not even one line fits: cut it
-                lines.append(line[: max(0, limit - used - 5)])
-            lines.append("...")
-            break
-        lines.append(line)
-        used += 1 + len(line)
-    return "\n".join(lines)[:limit]
-
-
-def _own_pod() -> dict[str, Any] | None:
-    name, namespace = os.environ.get("POD_NAME"), os.environ.get("POD_NAMESPACE")
-    if name and namespace:
-        return {"apiVersion": "v1", "kind": "Pod", "namespace": namespace, "name": name}
-    return None
-
-
 class PolicySources:
     """The ``run`` policy sources: the start-up load, then watching, reloading and reporting."""
 
@@ -149,9 +80,10 @@ class PolicySources:
         self.reloader: Reloader | None = None
         self.reflector: Reflector | None = None
         self.watcher: DirectoryWatcher | None = None
-        self._scheduler: LiveScheduler | None = None
+        self._scheduler: SchedulerHost | None = None
         self.profile = ""
         self._texts: list[tuple[str, str]] | None = None
+        self._reporter: ReloadReporter | None = None
         self._object: dict[str, Any] = {}
         self._present = False
 
@@ -170,7 +102,10 @@ class PolicySources:
         if self.configmap is not None:
             if client is None:
                 raise PolicySourceError("a ConfigMap source needs a connection to the API server")
-            obj = read_configmap(client, *self.configmap)
+            try:
+                obj = read_configmap(client, *self.configmap)
+            except ConfigMapError as err:
+                raise PolicySourceError(str(err)) from err
             self._remember(obj)
             self._texts = policy_texts(obj)
         return self._load(self.paths, self._texts or ())
@@ -191,12 +126,13 @@ class PolicySources:
                  for p in empty]
         return dataclasses.replace(result, diagnostics=[*notes, *result.diagnostics])
 
-    def attach(self, scheduler: LiveScheduler, profile: str | None = None) -> None:
+    def attach(self, scheduler: SchedulerHost, profile: str | None = None) -> None:
         """Wire the watches and the reloader to a scheduler's ``profile`` (default: its first), which holds
         the start-up set."""
         self._scheduler = scheduler
         own = profile if profile is not None else scheduler.profile_names[0]
         self.profile = own
+        self._reporter = ReloadReporter(scheduler, own, self.description, self._ref, self._regarding)
 
         def apply(policy_set: PolicySet) -> int:
             return scheduler.set_profile_policy(own, policy_set)
@@ -263,58 +199,22 @@ class PolicySources:
     def _ref(self) -> str:
         return f"{self.configmap[0]}/{self.configmap[1]}" if self.configmap else "-"
 
-    # -- reporting ------------------------------------------------------------------------------------
+    # -- reporting (:mod:`.reload_report`) --------------------------------------------------------------
 
     def _regarding(self) -> dict[str, Any] | None:
-        if self.configmap is not None:
-            namespace, name = self.configmap
-            ref = {"apiVersion": "v1", "kind": "ConfigMap", "namespace": namespace, "name": name}
-            if self._present:
-                ref.update({k: v for k, v in self._object.items() if v})
-            return ref
-        return _own_pod()
+        """What reload events regard: the ConfigMap (with its uid once seen), else None (the reporter then
+        takes the scheduler's own Pod, when it knows it)."""
+        if self.configmap is None:
+            return None
+        namespace, name = self.configmap
+        ref = {"apiVersion": "v1", "kind": "ConfigMap", "namespace": namespace, "name": name}
+        if self._present:
+            ref.update({k: v for k, v in self._object.items() if v})
+        return ref
 
     def _report(self, outcome: Outcome) -> None:
-        scheduler = self._scheduler
-        assert scheduler is not None
-        source = self.description
-        fields: dict[str, Any] = {"policy_digest": outcome.digest[:12], "trigger": outcome.trigger, "source": source,
-                                  "profile": self.profile}
-        metrics = scheduler.metrics
-        if outcome.result == "success":
-            metrics.policy_reloads.labels("success", self.profile).inc()
-            metrics.reload_ok[self.profile] = True
-            fields.update(previous_digest=outcome.previous[:12], rules=outcome.rules, requeued=outcome.requeued,
-                          load_ms=round(outcome.seconds * 1000, 1))
-            if outcome.changed or outcome.notify:
-                msg = ("policies reloaded" if outcome.changed else
-                       "policies load again" if outcome.recovered else "policies unchanged")
-                log.info(msg, extra={"fields": fields})
-            else:
-                log.debug("policies unchanged", extra={"fields": fields})
-        elif outcome.result == "error":
-            metrics.policy_reloads.labels("error", self.profile).inc()
-            metrics.reload_ok[self.profile] = False
-            fields["errors"] = format_diagnostics(outcome.errors, 10)
-            fields["error_count"] = len(outcome.errors)
-            log.error("policy reload failed; keeping the running set", extra={"fields": fields})
-        else:
-            metrics.reload_ok[self.profile] = False
-            if outcome.notify:
-                log.warning("policy source missing; keeping the running set", extra={"fields": fields})
-        if not outcome.notify or not scheduler.leading:
-            return
-        regarding = self._regarding()
-        if regarding is None:
-            return
-        note = reload_note(outcome, f"ConfigMap {self._ref()}" if outcome.result == "missing" else source)
-        recorder = scheduler.recorders.get(self.profile, scheduler.recorder)
-        if outcome.result == "success":
-            recorder.object_event(regarding, "Normal", "PoliciesLoaded", "Reload", note)
-        elif outcome.result == "error":
-            recorder.object_event(regarding, "Warning", "PolicyLoadFailed", "Reload", note)
-        else:
-            recorder.object_event(regarding, "Warning", "PolicySourceMissing", "Reload", note)
+        assert self._reporter is not None
+        self._reporter.report(outcome)
 
 
 def _warm(evaluator: Any) -> Any:

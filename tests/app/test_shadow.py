@@ -9,10 +9,10 @@ from typing import Any
 import pytest
 from prometheus_client import generate_latest
 
+from policyscheduler.app.shadow import ShadowProfile, Shadows, compare
 from policyscheduler.cycle import ClusterCache
 from policyscheduler.evaluation import make_evaluator
 from policyscheduler.kube.metrics import SchedulerMetrics
-from policyscheduler.kube.shadow import ShadowProfile, Shadows, compare
 from policyscheduler.state import ClusterSnapshot
 from tests.evaluation.policies import default_policies, load
 

@@ -1,9 +1,9 @@
 """The live scheduler: watches feed the cache and the queue, one loop drives the cycle, binds go async.
 
-Threads: one reflector per watched resource (:mod:`.watch`) calls :meth:`LiveScheduler.on_upsert` /
-:meth:`LiveScheduler.on_delete`; the scheduling loop pops and decides (only while leading and once the
-first lists arrived); the binder's pool binds; the recorder's pool writes events and conditions; the
-elector renews the lease; the status server answers probes.
+Threads: one reflector per watched resource (:mod:`policyscheduler.kube.watch`) calls
+:meth:`LiveScheduler.on_upsert` / :meth:`LiveScheduler.on_delete`; the scheduling loop pops and decides
+(only while leading and once the first lists arrived); the binder's pool binds; the recorder's pool writes
+events and conditions; the elector renews the lease; the status server answers probes.
 
 Which pods are ours: ``spec.schedulerName`` equal to our name (the API server defaults it to
 ``default-scheduler``), not bound, not finished, not being deleted. Other pods are only *read* (bound
@@ -14,7 +14,7 @@ rejected a pod read: node added (moves every pod); node updated (the facets that
 taints, unschedulable, allocatable, images, annotations -- heartbeats change none and move nothing); node
 deleted; an assigned pod added, changed (labels, resources) or deleted on its node; a failed bind
 (resources freed); a namespace's labels changed; policies reloaded (every pod of that profile; the sources,
-the reload worker and its reporting are :mod:`.policysource`).
+the reload worker and its reporting are :mod:`.sources` and :mod:`.reload_report`).
 
 Profiles (``run --config`` with several): one process, one cache, one queue, one loop, one lease (named
 after the first profile unless ``lease_name`` says otherwise), one /metrics; per profile its policy set
@@ -26,8 +26,6 @@ placements from the watch handler.
 
 from __future__ import annotations
 
-import dataclasses
-import gc
 import logging
 import random
 import threading
@@ -35,6 +33,15 @@ import time
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from policyscheduler.app.decisions import decision_record
+from policyscheduler.app.decisions import log_decision as _log_decision
+from policyscheduler.app.heap import REFREEZE_AFTER, freeze_heap
+from policyscheduler.app.options import Options, RunProfile
+from policyscheduler.app.pods import DEFAULT_SCHEDULER, pod_queue_key, scheduler_name
+from policyscheduler.app.pods import assigned_view as _assigned_view
+from policyscheduler.app.pods import spec_of as _spec
+from policyscheduler.app.pods import waiting as _waiting
+from policyscheduler.app.shadow import ShadowProfile, Shadows
 from policyscheduler.cycle import (
     ERROR,
     SKIPPED,
@@ -49,112 +56,33 @@ from policyscheduler.cycle.cache import is_placed, node_name_of
 from policyscheduler.cycle.events import ClusterEvent, node_facet_view, node_facets_changed
 from policyscheduler.cycle.gates import gate_log_fields
 from policyscheduler.evaluation import make_evaluator
-from policyscheduler.kube.binder import DEFAULT_LANES, Binder
+from policyscheduler.kube.binder import Binder
 from policyscheduler.kube.events import EventRecorder
 from policyscheduler.kube.lease import LeaderElector
 from policyscheduler.kube.logs import flush as flush_logs
 from policyscheduler.kube.metrics import SchedulerMetrics
 from policyscheduler.kube.rest import RestClient
 from policyscheduler.kube.server import StatusServer
-from policyscheduler.kube.shadow import ShadowProfile, Shadows
 from policyscheduler.kube.watch import RESOURCES, Reflector, wait_synced
 
 if TYPE_CHECKING:
+    from policyscheduler.app.host import PolicyWatch
     from policyscheduler.compiler import PolicySet
     from policyscheduler.evaluation import Evaluator
-    from policyscheduler.kube.policysource import PolicySources
 
-__all__ = ["LiveScheduler", "Options", "RunProfile", "pod_queue_key", "is_ours"]
-
-
-def _sub(obj: Mapping[str, Any], key: str) -> Mapping[str, Any]:
-    """``obj[key]`` when it is a mapping, else an empty one (objects from the API are not trusted)."""
-    value = obj.get(key)
-    return value if isinstance(value, Mapping) else {}
+__all__ = ["WATCH_BATCH_SECONDS", "LiveScheduler"]
 
 log = logging.getLogger("policyscheduler.scheduler")
-decisions = logging.getLogger("policyscheduler.decisions")
-
-DEFAULT_SCHEDULER = "default-scheduler"
-
-GC_YOUNG_THRESHOLD = 10_000
-"""Net allocations between young-generation collections once the scheduler runs (CPython's default: 700)."""
-
-REFREEZE_AFTER = 200
-"""Attempts after which an idle loop collects and freezes the heap again (see ``LiveScheduler._freeze_heap``)."""
 
 WATCH_BATCH_SECONDS = 0.004
 """How long a busy scheduler's Pod watch waits between reads (see ``LiveScheduler._watch_pause``)."""
-
-
-
-@dataclasses.dataclass
-class Options:
-    """What ``policyscheduler run`` flags set (kube-scheduler's names and defaults)."""
-
-    scheduler_name: str = "policy-scheduler"
-    leader_elect: bool = False
-    lease_namespace: str = "kube-system"
-    lease_duration: float = 15.0
-    renew_deadline: float = 10.0
-    retry_period: float = 2.0
-    bind_address: tuple[str, int] | None = ("127.0.0.1", 10259)
-    bind_lanes: int = DEFAULT_LANES  # kube/binder.py: why 16
-    seed: int | None = None
-    lease_name: str | None = None
-    """The Lease's name (``--leader-elect-resource-name``); default: the (first) profile's scheduler name."""
-
-
-@dataclasses.dataclass
-class RunProfile:
-    """One profile of a running process: its scheduler name, the set it starts with, its watched sources;
-    ``shadows`` set: a shadow profile judging that scheduler's placements (it never binds)."""
-
-    name: str
-    policy_set: PolicySet
-    sources: PolicySources | None = None
-    shadows: str | None = None
-
-
-def pod_queue_key(pod: Mapping[str, Any]) -> str:
-    """The queue's key of a pod: its uid (a recreated pod is a new pod), else ``ns/name``."""
-    meta = _sub(pod, "metadata")
-    uid = meta.get("uid")
-    return uid if isinstance(uid, str) and uid else f"{meta.get('namespace')}/{meta.get('name')}"
-
-
-def _spec(pod: Mapping[str, Any]) -> Mapping[str, Any]:
-    spec = pod.get("spec")
-    return spec if isinstance(spec, Mapping) else {}
-
-
-def is_ours(pod: Mapping[str, Any], scheduler_name: str) -> bool:
-    """``spec.schedulerName`` names us (absent means ``default-scheduler``)."""
-    return (_spec(pod).get("schedulerName") or DEFAULT_SCHEDULER) == scheduler_name
-
-
-def _waiting(pod: Mapping[str, Any]) -> bool:
-    meta = _sub(pod, "metadata")
-    status = _sub(pod, "status")
-    return (node_name_of(pod) is None and status.get("phase") not in ("Succeeded", "Failed")
-            and not meta.get("deletionTimestamp"))
-
-
-def _assigned_view(pod: Mapping[str, Any]) -> tuple[Any, ...]:
-    """What of an assigned pod other pods' verdicts can see: its node, labels and container resources."""
-    meta = _sub(pod, "metadata")
-    spec = _spec(pod)
-    raw = spec.get("containers")
-    containers: list[Any] = raw if isinstance(raw, list) else []
-    resources = [c.get("resources") for c in containers if isinstance(c, Mapping)]
-    return (node_name_of(pod), meta.get("labels"), resources, spec.get("overhead"))
 
 
 class LiveScheduler:
     """See the module docstring. :meth:`start`, then :meth:`wait`, then :meth:`shutdown`."""
 
     def __init__(self, client: RestClient, policy_set: PolicySet | None, evaluator: Evaluator, options: Options,
-                 *, engine: str = "", policies: PolicySources | None = None,
+                 *, engine: str = "", policies: PolicyWatch | None = None,
                  profiles: Sequence[RunProfile] | None = None) -> None:
         """One profile (``options.scheduler_name`` with ``policy_set`` and ``policies``), or ``profiles``."""
         self.client = client
@@ -174,7 +102,8 @@ class LiveScheduler:
         self.cache = ClusterCache()
         self.recorders = {p.name: EventRecorder(client, p.name, busy=self._busy) for p in self.profiles}
         self.recorder = self.recorders[self.profile_names[0]]
-        self.binder = Binder(client, lambda: self.cycle, lanes=options.bind_lanes, on_done=self._bind_done)
+        self.binder: Binder[Attempt] = Binder(client, lambda: self.cycle, lanes=options.bind_lanes,
+                                              on_done=self._bind_done)
         sets: Any = ({p.name: p.policy_set for p in scheduling} if scheduling
                      else self.profiles[0].policy_set)  # shadows only: the cycle never gets a pod
         self.cycle = Cycle(self.queue, self.cache, evaluator, sets, self._hand_to_binder,
@@ -207,8 +136,7 @@ class LiveScheduler:
                                    active=lambda: self.leading and all(r.synced.is_set() for r in self.reflectors))
         self._shadow_by_name = {p.name: p for p in shadow_profiles}
         self.sources = [(p.name, p.sources) for p in self.profiles if p.sources is not None]
-        self.policies = self.profiles[0].sources  # the first profile's sources (one-profile callers)
-        for name, sources in self.sources:  # watched sources + hot reload (kube/policysource.py)
+        for name, sources in self.sources:  # watched sources + hot reload (app/sources.py)
             sources.attach(self, name)
         self.server: StatusServer | None = None
         if options.bind_address is not None:
@@ -424,7 +352,7 @@ class LiveScheduler:
                     since_freeze = 0
                     if applies:
                         self.cache.snapshot()  # the listed objects into the cluster state, then out of the GC's way
-                    self._freeze_heap(first=True)
+                    freeze_heap(first=True)
                 # changes the watches recorded (our binds confirmed, ...) are applied by the next attempt; when
                 # no pod comes, the loop applies them itself within a moment, so the first pod after a burst
                 # does not pay for the whole burst's confirmations
@@ -435,42 +363,13 @@ class LiveScheduler:
                         self.cache.snapshot()
                     elif since_freeze >= REFREEZE_AFTER:
                         since_freeze = 0  # idle after real work: collect now, not in the next burst
-                        self._freeze_heap(first=False)
+                        freeze_heap(first=False)
                     continue
                 self._report(attempt)
                 since_freeze += 1
             except Exception:
                 log.exception("scheduling loop: unexpected error")
                 time.sleep(0.1)
-
-    def _freeze_heap(self, *, first: bool) -> None:
-        """Collect, then move every surviving object out of the collector's reach (:func:`gc.freeze`): once
-        the caches have synced and before the first attempt (the listed objects are in the cluster state),
-        and again when the loop goes idle after at least :data:`REFREEZE_AFTER` attempts (the engine's
-        tables, built by the first attempt, and the burst's records).
-
-        Not after the first attempt, as it once was: with a backlog of pending pods that collection
-        (90-140 ms for 1,000 nodes and 1,000-5,000 pods) stalled the burst just after its first bind.
-
-        Why: the cluster state is hundreds of thousands of long-lived objects, and a burst adds more (pod
-        records, node records). Left in the collector's oldest generation, each full collection walks them
-        all: 15-45 ms pauses, several per 1,000-pod burst (a tenth of its time), landing on whichever pod
-        is being decided. Frozen objects are still freed by reference counting when the cache drops them;
-        only cyclic garbage among them would stay, and nothing is frozen before a full collection has
-        removed it. Young collections run every :data:`GC_YOUNG_THRESHOLD` allocations instead of 700 (a
-        decision allocates a few thousand short-lived objects; each collection has a fixed cost), and full
-        collections are considered after 100 middle ones instead of 10, so that a burst rarely meets one:
-        the idle-time collection here does that work.
-        """
-        started = time.monotonic()
-        gc.collect()
-        gc.freeze()
-        gc.set_threshold(GC_YOUNG_THRESHOLD, 10, 100)
-        fields = {"objects": gc.get_freeze_count(), "seconds": round(time.monotonic() - started, 3)}
-        if first:
-            log.info("heap frozen before the first attempt", extra={"fields": fields})
-        else:
-            log.debug("heap frozen again while idle", extra={"fields": fields})
 
     def _hand_to_binder(self, attempt: Attempt) -> None:
         if not self._may_schedule():  # lost the lease (or stopping) between decision and bind
@@ -517,10 +416,7 @@ class LiveScheduler:
 
     def _profile_of(self, pod: Mapping[str, Any]) -> str:
         """The profile that decides ``pod`` (its scheduler name; the first profile for a stranger)."""
-        spec = pod.get("spec")
-        if type(spec) is not dict:  # the usual dict without the ABC check (twice per pod)
-            spec = _spec(pod)
-        name = spec.get("schedulerName") or DEFAULT_SCHEDULER
+        name = scheduler_name(pod)
         return name if name in self.scheduling_names else self.profile_names[0]
 
     def _bind_done(self, attempt: Attempt, result: str, seconds: float, error: str | None) -> None:
@@ -545,37 +441,3 @@ class LiveScheduler:
             recorder.failed(attempt.pod, f"Binding rejected: {error}", reason="SchedulerError", digest=digest)
         if not self.queue.pending()["active"]:  # the burst is over (no pod waits): its decision lines go out
             flush_logs()  # with its last binds, not up to 0.2 s later
-
-
-def _log_decision(level: int, msg: str, fields: dict[str, Any]) -> None:
-    """``decisions.log(level, msg, extra={"fields": fields})`` without the walk up the stack for the caller's
-    file and line, which the JSON line never shows (two lines per pod)."""
-    if decisions.isEnabledFor(level):
-        decisions.handle(decisions.makeRecord(decisions.name, level, "(unknown file)", 0, msg, (), None,
-                                              "(unknown function)", {"fields": fields}))
-
-
-def decision_record(attempt: Attempt, digest: str) -> dict[str, Any]:
-    """The structured log line of one decision (plain data)."""
-    decision = attempt.decision
-    record: dict[str, Any] = {
-        "result": attempt.result,
-        "pod": attempt.key,
-        "node": attempt.node,
-        "attempt": attempt.entry.attempts,
-        "policy_digest": (decision.policy_digest if decision is not None else digest)[:12],
-        "duration_ms": round(attempt.duration * 1000, 3),
-    }
-    if decision is not None:
-        record["score"] = decision.score
-        record["feasible"] = len(decision.feasible)
-        record["nodes"] = attempt.nodes
-        if decision.node is None:
-            record["message"] = decision.message
-    if attempt.reused:
-        record["reused"] = True
-    if attempt.queue:
-        record["queue"] = attempt.queue
-    if attempt.error:
-        record["error"] = attempt.error
-    return record
