@@ -42,8 +42,10 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from policyscheduler.cycle.cache import ClusterCache, node_name_of
-from policyscheduler.cycle.queue import scheduler_name_of
+from policyscheduler.cycle.cache import ClusterCache
+from policyscheduler.kobjects import cache_key, is_terminating, name_of, namespace_of, pod_key, uid_of
+from policyscheduler.kobjects import node_name as node_name_of
+from policyscheduler.kobjects import scheduler_name as scheduler_name_of
 
 if TYPE_CHECKING:
     from policyscheduler.compiler import PolicySet
@@ -59,16 +61,11 @@ AGREEMENTS = ("agree", "tie", "disagree", "unschedulable", "error")
 
 
 def _key(pod: Mapping[str, Any]) -> str:
-    meta = pod.get("metadata")
-    meta = meta if isinstance(meta, Mapping) else {}
-    uid = meta.get("uid")
-    return uid if isinstance(uid, str) and uid else f"{meta.get('namespace')}/{meta.get('name')}"
+    return cache_key(uid_of(pod), namespace_of(pod), name_of(pod))
 
 
 def _name(pod: Mapping[str, Any]) -> str:
-    meta = pod.get("metadata")
-    meta = meta if isinstance(meta, Mapping) else {}
-    return f"{meta.get('namespace') or 'default'}/{meta.get('name') or ''}"
+    return pod_key(pod)
 
 
 def _pending_view(pod: Mapping[str, Any]) -> dict[str, Any]:
@@ -209,8 +206,7 @@ class Shadows:
         node = node_name_of(pod)
         with self._lock:
             if node is None:
-                meta = pod.get("metadata")
-                if not (isinstance(meta, Mapping) and meta.get("deletionTimestamp")):
+                if not is_terminating(pod):
                     self._pending.add(key)
                 return
             if key not in self._pending:
@@ -255,8 +251,6 @@ class Shadows:
                   "evaluate_ms": round((time.perf_counter() - started) * 1000, 2)}
         log.info("shadow decision", extra={"fields": fields})
         if agreement == "disagree" and profile.recorder is not None:
-            meta = pod.get("metadata")
-            meta = meta if isinstance(meta, Mapping) else {}
-            regarding = {"apiVersion": "v1", "kind": "Pod", "namespace": str(meta.get("namespace") or "default"),
-                         "name": meta.get("name"), "uid": meta.get("uid")}
+            regarding = {"apiVersion": "v1", "kind": "Pod", "namespace": namespace_of(pod),
+                         "name": name_of(pod), "uid": uid_of(pod)}
             profile.recorder.object_event(regarding, "Normal", "ShadowDisagreement", "Shadow", _note(profile.name, record))

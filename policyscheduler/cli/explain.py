@@ -43,6 +43,7 @@ from pathlib import Path
 from typing import Any, NamedTuple, TextIO
 
 from policyscheduler.cli.explain_render import select_nodes
+from policyscheduler.kobjects import DEFAULT_NAMESPACE, is_bound, join_key, node_name, pod_key
 
 __all__ = ["add_arguments", "explain", "run"]
 
@@ -244,14 +245,13 @@ def to_json(doc: dict[str, Any], *, node: str | None = None, docs: bool = False,
 
 def _split_pod(text: str) -> tuple[str, str]:
     ns, _, name = text.rpartition("/")
-    return (ns or "default", name)
+    return (ns or DEFAULT_NAMESPACE, name)
 
 
 def _find_pod(objects: Sequence[dict[str, Any]], wanted: str) -> dict[str, Any] | None:
-    ns, name = _split_pod(wanted)
+    key = join_key(*_split_pod(wanted))
     for obj in objects:
-        meta = obj.get("metadata") or {}
-        if obj.get("kind") == "Pod" and meta.get("name") == name and (meta.get("namespace") or "default") == ns:
+        if obj.get("kind") == "Pod" and pod_key(obj) == key:
             return obj
     return None
 
@@ -451,8 +451,8 @@ def run(args: argparse.Namespace, *, stdout: TextIO | None = None, stderr: TextI
         hint = f"; did you mean {' or '.join(close)}?" if close else ""
         err.write(f"policyscheduler explain: no pod {ns}/{name} {where} ({len(known)} pods){hint}\n")
         return EXIT_BAD_INPUT
-    if (pod.get("spec") or {}).get("nodeName"):
-        err.write(f"note: pod {args.pod} is bound to {pod['spec']['nodeName']}; explained as if it were pending\n")
+    if is_bound(pod):
+        err.write(f"note: pod {args.pod} is bound to {node_name(pod)}; explained as if it were pending\n")
         objects = [o for o in objects if o is not pod]
         pod = json.loads(json.dumps(pod))
         pod["spec"].pop("nodeName", None)
@@ -467,7 +467,7 @@ def run(args: argparse.Namespace, *, stdout: TextIO | None = None, stderr: TextI
             return EXIT_BAD_INPUT
         doc, pending = found
     else:
-        running = [o for o in objects if not (o.get("kind") == "Pod" and not (o.get("spec") or {}).get("nodeName"))]
+        running = [o for o in objects if not (o.get("kind") == "Pod" and not is_bound(o))]
         pending = {"with_pending": False, "others": sum(1 for o in objects if is_pending(o) and o is not pod)}
         prepared = prepare(running)
         doc = explain(loaded.policy_set, prepared.snapshot, pod, engine=engine, sources=loaded.sources,

@@ -26,6 +26,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from policyscheduler.kobjects import is_bound
 from policyscheduler.testing.casefile import Case, Suite, TestInputError, collect
 from policyscheduler.testing.coverage import Coverage
 
@@ -201,8 +202,7 @@ def run_case(case: Case, policy_set: Any, cov: Coverage | None = None, engine: s
         problems.append(f"{case.where()}: the case has no pod")
     if problems or case.pod is None:
         return CaseResult(case, "error", error="; ".join(problems), digest=policy_set.digest)
-    snapshot = ClusterSnapshot.from_objects([o for o in case.objects if not (
-        o.get("kind") == "Pod" and not (o.get("spec") or {}).get("nodeName"))])
+    snapshot = ClusterSnapshot.from_objects([o for o in case.objects if not (o.get("kind") == "Pod" and not is_bound(o))])
     snapshot.pod_record(case.pod)  # the pod's unreadable fields (a quantity 5Xi) are warnings like the nodes'
     if snapshot.warnings:
         return CaseResult(case, "error", error=f"{case.where()}: fields that cannot be read (the scheduler would "
