@@ -82,6 +82,37 @@ def _out_of_chars(span: Span) -> Located:
                    "strings on this node")
 
 
+def _charge(span: Span, steps: int) -> None:
+    """Take ``steps`` from this thread's budget; a located ``budget`` error when it runs out."""
+    budget = BUDGET.left
+    budget[0] -= steps
+    if budget[0] < 0:
+        raise _out_of_steps(span)
+
+
+def counted_equal(a: Any, b: Any, span: Span) -> bool:
+    """``==`` (see :func:`builtins.equal`) charging one step per list item compared, nested lists included:
+    comparing two lists of lists is as much work as a loop over them, and is charged like one (the checker
+    charges ``min`` of the two sides' item bounds, see ``ExprChecker._walked``)."""
+    if isinstance(a, (list, tuple)) and isinstance(b, (list, tuple)):
+        if len(a) != len(b):
+            return False
+        _charge(span, len(a))
+        return all(counted_equal(x, y, span) for x, y in zip(a, b))
+    return bool(a == b)
+
+
+def counted_member(item: Any, container: Any, span: Span) -> bool:
+    """``in`` (see :func:`builtins.member`) charging one step per list item looked at (and the items of a
+    list item compared); a map key or a substring is one step."""
+    if isinstance(container, (str, dict)):
+        return item in container
+    _charge(span, len(container))
+    if isinstance(item, (list, tuple)):
+        return any(counted_equal(item, x, span) for x in container)
+    return item in container
+
+
 def _overflow(span: Span, op: str) -> Located:
     return Located(span, f"overflow: the result of '{op}' is outside the 64-bit integer range")
 
@@ -151,20 +182,20 @@ def _int_checked(fn: Fn, span: Span, op: str) -> Fn:
     return checked
 
 
+def _check_quantity(r: Any, span: Span, op: str) -> Any:
+    """``r`` if its numerator and denominator are below 2**128, else a located ``overflow`` error."""
+    if isinstance(r, Fraction):
+        if -QUANTITY_LIMIT < r.numerator < QUANTITY_LIMIT and r.denominator < QUANTITY_LIMIT:
+            return r
+    elif -QUANTITY_LIMIT < r < QUANTITY_LIMIT:
+        return r
+    raise Located(span, f"overflow: the result of '{op}' is a quantity too large (or too finely divided) to "
+                  "compute exactly")
+
+
 def _quantity_checked(fn: Fn, span: Span, op: str) -> Fn:
     """``fn`` whose quantity (Fraction or int) result must keep numerator and denominator below 2**128."""
-
-    def checked(f: dict[str, Any]) -> Any:
-        r = fn(f)
-        if isinstance(r, Fraction):
-            if -QUANTITY_LIMIT < r.numerator < QUANTITY_LIMIT and r.denominator < QUANTITY_LIMIT:
-                return r
-        elif -QUANTITY_LIMIT < r < QUANTITY_LIMIT:
-            return r
-        raise Located(span, f"overflow: the result of '{op}' is a quantity too large (or too finely divided) to "
-                      "compute exactly")
-
-    return checked
+    return lambda f: _check_quantity(fn(f), span, op)
 
 
 def _converter(src: Type, dst: Type) -> Callable[[Any], Any] | None:
@@ -285,16 +316,25 @@ class ExprCompiler(ExprVisitor[Fn]):
             a, b = self.compile(e.left), self.compile(e.right)
             return lambda f: a(f) or b(f)
         ta, tb, tr = self.type_of(e.left), self.type_of(e.right), self.type_of(e)
+        span = e.span
         if op in ("in", "not in"):
             a, b = self.compile(e.left), self.compile(e.right)
+            if not isinstance(tb, ListT):  # a map key or a substring: one step
+                if op == "in":
+                    return lambda f: rt.member(a(f), b(f))
+                return lambda f: not rt.member(a(f), b(f))
             if op == "in":
-                return lambda f: rt.member(a(f), b(f))
-            return lambda f: not rt.member(a(f), b(f))
+                return lambda f: counted_member(a(f), b(f), span)
+            return lambda f: not counted_member(a(f), b(f), span)
         if op in ("==", "!="):
             a, b = self.compile(e.left), self.compile(e.right)
+            if not isinstance(ta, ListT) and not isinstance(tb, ListT):
+                if op == "==":
+                    return lambda f: rt.equal(a(f), b(f))
+                return lambda f: not rt.equal(a(f), b(f))
             if op == "==":
-                return lambda f: rt.equal(a(f), b(f))
-            return lambda f: not rt.equal(a(f), b(f))
+                return lambda f: counted_equal(a(f), b(f), span)
+            return lambda f: not counted_equal(a(f), b(f), span)
         if op in ("<", "<=", ">", ">="):
             cmp = {"<": operator.lt, "<=": operator.le, ">": operator.gt, ">=": operator.ge}[op]
             a, b = self.compile(e.left), self.compile(e.right)
@@ -359,9 +399,12 @@ class ExprCompiler(ExprVisitor[Fn]):
                     return r
                 raise _overflow(span, "*")
             return int_mul
-        if tr == QUANTITY and op in ("*", "/"):
-            # '+' and '-' add at most one bit to an exact fraction (and a loop's sum one per item); only
-            # products and quotients can double its size, so only they are checked
+        if tr == QUANTITY:
+            # every quantity result is size-checked: '+' of fractions with unrelated denominators multiplies
+            # them (sum(i, x in L: 1m / (i + 1)) has the lcm of 1..n below), as '*' and '/' do
+            if op in ("+", "-"):
+                add = operator.add if op == "+" else operator.sub
+                return _quantity_checked(lambda f: add(a(f), b(f)), span, op)
             if op == "*":
                 return _quantity_checked(lambda f: a(f) * b(f), span, op)
             return _guard(_quantity_checked(lambda f: rt.real_div(a(f), b(f)), span, op), span)
@@ -447,6 +490,16 @@ class ExprCompiler(ExprVisitor[Fn]):
             zero: Any = zero_value(t)
             if t == INT:
                 return _int_checked(lambda f: sum(map(value, items(f)), zero), e.span, "sum")
+            if t == QUANTITY:
+                span = e.span
+
+                def quantity_sum(f: dict[str, Any]) -> Any:
+                    total = zero
+                    for x in map(value, items(f)):
+                        total = _check_quantity(total + x, span, "sum")  # checked at every step, so no
+                    return total                                           # partial sum grows unbounded
+
+                return quantity_sum
             return lambda f: sum(map(value, items(f)), zero)
         pick = max if e.kind == "max" else min
         if e.default is not None:
