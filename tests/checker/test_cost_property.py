@@ -44,7 +44,7 @@ def test_measured_steps_never_exceed_the_static_bound_times_the_nodes(text: str,
     for node in snapshot.nodes:
         env = {"pod": pod, "node": node, "cluster": cluster}
         try:
-            rule.reasons(env) if isinstance(rule, FilterRule) else rule.raw(env)  # type: ignore[union-attr]
+            rule.reasons(env) if isinstance(rule, FilterRule) else rule.raw(env)
         except PolicyRuntimeError as err:
             assert not err.message.startswith("budget"), (text, err)
         steps = closures.steps_used()
