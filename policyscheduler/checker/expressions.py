@@ -366,7 +366,7 @@ class ExprChecker(ExprVisitor[Type]):
             self.info.constants[id(e)] = r
             return
         self.err("overflow", f"the result of '{op}' here is always outside the 64-bit integer range "
-                 "(-9223372036854775808..9223372036854775807), so this fails on every node", e.span)
+                 "(-9223372036854775808..9223372036854775807): it would fail on every node that evaluates it", e.span)
 
     def _Binary(self, e: ast.Binary, scope: Scope, mult: int) -> Type:
         op = e.op
