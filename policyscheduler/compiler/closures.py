@@ -38,6 +38,13 @@ STEP_BUDGET = 10_000_000
 """Steps one evaluation of one rule on one node may take: loop items visited plus list items built by
 concatenation (the same units as the static cost bound, whose limit is the same number). The second wall
 behind the cost bound: a rule past it fails with a located ``budget`` error."""
+POD_STEP_BUDGET = 10_000_000
+"""Steps one rule may take over all the nodes of one pod's decision, when that is more than twice its
+static cost times the nodes (a rule inside its static bound never reaches it). The second wall for the
+work the static bound could not see (lists longer than the schema assumes): on 5,000 nodes a rule that
+takes 2,000 steps per node instead of the 50 it was judged by stops after 5,000 nodes' worth of its bound,
+with a located ``budget`` error, instead of running each node to the per-node budget. Set per rule by
+the phase driver (:func:`set_allowance`); evaluations outside a decision have none."""
 CHAR_BUDGET = 16 * 2**20
 """Characters of strings one evaluation may build (concatenation, lower, str, split)."""
 INT_MIN, INT_MAX = -(2**63), 2**63 - 1
@@ -55,6 +62,12 @@ class _Budget(threading.local):
 
     def __init__(self) -> None:
         self.left = [STEP_BUDGET, CHAR_BUDGET]
+        self.start = STEP_BUDGET
+        """The steps the evaluation in progress started with (less than STEP_BUDGET near an allowance's end)."""
+        self.allowance: int | None = None
+        """Steps the rule being decided for a pod has left over all its nodes (None: no per-pod limit)."""
+        self.granted = 0
+        """The allowance as it was set (for the error message)."""
 
 
 BUDGET = _Budget()
@@ -65,11 +78,18 @@ def reset_budget() -> None:
     left = BUDGET.left
     left[0] = STEP_BUDGET
     left[1] = CHAR_BUDGET
+    BUDGET.start = STEP_BUDGET
+
+
+def set_allowance(steps: int | None) -> None:
+    """Start (``steps``) or end (None) a rule's per-pod allowance in this thread (see :data:`POD_STEP_BUDGET`)."""
+    BUDGET.allowance = steps
+    BUDGET.granted = steps or 0
 
 
 def steps_used() -> int:
     """Steps this thread took since its last :func:`reset_budget` (for tests of the cost bound)."""
-    return STEP_BUDGET - BUDGET.left[0]
+    return BUDGET.start - BUDGET.left[0]
 
 
 def _out_of_steps(span: Span) -> Located:

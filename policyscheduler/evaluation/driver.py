@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 import numpy as np
 import numpy.typing as npt
 
+from policyscheduler.compiler.closures import POD_STEP_BUDGET, set_allowance
 from policyscheduler.diagnostics import PolicyRuntimeError
 from policyscheduler.evaluation.decision import (
     FEASIBLE,
@@ -282,7 +283,11 @@ class Driver:
                 if failed.error is not None:
                     every_node.append(_filter_error(rule.name, None, failed, rule))
                 break
-            outcome = run.filter(rule, active)
+            set_allowance(_allowance(rule, active.size))
+            try:
+                outcome = run.filter(rule, active)
+            finally:
+                set_allowance(None)
             active = _record(codes, table, active, outcome.codes, outcome.verdicts)
         filter_errors = _filter_errors(names, codes, table, every_node, policy_set.filters)
         if active.size == 0:
@@ -303,7 +308,11 @@ class Driver:
             if not applies:
                 scored.append(srule)
                 continue
-            out = run.score(srule, active)
+            set_allowance(_allowance(srule, active.size))
+            try:
+                out = run.score(srule, active)
+            finally:
+                set_allowance(None)
             raw, ignored = out.raw, out.ignored
             if out.bounds is not None and _bounds_ok(srule.normalize, *out.bounds):
                 scored.append(_Scored(srule, raw, ignored, None, False, out.bounds))
@@ -388,6 +397,12 @@ class Driver:
 _Detail = tuple[npt.NDArray[Any], "npt.NDArray[np.int64] | int", npt.NDArray[np.bool_], int, "list[str | None] | None"]
 """A score rule's raw values, normalised values (one int: the same on every node), ignored mask, weight and
 per-node failure messages."""
+
+
+def _allowance(rule: FilterRule | ScoreRule, nodes: int) -> int:
+    """The steps ``rule`` may take over ``nodes`` nodes for one pod (see closures.POD_STEP_BUDGET): never less
+    than twice its static bound per node, so a rule within its bound never reaches it."""
+    return max(POD_STEP_BUDGET, 2 * int(getattr(rule, "cost", 0)) * nodes)
 
 
 def _where(span: Any) -> str | None:
