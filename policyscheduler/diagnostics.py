@@ -120,6 +120,8 @@ CODES: dict[str, str] = {
     "applies-uses-node": "a pod-level clause (`applies when`, `reject pod`) refers to `node` (it is evaluated once per pod, not per node)",
     "unused-binding": "a let binding that is never used (warning; loop variables may go unused)",
     "cost-limit": "a rule's static cost bound exceeds the limit",
+    "overflow": "an int expression over constants whose result is outside 64 bits (it would fail on every node)",
+    "bidi-control": "a string literal holding an invisible bidirectional control character (U+202A..U+202E, U+2066..U+2069, U+200E, U+200F, U+061C) that can make the text display differently from what it is (warning)",
     # the implementation itself
     "internal-error": "a bug in policyscheduler while loading; the policy set is not activated",
 }
@@ -237,7 +239,7 @@ LINT_ONLY_WARNINGS = frozenset({
     "unused-suppression",
 })
 
-_WARNING_CODES = frozenset({"unused-binding", "empty-aggregate", "no-policy-files", "symlink-loop"}) | LINT_ONLY_WARNINGS
+_WARNING_CODES = frozenset({"unused-binding", "empty-aggregate", "no-policy-files", "symlink-loop", "bidi-control"}) | LINT_ONLY_WARNINGS
 
 RATIONALE: dict[str, str] = {
     "symlink-loop": "A policy directory whose symlinks lead back into itself would be searched forever; the loop is "

@@ -45,6 +45,11 @@ EXAMPLES: dict[str, Example] = {
     "bad-arity": Example(_F + "  require starts_with(node.name)\n"),
     "bad-quantity": Example(_F + '  require node.allocatable["memory"] >= 5Xi\n'),
     "bad-string": Example(_F + '  require node.name == "a\\q"\n'),
+    # not shown as text: the example would put the invisible characters into REFERENCE.md itself
+    # (tests/language/test_bounded_values.py lints one)
+    "bidi-control": Example(None, "a string literal holding U+202E (RIGHT-TO-LEFT OVERRIDE), e.g. "
+                            "require node.name != \"admin<U+202E><U+2066>// check<U+2069>\""),
+    "overflow": Example("score s weight 1 normalize scale\n  let big = 3037000500\n  value (big * big + len(node.name)) % 100\n"),
     "shadowed-name": Example("score s weight 1\n  let node = 1\n  value node\n"),
     "duplicate-rule": Example(_F + "  require true\n\n" + _F + "  require false\n"),
     "unknown-rule": Example("disable score image_localty\n"),

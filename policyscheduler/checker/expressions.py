@@ -56,8 +56,14 @@ MAP_KEY_BOUND = 317
 INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
 """Integers are 64-bit, as in the API server: a literal beyond is ``too-large``, a result beyond is a runtime
 ``overflow`` error at the operator."""
+WALK_CAP = 2**62
+"""Where the bound of a nested list comparison stops growing (far above any limit: the rule is refused)."""
 MAX_QUANTITY_DIGITS = 40
 """Digits a quantity literal may have (a 5,000-digit quantity is ``too-large``)."""
+
+_BIDI = re.compile("[\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+"""Bidirectional control characters ("Trojan Source", CVE-2021-42574): reordering marks, embeddings, overrides
+and isolates."""
 
 _ESCAPES = {'"': '"', "\\": "\\", "n": "\n", "t": "\t"}
 
@@ -72,6 +78,8 @@ class Info:
     signatures: dict[int, FuncSig] = dataclasses.field(default_factory=dict)
     sizes: dict[int, int] = dataclasses.field(default_factory=dict)
     """Upper bound of the length of each string-typed expression (for the cost of concatenation)."""
+    constants: dict[int, int] = dataclasses.field(default_factory=dict)
+    """The value of each int expression built from literals and constant lets only (folded within 64 bits)."""
 
 
 @dataclasses.dataclass
@@ -82,6 +90,8 @@ class Binding:
     used: bool = False
     size: int | None = None
     """For a string: the bound of its length (a let of a concatenation), None for the default bound."""
+    constant: int | None = None
+    """For an int let of a constant expression: its value (so ``let a1 = a0 * a0`` folds, within 64 bits)."""
 
 
 class Scope:
@@ -193,6 +203,13 @@ class ExprChecker(ExprVisitor[Type]):
                                     f"{MAX_STRING_BOUND:,}); concatenation adds the lengths of its operands",
                                     e.span))
 
+    def _walked(self, t: Type) -> int:
+        """Steps of comparing a value of type ``t`` item by item (``==``, ``in``): every item of a list, and
+        the items of the lists inside it. 0 for a scalar (one step, already counted for the expression)."""
+        if not isinstance(t, ListT):
+            return 0
+        return min(self._list_bound(t) * (1 + self._walked(t.elem)), WALK_CAP)
+
     def _list_bound(self, t: Type) -> int:
         return t.bound if isinstance(t, ListT) and t.bound is not None else DEFAULT_LIST_BOUND
 
@@ -200,6 +217,7 @@ class ExprChecker(ExprVisitor[Type]):
         if not INT64_MIN <= e.value <= INT64_MAX:
             return self.err("too-large", "this integer is outside the 64-bit range (-9223372036854775808.."
                             "9223372036854775807) that integers have", e.span)
+        self.info.constants[id(e)] = e.value
         return INT
 
     def _FloatLit(self, e: ast.FloatLit, scope: Scope, mult: int) -> Type:
@@ -231,6 +249,11 @@ class ExprChecker(ExprVisitor[Type]):
             return self.err("bad-string", "unknown escape in string; use \\\" \\\\ \\n or \\t", e.span)
         self.info.literals[id(e)] = value
         self.info.sizes[id(e)] = len(value)
+        bidi = _BIDI.search(value)
+        if bidi is not None:
+            self.diags.append(warning("bidi-control", f"this string holds the invisible bidirectional control "
+                                      f"character U+{ord(bidi.group(0)):04X}, which can make the text (and the "
+                                      "rule around it) display differently from what it is; remove it", e.span))
         return STRING
 
     def _ListLit(self, e: ast.ListLit, scope: Scope, mult: int) -> Type:
@@ -257,6 +280,8 @@ class ExprChecker(ExprVisitor[Type]):
             b.used = True
             if b.size is not None:
                 self.info.sizes[id(e)] = b.size
+            if b.constant is not None:
+                self.info.constants[id(e)] = b.constant
             return b.type
         if e.id in GENERIC_BUILTINS or e.id in self.schema.builtins:
             return self.err("type-mismatch", f"function '{e.id}' must be called", e.span)
@@ -304,10 +329,44 @@ class ExprChecker(ExprVisitor[Type]):
         if e.op == "not":
             self.expect(e.operand, scope, BOOL, "the operand of 'not'", mult)
             return BOOL
+        if isinstance(e.operand, ast.IntLit) and e.operand.value == -INT64_MIN:
+            # -9223372036854775808: the literal alone is one past INT64_MAX, its negation is INT64_MIN
+            self.cost += mult
+            self.info.types[id(e.operand)] = INT
+            self.info.constants[id(e)] = INT64_MIN
+            return INT
         t = self.check(e.operand, scope, mult)
+        if t == INT:
+            self._fold(e, "-", self.info.constants.get(id(e.operand)), 0)
         if t == ERROR or is_numeric(t):
             return t
         return self.err("type-mismatch", f"unary '-' needs a number, got {t}", e.span)
+
+    def _fold(self, e: ast.Expr, op: str, a: int | None, b: int | None) -> None:
+        """Fold an int operation over constants, always within 64 bits: a result outside them is an
+        ``overflow`` error here (it would fail on every node), and folding stops, so no chain of lets can
+        make the checker compute with unbounded integers (24 squarings of 3 have 11 million digits)."""
+        if a is None or b is None:
+            return
+        if op == "-" and isinstance(e, ast.Unary):
+            r = -a
+        elif op == "+":
+            r = a + b
+        elif op == "-":
+            r = a - b
+        elif op == "*":
+            r = a * b
+        elif op in ("/", "%") and b != 0:
+            q = abs(a) // abs(b)
+            q = q if (a >= 0) == (b >= 0) else -q
+            r = q if op == "/" else a - q * b
+        else:
+            return
+        if INT64_MIN <= r <= INT64_MAX:
+            self.info.constants[id(e)] = r
+            return
+        self.err("overflow", f"the result of '{op}' here is always outside the 64-bit integer range "
+                 "(-9223372036854775808..9223372036854775807): it would fail on every node that evaluates it", e.span)
 
     def _Binary(self, e: ast.Binary, scope: Scope, mult: int) -> Type:
         op = e.op
@@ -321,6 +380,7 @@ class ExprChecker(ExprVisitor[Type]):
             return BOOL if op in ("==", "!=", "<", "<=", ">", ">=", "in", "not in") else ERROR
         if op in ("in", "not in"):
             if isinstance(b, ListT) and (join(a, b.elem) is not None):
+                self.cost += mult * self._walked(b)  # each item of the list, each compared item by item
                 return BOOL
             if isinstance(b, MapT) and a == STRING:
                 return BOOL
@@ -331,6 +391,7 @@ class ExprChecker(ExprVisitor[Type]):
         if op in ("==", "!="):
             if join(a, b) is None:
                 return self.err("type-mismatch", f"cannot compare {a} with {b}" + self._mixed_hint(e, a, b), e.span)
+            self.cost += mult * min(self._walked(a), self._walked(b))  # lists compare item by item, nested too
             return BOOL
         if op in ("<", "<=", ">", ">="):
             if (is_numeric(a) and is_numeric(b)) or (a == STRING and b == STRING):
@@ -356,12 +417,15 @@ class ExprChecker(ExprVisitor[Type]):
             self.err("division-by-zero", f"'{op}' by zero{why}: this fails on every node", e.right.span)
         if op == "%":
             if a == INT and b == INT:
+                self._fold(e, op, self.info.constants.get(id(e.left)), self.info.constants.get(id(e.right)))
                 return INT
             return self.err("type-mismatch", f"'%' needs two ints, got {a} and {b}", e.span)
         r = arith(a, b)
         if r is None:
             return self.err("type-mismatch", f"'{op}' needs numbers{' (or two strings/lists)' if op == '+' else ''}, "
                             f"got {a} and {b}", e.span)
+        if r == INT:
+            self._fold(e, op, self.info.constants.get(id(e.left)), self.info.constants.get(id(e.right)))
         return r
 
     def _mixed_hint(self, e: ast.Binary, a: Type, b: Type) -> str:
@@ -409,7 +473,7 @@ class ExprChecker(ExprVisitor[Type]):
             names[b.name] = Binding(bt, b.span, "loop", size=size)
         self.info.types[id(loop)] = t
         inner = Scope(names, scope)
-        inner_mult = mult * max(1, bound)
+        inner_mult = min(mult * max(1, bound), WALK_CAP)  # far above the limit: no need for bigger numbers
         self.cost += inner_mult  # one step per item visited, whatever the body (count(x in L) has none)
         if loop.where is not None:
             self.expect(loop.where, inner, BOOL, "a 'where' condition", inner_mult)
@@ -637,7 +701,10 @@ def _constant(e: ast.Expr) -> int | float | None:
         a, b = _constant(e.left), _constant(e.right)
         if a is None or b is None:
             return None
-        return a + b if e.op == "+" else a - b if e.op == "-" else a * b
+        r = a + b if e.op == "+" else a - b if e.op == "-" else a * b
+        # bounded values only: an int past 64 bits is the checker's ``overflow`` error, not something to
+        # keep multiplying (a float past its range is inf, which compares as it should)
+        return None if isinstance(r, int) and not INT64_MIN <= r <= INT64_MAX else r
     return None
 
 

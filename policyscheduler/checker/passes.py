@@ -161,7 +161,8 @@ def check_clauses(rule: ast.Rule, schema: Schema, checked: CheckedRule, diags: l
             if scope.lookup(c.name) is not None:
                 # reported, then bound anyway: later uses see the let's type, so no follow-on errors
                 diags.append(error("shadowed-name", f"'{c.name}' is already bound; choose another name", c.name_span))
-            b = Binding(t, c.name_span, "let", size=checked.info.sizes.get(id(c.value)) if t == STRING else None)
+            b = Binding(t, c.name_span, "let", size=checked.info.sizes.get(id(c.value)) if t == STRING else None,
+                        constant=checked.info.constants.get(id(c.value)) if t == INT else None)
             lets.append((c, b))
             scope = Scope({c.name: b}, scope)
         elif isinstance(c, ast.Require):

@@ -37,7 +37,7 @@ from typing import Any, NamedTuple, TextIO
 from policyscheduler.kobjects import DEFAULT_SCHEDULER as KUBE_DEFAULT_SCHEDULER
 from policyscheduler.kobjects import scheduler_name
 
-__all__ = ["add_arguments", "main", "run", "score_error_lines", "select_pods"]
+__all__ = ["add_arguments", "main", "run", "rule_error_lines", "score_error_lines", "select_pods"]
 
 EXIT_CHANGED = 1
 
@@ -142,10 +142,19 @@ def _skipped_note(skipped: Counter[str], name: str, include_default: bool) -> st
 
 
 def score_error_lines(decisions: Sequence[Any]) -> list[str]:
-    """One ``warning:`` line per (rule, location, error) over the run: how many nodes and pods it hit."""
+    """One ``warning:`` line per (rule, location, error) over the run: how many nodes and pods it hit;
+    filter rules first (see :func:`rule_error_lines`), then score rules."""
+    return (rule_error_lines(decisions, "filter", "those nodes were infeasible for those pods")
+            + rule_error_lines(decisions, "score", "those nodes got 0 for this rule and stayed feasible"))
+
+
+def rule_error_lines(decisions: Sequence[Any], kind: str, consequence: str) -> list[str]:
+    """One ``warning:`` line per (rule, location, error) of the ``kind`` rules (``filter`` or ``score``:
+    the ``filter_errors`` / ``score_errors`` of each decision) over the run: how many nodes and pods it
+    hit, and what that meant for them."""
     groups: dict[tuple[str, str | None, str], tuple[set[str | None], set[str]]] = {}
     for decision in decisions:
-        for e in getattr(decision, "score_errors", ()):
+        for e in getattr(decision, f"{kind}_errors", ()):
             nodes, pods = groups.setdefault((e.rule, e.location, e.message), (set(), set()))
             nodes.add(e.node)
             pods.add(decision.pod)
@@ -154,12 +163,12 @@ def score_error_lines(decisions: Sequence[Any]) -> list[str]:
         where = f"{location}: " if location else ""
         on = "every node" if None in nodes else f"{len(nodes)} node{'' if len(nodes) == 1 else 's'}"
         example = sorted(n for n in nodes if n is not None)[:1]
-        lines.append(f"warning: {where}score rule {rule} failed: {message} -- on {on} for {len(pods)} "
+        lines.append(f"warning: {where}{kind} rule {rule} failed: {message} -- on {on} for {len(pods)} "
                      f"pod{'' if len(pods) == 1 else 's'}" + (f" (e.g. node {example[0]})" if example else "")
-                     + "; those nodes got 0 for this rule and stayed feasible")
+                     + f"; {consequence}")
     if len(groups) > MAX_SCORE_ERROR_LINES:
-        lines.append(f"warning: ... and {len(groups) - MAX_SCORE_ERROR_LINES} more score rule failures "
-                     "(--output json lists every one under score_errors)")
+        lines.append(f"warning: ... and {len(groups) - MAX_SCORE_ERROR_LINES} more {kind} rule failures "
+                     f"(--output json lists every one under {kind}_errors)")
     return lines
 
 

@@ -38,6 +38,13 @@ STEP_BUDGET = 10_000_000
 """Steps one evaluation of one rule on one node may take: loop items visited plus list items built by
 concatenation (the same units as the static cost bound, whose limit is the same number). The second wall
 behind the cost bound: a rule past it fails with a located ``budget`` error."""
+POD_STEP_BUDGET = 10_000_000
+"""Steps one rule may take over all the nodes of one pod's decision, when that is more than twice its
+static cost times the nodes (a rule inside its static bound never reaches it). The second wall for the
+work the static bound could not see (lists longer than the schema assumes): on 5,000 nodes a rule that
+takes 2,000 steps per node instead of the 50 it was judged by stops after 5,000 nodes' worth of its bound,
+with a located ``budget`` error, instead of running each node to the per-node budget. Set per rule by
+the phase driver (:func:`set_allowance`); evaluations outside a decision have none."""
 CHAR_BUDGET = 16 * 2**20
 """Characters of strings one evaluation may build (concatenation, lower, str, split)."""
 INT_MIN, INT_MAX = -(2**63), 2**63 - 1
@@ -55,6 +62,12 @@ class _Budget(threading.local):
 
     def __init__(self) -> None:
         self.left = [STEP_BUDGET, CHAR_BUDGET]
+        self.start = STEP_BUDGET
+        """The steps the evaluation in progress started with (less than STEP_BUDGET near an allowance's end)."""
+        self.allowance: int | None = None
+        """Steps the rule being decided for a pod has left over all its nodes (None: no per-pod limit)."""
+        self.granted = 0
+        """The allowance as it was set (for the error message)."""
 
 
 BUDGET = _Budget()
@@ -65,11 +78,18 @@ def reset_budget() -> None:
     left = BUDGET.left
     left[0] = STEP_BUDGET
     left[1] = CHAR_BUDGET
+    BUDGET.start = STEP_BUDGET
+
+
+def set_allowance(steps: int | None) -> None:
+    """Start (``steps``) or end (None) a rule's per-pod allowance in this thread (see :data:`POD_STEP_BUDGET`)."""
+    BUDGET.allowance = steps
+    BUDGET.granted = steps or 0
 
 
 def steps_used() -> int:
     """Steps this thread took since its last :func:`reset_budget` (for tests of the cost bound)."""
-    return STEP_BUDGET - BUDGET.left[0]
+    return BUDGET.start - BUDGET.left[0]
 
 
 def _out_of_steps(span: Span) -> Located:
@@ -80,6 +100,37 @@ def _out_of_steps(span: Span) -> Located:
 def _out_of_chars(span: Span) -> Located:
     return Located(span, f"budget: evaluation stopped at {span} after building {CHAR_BUDGET:,} characters of "
                    "strings on this node")
+
+
+def _charge(span: Span, steps: int) -> None:
+    """Take ``steps`` from this thread's budget; a located ``budget`` error when it runs out."""
+    budget = BUDGET.left
+    budget[0] -= steps
+    if budget[0] < 0:
+        raise _out_of_steps(span)
+
+
+def counted_equal(a: Any, b: Any, span: Span) -> bool:
+    """``==`` (see :func:`builtins.equal`) charging one step per list item compared, nested lists included:
+    comparing two lists of lists is as much work as a loop over them, and is charged like one (the checker
+    charges ``min`` of the two sides' item bounds, see ``ExprChecker._walked``)."""
+    if isinstance(a, (list, tuple)) and isinstance(b, (list, tuple)):
+        if len(a) != len(b):
+            return False
+        _charge(span, len(a))
+        return all(counted_equal(x, y, span) for x, y in zip(a, b))
+    return bool(a == b)
+
+
+def counted_member(item: Any, container: Any, span: Span) -> bool:
+    """``in`` (see :func:`builtins.member`) charging one step per list item looked at (and the items of a
+    list item compared); a map key or a substring is one step."""
+    if isinstance(container, (str, dict)):
+        return item in container
+    _charge(span, len(container))
+    if isinstance(item, (list, tuple)):
+        return any(counted_equal(item, x, span) for x in container)
+    return item in container
 
 
 def _overflow(span: Span, op: str) -> Located:
@@ -151,20 +202,20 @@ def _int_checked(fn: Fn, span: Span, op: str) -> Fn:
     return checked
 
 
+def _check_quantity(r: Any, span: Span, op: str) -> Any:
+    """``r`` if its numerator and denominator are below 2**128, else a located ``overflow`` error."""
+    if isinstance(r, Fraction):
+        if -QUANTITY_LIMIT < r.numerator < QUANTITY_LIMIT and r.denominator < QUANTITY_LIMIT:
+            return r
+    elif -QUANTITY_LIMIT < r < QUANTITY_LIMIT:
+        return r
+    raise Located(span, f"overflow: the result of '{op}' is a quantity too large (or too finely divided) to "
+                  "compute exactly")
+
+
 def _quantity_checked(fn: Fn, span: Span, op: str) -> Fn:
     """``fn`` whose quantity (Fraction or int) result must keep numerator and denominator below 2**128."""
-
-    def checked(f: dict[str, Any]) -> Any:
-        r = fn(f)
-        if isinstance(r, Fraction):
-            if -QUANTITY_LIMIT < r.numerator < QUANTITY_LIMIT and r.denominator < QUANTITY_LIMIT:
-                return r
-        elif -QUANTITY_LIMIT < r < QUANTITY_LIMIT:
-            return r
-        raise Located(span, f"overflow: the result of '{op}' is a quantity too large (or too finely divided) to "
-                      "compute exactly")
-
-    return checked
+    return lambda f: _check_quantity(fn(f), span, op)
 
 
 def _converter(src: Type, dst: Type) -> Callable[[Any], Any] | None:
@@ -285,16 +336,25 @@ class ExprCompiler(ExprVisitor[Fn]):
             a, b = self.compile(e.left), self.compile(e.right)
             return lambda f: a(f) or b(f)
         ta, tb, tr = self.type_of(e.left), self.type_of(e.right), self.type_of(e)
+        span = e.span
         if op in ("in", "not in"):
             a, b = self.compile(e.left), self.compile(e.right)
+            if not isinstance(tb, ListT):  # a map key or a substring: one step
+                if op == "in":
+                    return lambda f: rt.member(a(f), b(f))
+                return lambda f: not rt.member(a(f), b(f))
             if op == "in":
-                return lambda f: rt.member(a(f), b(f))
-            return lambda f: not rt.member(a(f), b(f))
+                return lambda f: counted_member(a(f), b(f), span)
+            return lambda f: not counted_member(a(f), b(f), span)
         if op in ("==", "!="):
             a, b = self.compile(e.left), self.compile(e.right)
+            if not isinstance(ta, ListT) and not isinstance(tb, ListT):
+                if op == "==":
+                    return lambda f: rt.equal(a(f), b(f))
+                return lambda f: not rt.equal(a(f), b(f))
             if op == "==":
-                return lambda f: rt.equal(a(f), b(f))
-            return lambda f: not rt.equal(a(f), b(f))
+                return lambda f: counted_equal(a(f), b(f), span)
+            return lambda f: not counted_equal(a(f), b(f), span)
         if op in ("<", "<=", ">", ">="):
             cmp = {"<": operator.lt, "<=": operator.le, ">": operator.gt, ">=": operator.ge}[op]
             a, b = self.compile(e.left), self.compile(e.right)
@@ -359,9 +419,12 @@ class ExprCompiler(ExprVisitor[Fn]):
                     return r
                 raise _overflow(span, "*")
             return int_mul
-        if tr == QUANTITY and op in ("*", "/"):
-            # '+' and '-' add at most one bit to an exact fraction (and a loop's sum one per item); only
-            # products and quotients can double its size, so only they are checked
+        if tr == QUANTITY:
+            # every quantity result is size-checked: '+' of fractions with unrelated denominators multiplies
+            # them (sum(i, x in L: 1m / (i + 1)) has the lcm of 1..n below), as '*' and '/' do
+            if op in ("+", "-"):
+                add = operator.add if op == "+" else operator.sub
+                return _quantity_checked(lambda f: add(a(f), b(f)), span, op)
             if op == "*":
                 return _quantity_checked(lambda f: a(f) * b(f), span, op)
             return _guard(_quantity_checked(lambda f: rt.real_div(a(f), b(f)), span, op), span)
@@ -447,6 +510,16 @@ class ExprCompiler(ExprVisitor[Fn]):
             zero: Any = zero_value(t)
             if t == INT:
                 return _int_checked(lambda f: sum(map(value, items(f)), zero), e.span, "sum")
+            if t == QUANTITY:
+                span = e.span
+
+                def quantity_sum(f: dict[str, Any]) -> Any:
+                    total = zero
+                    for x in map(value, items(f)):
+                        total = _check_quantity(total + x, span, "sum")  # checked at every step, so no
+                    return total                                           # partial sum grows unbounded
+
+                return quantity_sum
             return lambda f: sum(map(value, items(f)), zero)
         pick = max if e.kind == "max" else min
         if e.default is not None:

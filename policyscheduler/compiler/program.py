@@ -28,17 +28,28 @@ _Step = Callable[[Frame, list[str]], bool]  # returns False to stop the rule
 def _run(rule: str, span: Span, fn: Callable[[Frame], Any], env: Env) -> Any:
     """``fn`` over a private copy of ``env`` (lets and loop variables are written into the frame, and must
     not leak into the caller's env); any failure becomes a PolicyRuntimeError of ``rule``."""
-    left = BUDGET.left  # a fresh budget for every evaluation (see closures.STEP_BUDGET)
-    left[0] = STEP_BUDGET
+    budget = BUDGET
+    left = budget.left  # a fresh budget for every evaluation (see closures.STEP_BUDGET) ...
+    allowance = budget.allowance  # ... within what the rule has left for this pod, if it is being decided
+    start = STEP_BUDGET if allowance is None or allowance >= STEP_BUDGET else max(allowance, 0)
+    left[0] = budget.start = start
     left[1] = CHAR_BUDGET
     try:
         return fn(dict(env))
     except PolicyRuntimeError:
         raise
     except Located as exc:
-        raise PolicyRuntimeError(rule, exc.span, exc.message) from None
+        message = exc.message
+        if start < STEP_BUDGET and left[0] < 0 and message.startswith("budget:"):
+            message = (f"budget: evaluation stopped at {exc.span} after the rule took {budget.granted:,} steps "
+                       "(loop items, list items built and compared) over this pod's nodes: far more than its "
+                       "static cost bound (lists longer than the schema assumes?)")
+        raise PolicyRuntimeError(rule, exc.span, message) from None
     except Exception as exc:  # noqa: BLE001 -- anything the object model raised: an error verdict, not a crash
         raise PolicyRuntimeError(rule, span, f"{type(exc).__name__}: {exc}") from None
+    finally:
+        if allowance is not None:
+            budget.allowance = allowance - (start - max(left[0], 0))
 
 
 def _always(value: Any) -> Fn:
@@ -362,7 +373,7 @@ def trace_rule(rule: FilterRule | ScoreRule, env: Env, *, pod_level_only: bool =
     kind = "filter" if isinstance(rule, FilterRule) else "score"
     frame: Frame = dict(env)
     left = BUDGET.left
-    left[0] = STEP_BUDGET
+    left[0] = BUDGET.start = STEP_BUDGET
     left[1] = CHAR_BUDGET
     done: list[ClauseTrace] = []
     reasons: list[str] = []

@@ -19,7 +19,7 @@ if TYPE_CHECKING:  # annotations only: a Decision is plain data and must not pul
     from policyscheduler.compiler import PolicySet
     from policyscheduler.state import ClusterSnapshot
 
-__all__ = ["NodeVerdict", "RuleScore", "ScoreError", "Decision", "Evaluator", "FEASIBLE", "LazyMap", "LazyList"]
+__all__ = ["NodeVerdict", "RuleScore", "ScoreError", "FilterError", "Decision", "Evaluator", "FEASIBLE", "LazyMap", "LazyList"]
 
 _K = TypeVar("_K")
 _V = TypeVar("_V")
@@ -173,6 +173,24 @@ class ScoreError:
 
 
 @dataclasses.dataclass(frozen=True)
+class FilterError:
+    """A filter rule that failed at run time for the pod on a node (``node`` None: on every node that
+    reached the rule, e.g. its ``applies when`` failed). A filter that cannot decide must not let a pod
+    through, so that node became infeasible (its verdict reads ``policy error in rule ...``); this says
+    so, with where, exactly as :class:`ScoreError` does for score rules.
+    """
+
+    rule: str
+    node: str | None
+    location: str | None
+    message: str
+
+    def to_json(self) -> dict[str, Any]:
+        """The ``filter_errors`` item of ``simulate --output json``."""
+        return {"rule": self.rule, "node": self.node, "location": self.location, "message": self.message}
+
+
+@dataclasses.dataclass(frozen=True)
 class Decision:
     """Everything an evaluator decided about one pod.
 
@@ -180,7 +198,9 @@ class Decision:
     ``totals`` the summed weighted score per feasible node; ``top`` the feasible nodes sharing the best
     total (in node order); ``node`` the one chosen among them (``None`` when nothing is feasible, then
     ``message`` holds the FailedScheduling text). ``score_errors`` lists the score rules that failed on
-    some node (that node got 0 for the rule and stayed feasible), in rule order then node order.
+    some node (that node got 0 for the rule and stayed feasible), in rule order then node order;
+    ``filter_errors`` the filter rules that failed on some node (that node became infeasible), in rule
+    order then node order.
     """
 
     pod: str
@@ -194,10 +214,12 @@ class Decision:
     message: str | None
     policy_digest: str
     score_errors: tuple[ScoreError, ...] = ()
+    filter_errors: tuple[FilterError, ...] = ()
 
     def to_json(self) -> dict[str, Any]:
-        """The JSON-ready summary used by ``simulate --output json`` (one placement); ``score_errors`` is
-        there only when some score rule failed for the pod (an additive extension of the documented shape)."""
+        """The JSON-ready summary used by ``simulate --output json`` (one placement); ``score_errors`` and
+        ``filter_errors`` are there only when some score / filter rule failed for the pod (additive
+        extensions of the documented shape)."""
         doc: dict[str, Any] = {
             "pod": self.pod,
             "node": self.node,
@@ -207,6 +229,8 @@ class Decision:
         }
         if self.score_errors:
             doc["score_errors"] = [e.to_json() for e in self.score_errors]
+        if self.filter_errors:
+            doc["filter_errors"] = [e.to_json() for e in self.filter_errors]
         return doc
 
 

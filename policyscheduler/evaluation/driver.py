@@ -15,7 +15,8 @@ and expands its per-node dicts only when someone reads them.
 
 Runtime errors never crash a decision. In a *filter* the node gets an error verdict naming the rule and
 becomes infeasible (a filter that cannot decide must not let a pod through); a failing filter ``applies
-when`` fails every node that reaches the rule. In a *score* rule a failure (or a raw value the rule's
+when`` fails every node that reaches the rule. Each such failure is also recorded in
+``Decision.filter_errors`` (rule, node, ``file:line:col``, message), reported like score failures. In a *score* rule a failure (or a raw value the rule's
 normalisation cannot take) gives that node 0 for that rule, leaves it out of that rule's normalisation
 and keeps it feasible -- a preference never acts as a filter -- and the failure is recorded in
 ``Decision.score_errors`` with the rule, the node and ``file:line:col`` (see grammar/LANGUAGE.md); a
@@ -33,10 +34,12 @@ from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 import numpy as np
 import numpy.typing as npt
 
+from policyscheduler.compiler.closures import POD_STEP_BUDGET, set_allowance
 from policyscheduler.diagnostics import PolicyRuntimeError
 from policyscheduler.evaluation.decision import (
     FEASIBLE,
     Decision,
+    FilterError,
     LazyList,
     LazyMap,
     NodeVerdict,
@@ -263,17 +266,25 @@ class Driver:
         codes: Codes = np.full(n, -1, dtype=np.int32)
         table: list[NodeVerdict] = []
         active: Indexes = np.arange(n, dtype=np.int64)
+        every_node: list[FilterError] = []  # filters whose pod-level clauses failed: every node reaching them
         for rule, failed in filters:
             if active.size == 0:
                 break
             if failed is not None:
                 codes[active] = _intern(table, failed)
                 active = active[:0]
+                if failed.error is not None:
+                    every_node.append(_filter_error(rule.name, None, failed, rule))
                 break
-            outcome = run.filter(rule, active)
+            set_allowance(_allowance(rule, active.size))
+            try:
+                outcome = run.filter(rule, active)
+            finally:
+                set_allowance(None)
             active = _record(codes, table, active, outcome.codes, outcome.verdicts)
+        filter_errors = _filter_errors(names, codes, table, every_node, policy_set.filters)
         if active.size == 0:
-            return _unschedulable(key, names, codes, table, digest)
+            return _unschedulable(key, names, codes, table, digest, filter_errors)
         _set_feasible(cluster, active, n, names)  # kube's PreScore sees the filtered nodes
 
         # 3. Score: raw values rule by rule. A failure (or a value the mode cannot take) costs the node
@@ -290,7 +301,11 @@ class Driver:
             if not applies:
                 scored.append(srule)
                 continue
-            out = run.score(srule, active)
+            set_allowance(_allowance(srule, active.size))
+            try:
+                out = run.score(srule, active)
+            finally:
+                set_allowance(None)
             raw, ignored = out.raw, out.ignored
             if out.bounds is not None and _bounds_ok(srule.normalize, *out.bounds):
                 scored.append(_Scored(srule, raw, ignored, None, False, out.bounds))
@@ -368,13 +383,19 @@ class Driver:
             kept_names,
             LazyMap(lambda: _score_maps(per_rule, kept_names)),
             LazyMap(lambda: dict(zip(kept_names, totals.tolist()))),
-            top, best, None, digest, tuple(score_errors),
+            top, best, None, digest, tuple(score_errors), filter_errors,
         )
 
 
 _Detail = tuple[npt.NDArray[Any], "npt.NDArray[np.int64] | int", npt.NDArray[np.bool_], int, "list[str | None] | None"]
 """A score rule's raw values, normalised values (one int: the same on every node), ignored mask, weight and
 per-node failure messages."""
+
+
+def _allowance(rule: FilterRule | ScoreRule, nodes: int) -> int:
+    """The steps ``rule`` may take over ``nodes`` nodes for one pod (see closures.POD_STEP_BUDGET): never less
+    than twice its static bound per node, so a rule within its bound never reaches it."""
+    return max(POD_STEP_BUDGET, 2 * int(getattr(rule, "cost", 0)) * nodes)
 
 
 def _where(span: Any) -> str | None:
@@ -392,8 +413,8 @@ def _value_location(rule: ScoreRule) -> str:
     return f"{rule.span.file}:{rule.span.line}:{rule.span.col}"
 
 
-def _score_error(rule: ScoreRule, node: str, verdict: NodeVerdict) -> ScoreError:
-    """The :class:`ScoreError` of a backend's error verdict (see :func:`error_verdict`)."""
+def _located(verdict: NodeVerdict) -> tuple[str | None, str]:
+    """(``file:line:col`` or None, message) of a backend's error verdict (see :func:`error_verdict`)."""
     prefix = f"policy error in rule {verdict.rule}: "
     first = verdict.reasons[0] if verdict.reasons else ""
     message = first[len(prefix):] if first.startswith(prefix) else (verdict.error or first)
@@ -401,7 +422,43 @@ def _score_error(rule: ScoreRule, node: str, verdict: NodeVerdict) -> ScoreError
     location: str | None = None
     if detail.endswith(": " + message) and len(detail) > len(message) + 2:
         location = detail[: -len(message) - 2]
+    return location, message
+
+
+def _score_error(rule: ScoreRule, node: str, verdict: NodeVerdict) -> ScoreError:
+    """The :class:`ScoreError` of a backend's error verdict (see :func:`error_verdict`)."""
+    location, message = _located(verdict)
     return ScoreError(rule.name, node, location or _value_location(rule), message)
+
+
+def _filter_error(name: str, node: str | None, verdict: NodeVerdict, rule: FilterRule | None) -> FilterError:
+    """The :class:`FilterError` of a backend's error verdict; the rule's own location when it has none."""
+    location, message = _located(verdict)
+    if location is None and rule is not None:
+        location = f"{rule.span.file}:{rule.span.line}:{rule.span.col}"
+    return FilterError(name, node, location, message)
+
+
+def _filter_errors(names: list[str], codes: Codes, table: list[NodeVerdict], every_node: list[FilterError],
+                   filters: Sequence[FilterRule]) -> tuple[FilterError, ...]:
+    """Every filter failure of the decision, in rule order then node order. Only the verdicts that are
+    errors are looked up in ``codes`` (usually none: then this costs one pass over the short table)."""
+    failing = [k for k, v in enumerate(table) if v.error is not None]
+    if not failing and not every_node:
+        return ()
+    by_name = {r.name: r for r in filters}
+    order = {r.name: i for i, r in enumerate(filters)}
+    out = list(every_node)
+    for k in failing:
+        verdict = table[k]
+        if verdict.rule is None or any(e.rule == verdict.rule and e.node is None for e in every_node):
+            continue
+        rule = by_name.get(verdict.rule)
+        for i in np.flatnonzero(codes == k).tolist():
+            out.append(_filter_error(verdict.rule, names[i], verdict, rule))
+    node_order = {n: i for i, n in enumerate(names)}
+    out.sort(key=lambda e: (order.get(e.rule, len(order)), -1 if e.node is None else node_order.get(e.node, 0)))
+    return tuple(out)
 
 
 def _pre_filter(rules: Sequence[FilterRule], pod_env: dict[str, Any], has_applies: Mapping[int, bool],
@@ -510,7 +567,8 @@ def _score_maps(per_rule: list[tuple[str, _Detail | None]], kept: Sequence[str])
     return out
 
 
-def _unschedulable(key: str, names: list[str], codes: Codes, table: list[NodeVerdict], digest: str) -> Decision:
+def _unschedulable(key: str, names: list[str], codes: Codes, table: list[NodeVerdict], digest: str,
+                   filter_errors: tuple[FilterError, ...] = ()) -> Decision:
     """The decision for a pod no node accepts, with kube-scheduler's FailedScheduling text."""
     counts = np.bincount(codes[codes >= 0], minlength=len(table))
     reasons = itertools.chain.from_iterable(
@@ -518,4 +576,4 @@ def _unschedulable(key: str, names: list[str], codes: Codes, table: list[NodeVer
     )
     message = failed_scheduling_message(len(names), reasons)
     return Decision(key, None, LazyMap(lambda: _verdict_map(names, codes, table)), [], {}, {}, [], None,
-                    message, digest)
+                    message, digest, (), filter_errors)

@@ -225,8 +225,8 @@ def _parse_range(src: SourceFile, segs: _Segments, a: int, b: int,
         _parse_range(src, segs, a, _segment_of(segs, a, b, exc.span.line), rules, diags)
         _parse_range(src, segs, _segment_of(segs, a, b, exc.span.line) + 1, b, rules, diags)
         return
-    except (TooDeep, RecursionError):
-        line = segs.lines[a]
+    except (TooDeep, RecursionError) as exc:
+        line = exc.line if isinstance(exc, TooDeep) else segs.lines[a]  # where the deep expression is
         diags.append(error("too-deep", "an expression is nested too deeply; split it with 'let'",
                            Span(src.name, line, 1, line, 2)))
         return

@@ -151,7 +151,7 @@ score mixed weight 1 normalize minmax
 def test_integers_beyond_int64_go_to_the_reference_and_still_agree() -> None:
     agree(load('''
 score huge weight 1 normalize minmax
-  value (node.pod_count + 4611686018427387904) * 4 / 8 - 2305843009213693952 * 4
+  value (node.pod_count + 4611686018427387904) * 4 / 8 - 2305843009213693952 * (node.pod_count + 4)
 score huge_quantity weight 1 normalize minmax
   value trunc(node.allocatable["memory"] * 1000000000000 / 3)
 '''), CLUSTER, PENDING)
