@@ -28,7 +28,8 @@ import yaml
 __all__ = ["KEPT_KINDS", "ReadResult", "read_objects", "read_texts", "SUFFIXES"]
 
 KEPT_KINDS = frozenset(
-    {"Node", "Pod", "Namespace", "Service", "ReplicaSet", "StatefulSet", "ReplicationController"}
+    {"Node", "Pod", "Namespace", "Service", "ReplicaSet", "StatefulSet", "ReplicationController",
+     "PodDisruptionBudget"}
 )
 """Kinds the cluster snapshot uses; everything else is skipped with a warning."""
 
