@@ -214,7 +214,7 @@ def test_a_full_tie_is_broken_at_random_and_reported(engine: str) -> None:
 
 @pytest.mark.parametrize("engine", ENGINES)
 def test_the_nominated_room_is_held_against_lower_priority_pods_and_tried_first(engine: str) -> None:
-    cycle, bound = make([node("n1", cpu="2"), node("n2", cpu="1"), pod("low", cpu="2", priority=1, on="n1")], engine)
+    cycle, _ = make([node("n1", cpu="2"), node("n2", cpu="1"), pod("low", cpu="2", priority=1, on="n1")], engine)
     cycle.queue.add("big", BIG)
     first = cycle.schedule_one()
     assert first is not None and first.nominated_node == "n1" and victims(first) == ["low"]
