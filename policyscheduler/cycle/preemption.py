@@ -29,7 +29,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import random
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
 from policyscheduler.evaluation.message import failed_scheduling_message, pod_rejected_message
@@ -46,6 +46,7 @@ __all__ = [
     "NO_VICTIMS",
     "NOT_HELPFUL",
     "NEVER",
+    "WAITING",
     "UNRESOLVABLE_REASONS",
     "Preemption",
     "Victim",
@@ -60,6 +61,7 @@ __all__ = [
 NO_VICTIMS = "No preemption victims found for incoming pod"
 NOT_HELPFUL = "Preemption is not helpful for scheduling"
 NEVER = "not eligible due to preemptionPolicy=Never."
+WAITING = "not eligible due to a terminating pod on the nominated node."
 _PRIORITY_OFFSET = 2**31  # kube adds MaxInt32+1 to every priority it sums, so that negative ones count
 _MIN_CANDIDATES_PERCENT = 10
 _MIN_CANDIDATES = 100
@@ -291,17 +293,25 @@ def preempt(
     decision: Decision,
     nominated: Sequence[Nominated],
     rng: random.Random,
+    *,
+    own_node: str | None = None,
+    evicting: Collection[str] = (),
 ) -> Preemption:
     """Run DefaultPreemption for ``pod``, which ``decision`` placed nowhere (see the module docstring).
 
     ``nominated``: the nominated pods of priority >= the pod's (not the pod itself); the state is the
-    same on return as on entry."""
+    same on return as on entry. ``own_node``: the pod's nominated node, if any; ``evicting``: the
+    ``namespace/name`` of pods a preemption chose as victims -- while one of lower priority is still
+    terminating on ``own_node`` (and that node's rejection is resolvable) the pod waits for it instead of
+    preempting again (kube: ``not eligible due to a terminating pod on the nominated node.``)."""
     if preemption_policy(pod) == "Never":
         return Preemption(None, message=f"preemption: {NEVER}", eligible=False)
     nodes = snapshot.nodes
     total = len(nodes)
     record = snapshot.pod_record(pod)
     verdicts = decision.verdicts
+    if own_node is not None and evicting and _waiting(snapshot, record, verdicts, own_node, evicting):
+        return Preemption(None, message=f"preemption: {WAITING}", eligible=False)
     potential: list[int] = []
     if not _pod_rejected(decision, total):
         for slot, node in enumerate(nodes):
@@ -335,6 +345,20 @@ def preempt(
     victims, violations = found[chosen]
     out = tuple(Victim(p.namespace, p.name, p.uid, chosen, p.priority, breaks) for p, breaks in victims)
     return Preemption(chosen, out, None, violations, tuple(found), tied, statuses)
+
+
+def _waiting(snapshot: ClusterSnapshot, record: Pod, verdicts: Mapping[str, NodeVerdict], node: str,
+             evicting: Collection[str]) -> bool:
+    """A lower-priority victim is still terminating on the pod's nominated node, whose rejection removal can
+    resolve (kube's PodEligibleToPreemptOthers)."""
+    slot = snapshot.state.slot_of(node)
+    verdict = verdicts.get(node)
+    if slot is None or verdict is None:
+        return False
+    spot = snapshot.nodes[slot]
+    if unresolvable(verdict, record, spot):
+        return False
+    return any(p.priority < record.priority and p.terminating and p.key in evicting for p in spot.pods)
 
 
 def _pod_rejected(decision: Decision, total: int) -> bool:

@@ -54,6 +54,8 @@ SCHEDULED = "scheduled"
 UNSCHEDULABLE = "unschedulable"
 ERROR = "error"
 SKIPPED = "skipped"
+_EVICTING_KEPT = 10_000
+"""Victims remembered for "wait for the terminating victim" (a victim is gone within its grace period)."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -153,6 +155,7 @@ class Cycle:
         self._timer = timer
         self._policy_lock = threading.Lock()
         self._nominated: dict[str, Nominated] = {}
+        self._evicting: dict[str, None] = {}  # victims chosen so far, oldest first (bounded)
 
     @property
     def policy_set(self) -> PolicySet:
@@ -235,7 +238,8 @@ class Cycle:
                     decision = self.evaluator.evaluate(policy_set, snapshot, pod, rng=self.rng)
             if decision.node is None and whatif and not reused and snapshot.nodes:  # no nodes: no PostFilter in kube
                 preemption = preempt(self.evaluator, policy_set, snapshot, pod, decision, others,  # type: ignore[arg-type]
-                                     self.rng)
+                                     self.rng, own_node=own.node if own is not None else None,
+                                     evicting=self._evicting)
                 if preemption.message:
                     decision = dataclasses.replace(decision, message=f"{decision.message} {preemption.message}")
                 generation = self.cache.generation  # the what-ifs moved it; the state is the same
@@ -327,6 +331,10 @@ class Cycle:
             self._nominated.pop(key, None)
             return None, (), own is not None
         self._nominated[key] = Nominated(pod, node, priority)
+        for victim in preemption.victims:
+            self._evicting[victim.key] = None
+        while len(self._evicting) > _EVICTING_KEPT:
+            del self._evicting[next(iter(self._evicting))]
         cleared = tuple(k for k, n in self._nominated.items() if n.node == node and n.priority < priority)
         for k in cleared:
             del self._nominated[k]

@@ -244,3 +244,22 @@ def test_a_higher_priority_preemptor_displaces_a_lower_nomination(engine: str) -
     assert top is not None and top.entry.key == "top" and top.nominated_node == "n1"
     assert top.cleared_nominations == ("default/mid",)
     assert cycle.nominated == {"default/top": "n1"}
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_a_nominated_pod_waits_for_its_terminating_victim_instead_of_preempting_again(engine: str) -> None:
+    low = pod("low", cpu="2", priority=1, on="n1")
+    cycle, _ = make([node("n1", cpu="2"), low], engine)
+    cycle.queue.add("big", BIG)
+    first = cycle.schedule_one()
+    assert first is not None and victims(first) == ["low"]
+    terminating = {**low, "metadata": {**low["metadata"], "deletionTimestamp": "2026-01-01T00:00:00Z"}}
+    cycle.cache.upsert("Pod", terminating)  # the live side deleted it; it is still on the node
+    cycle.queue.move_all("test")
+    cycle.queue._clock.now += 10  # type: ignore[attr-defined]
+    again = cycle.schedule_one()
+    assert again is not None and again.result == UNSCHEDULABLE and again.victims == () and again.nominated_node is None
+    assert again.decision is not None and again.decision.message == (
+        "0/1 nodes are available: 1 Insufficient cpu. "
+        "preemption: not eligible due to a terminating pod on the nominated node.")
+    assert cycle.nominated == {"default/big": "n1"} and not again.clear_nomination
