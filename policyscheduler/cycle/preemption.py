@@ -29,7 +29,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import random
-from collections.abc import Callable, Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Hashable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
 from policyscheduler.evaluation.message import failed_scheduling_message, pod_rejected_message
@@ -166,6 +166,9 @@ class Nominated:
     pod: dict[str, Any]
     node: str
     priority: int
+    queue_key: Hashable = None
+    """The pod's key in the scheduling queue: a nomination whose pod left the queue (deleted, bound
+    elsewhere) is dropped."""
 
 
 class _Fit:

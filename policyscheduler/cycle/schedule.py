@@ -20,8 +20,8 @@ node and the victims to evict there (``Attempt.nominated_node`` / ``Attempt.vict
 the unschedulable pool like any failed pod; the driver evicts the victims. The cycle remembers the
 nomination: the pod's next attempt tries that node first, and while it is nominated its room there is
 held against pods of equal or lower priority (they are filtered as if it were already placed). A
-nomination ends when the pod is assumed, when :meth:`Cycle.forget_nomination` is called (the pod was
-deleted or bound elsewhere), when a later preemption for it finds no node, or when a higher-priority
+nomination ends when the pod is assumed, when it leaves the queue (deleted or bound elsewhere; also
+:meth:`Cycle.forget_nomination`), when a later preemption for it finds no node, or when a higher-priority
 pod's preemption on the same node displaces it (``Attempt.cleared_nominations``).
 
 Every attempt is returned as an :class:`Attempt` (plain data): the drivers turn it into events, log
@@ -218,7 +218,9 @@ class Cycle:
         try:
             snapshot = self.cache.snapshot()
             generation = self.cache.generation
-            own = self._own_nomination(key, pod, priority)
+            if self._nominated:
+                self._prune_nominations()
+            own = self._own_nomination(key, pod, priority, entry.key)
             others = [n for k, n in self._nominated.items() if k != key and n.priority >= priority]
             reused = (entry.last_decision is not None and entry.last_generation == generation
                       and entry.last_pod is pod and entry.last_digest == policy_set.digest
@@ -256,7 +258,7 @@ class Cycle:
                     entry.interest = Interest.of(decision, policy_set)
                 except Exception:  # noqa: BLE001 - no interest record: any event moves the pod
                     entry.interest = None
-            nominated_node, cleared, clear = self._nominate(key, pod, priority, own, preemption)
+            nominated_node, cleared, clear = self._nominate(key, pod, priority, own, preemption, entry.key)
             where = self.queue.add_unschedulable(entry)
             return Attempt(entry, pod, UNSCHEDULABLE, decision, None, self._timer() - started,
                            reused=reused, queue=where, nodes=nodes, nominated_node=nominated_node,
@@ -273,18 +275,24 @@ class Cycle:
 
     # -- nominated pods ---------------------------------------------------------------------------------
 
-    def _own_nomination(self, key: str, pod: dict[str, Any], priority: int) -> Nominated | None:
+    def _prune_nominations(self) -> None:
+        """Drop the nominations of pods no longer in the queue (deleted, or bound by someone else)."""
+        queue = self.queue
+        for key in [k for k, n in self._nominated.items() if n.queue_key is not None and n.queue_key not in queue]:
+            del self._nominated[key]
+
+    def _own_nomination(self, key: str, pod: dict[str, Any], priority: int, queue_key: Any) -> Nominated | None:
         """The pod's nomination: the cycle's own record, else ``status.nominatedNodeName`` (set by an
         earlier run of this scheduler, or by kube-scheduler) -- adopted, as kube's nominator does."""
         known = self._nominated.get(key)
         if known is not None:
             if known.pod is not pod:
-                known = self._nominated[key] = Nominated(pod, known.node, priority)
+                known = self._nominated[key] = Nominated(pod, known.node, priority, queue_key)
             return known
         status = pod.get("status")
         node = status.get("nominatedNodeName") if isinstance(status, Mapping) else None
         if isinstance(node, str) and node:
-            known = self._nominated[key] = Nominated(pod, node, priority)
+            known = self._nominated[key] = Nominated(pod, node, priority, queue_key)
         return known
 
     def _try_nominated(self, policy_set: PolicySet, snapshot: ClusterSnapshot, pod: dict[str, Any], node: str,
@@ -320,7 +328,7 @@ class Cycle:
         return held
 
     def _nominate(self, key: str, pod: dict[str, Any], priority: int, own: Nominated | None,
-                  preemption: Preemption | None) -> tuple[str | None, tuple[str, ...], bool]:
+                  preemption: Preemption | None, queue_key: Any) -> tuple[str | None, tuple[str, ...], bool]:
         """Record a preemption's outcome: (nominated node, nominations displaced, own one cleared)."""
         if preemption is None:
             return None, (), False
@@ -330,7 +338,7 @@ class Cycle:
                 return None, (), False  # kube leaves the nomination as it is
             self._nominated.pop(key, None)
             return None, (), own is not None
-        self._nominated[key] = Nominated(pod, node, priority)
+        self._nominated[key] = Nominated(pod, node, priority, queue_key)
         for victim in preemption.victims:
             self._evicting[victim.key] = None
         while len(self._evicting) > _EVICTING_KEPT:

@@ -263,3 +263,18 @@ def test_a_nominated_pod_waits_for_its_terminating_victim_instead_of_preempting_
         "0/1 nodes are available: 1 Insufficient cpu. "
         "preemption: not eligible due to a terminating pod on the nominated node.")
     assert cycle.nominated == {"default/big": "n1"} and not again.clear_nomination
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_a_deleted_preemptor_no_longer_holds_its_room(engine: str) -> None:
+    low = pod("low", cpu="2", priority=1, on="n1")
+    cycle, bound = make([node("n1", cpu="2"), low], engine)
+    cycle.queue.add("big", BIG)
+    first = cycle.schedule_one()
+    assert first is not None and first.nominated_node == "n1"
+    cycle.cache.remove("Pod", low)
+    cycle.queue.delete("big")  # the preemptor was deleted
+    cycle.queue.add("small", pod("small", cpu="2", priority=5))
+    small = cycle.schedule_one()
+    assert small is not None and small.result == SCHEDULED and small.node == "n1"
+    assert cycle.nominated == {} and [a.entry.key for a in bound] == ["small"]
