@@ -4,6 +4,7 @@
 * :mod:`.gates`: PreEnqueue -- scheduling gates keep a pod in the gated pool, never decided.
 * :mod:`.cache`: watch events in, one cluster snapshot view per cycle out (assume / forget).
 * :mod:`.schedule`: pop -> evaluate -> assume -> binder, or back to the queue with the message.
+* :mod:`.preemption`: PostFilter -- DefaultPreemption's candidates, victims and node, nominated pods.
 
 Nothing here talks to the API server (that is :mod:`policyscheduler.kube`), so every rule of the
 cycle is tested in-process with a controlled clock.

@@ -29,7 +29,8 @@ from policyscheduler.state.store import replace_fields
 # for the modules that still import them from the cache.
 __all__ = ["ClusterCache", "KINDS", "object_key", "is_placed", "node_name_of"]
 
-KINDS = ("Node", "Pod", "Namespace", "Service", "ReplicaSet", "StatefulSet", "ReplicationController")
+KINDS = ("Node", "Pod", "Namespace", "Service", "ReplicaSet", "StatefulSet", "ReplicationController",
+         "PodDisruptionBudget")
 """The kinds the snapshot reads (the scheduler watches exactly these)."""
 
 ObjKey = tuple[str, str]
@@ -167,9 +168,8 @@ class ClusterCache:
             assumed = self._assumed.pop(key, None)
             if assumed is not None:
                 snap.forget(assumed[0])
-            if key in self._placed:
-                self._placed.discard(key)
-                snap.remove(obj, "Pod")
+            self._placed.discard(key)
+            snap.remove(obj, "Pod")  # a no-op for a pod the state does not hold (e.g. still pending)
             return
         assumed = self._assumed.get(key)
         if assumed is not None:

@@ -238,10 +238,49 @@ class Driver:
         """The backend's name (``reference`` or ``vector``)."""
         return self.backend.name
 
+    def filter_nodes(
+        self, policy_set: PolicySet, snapshot: ClusterSnapshot, pod: dict[str, Any], slots: Sequence[int]
+    ) -> list[NodeVerdict | None]:
+        """The filter verdict of ``pod`` on each node of ``slots`` (indexes into ``snapshot.nodes``; None
+        = passes every filter), exactly as :meth:`evaluate` would give it, without scoring.
+
+        This is the what-if question of preemption and of nominated pods, asked of the state as it is
+        now (see :mod:`policyscheduler.state.whatif` for views with pods taken away or added): only the
+        named nodes are evaluated, so a question costs one node's filters, not the cluster's."""
+        if not slots:
+            return []
+        pod_rec = snapshot.pod_record(pod)
+        cluster = snapshot.context(pod_rec)
+        pod_env = {"pod": pod_rec, "cluster": cluster}
+        has_applies, has_rejects = self._clauses.of(policy_set)
+        filters, rejection = _pre_filter(policy_set.filters, pod_env, has_applies, has_rejects)
+        if rejection is not None:
+            return [rejection] * len(slots)
+        order = sorted(set(slots))
+        idx: Indexes = np.asarray(order, dtype=np.int64)
+        codes: Codes = np.full(len(snapshot.nodes), -1, dtype=np.int32)
+        table: list[NodeVerdict] = []
+        run = self.backend.start(policy_set, snapshot, pod_rec, cluster)
+        active = idx
+        for rule, failed in filters:
+            if active.size == 0:
+                break
+            if failed is not None:
+                codes[active] = _intern(table, failed)
+                break
+            outcome = run.filter(rule, active)
+            active = _record(codes, table, active, outcome.codes, outcome.verdicts)
+        return [table[c] if c >= 0 else None for c in codes[np.asarray(slots, dtype=np.int64)].tolist()]
+
     def evaluate(
-        self, policy_set: PolicySet, snapshot: ClusterSnapshot, pod: dict[str, Any], *, rng: random.Random
+        self, policy_set: PolicySet, snapshot: ClusterSnapshot, pod: dict[str, Any], *, rng: random.Random,
+        rejected: Mapping[int, NodeVerdict] | None = None,
     ) -> Decision:
-        """Filter and score every node of ``snapshot`` for ``pod``; consumes ``rng`` only to break a tie."""
+        """Filter and score every node of ``snapshot`` for ``pod``; consumes ``rng`` only to break a tie.
+
+        ``rejected``: nodes (slot -> verdict) already known not to fit, e.g. because a nominated pod of
+        higher priority holds their room (kube's filters "with nominated pods"); they get that verdict
+        and take no further part, as if a filter before all others had rejected them."""
         key = pod_key(pod)
         digest = policy_set.digest
         nodes: Sequence[Node] = snapshot.nodes
@@ -267,6 +306,11 @@ class Driver:
         table: list[NodeVerdict] = []
         active: Indexes = np.arange(n, dtype=np.int64)
         every_node: list[FilterError] = []  # filters whose pod-level clauses failed: every node reaching them
+        if rejected:
+            held = np.array(sorted(i for i in rejected if 0 <= i < n), dtype=np.int64)
+            for i in held.tolist():
+                codes[i] = _intern(table, rejected[i])
+            active = np.setdiff1d(active, held, assume_unique=True)
         for rule, failed in filters:
             if active.size == 0:
                 break

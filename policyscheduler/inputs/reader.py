@@ -27,7 +27,8 @@ from policyscheduler.kobjects import flatten_lists, namespace_of, pod_key
 __all__ = ["KEPT_KINDS", "ReadResult", "read_objects", "read_texts", "SUFFIXES"]
 
 KEPT_KINDS = frozenset(
-    {"Node", "Pod", "Namespace", "Service", "ReplicaSet", "StatefulSet", "ReplicationController"}
+    {"Node", "Pod", "Namespace", "Service", "ReplicaSet", "StatefulSet", "ReplicationController",
+     "PodDisruptionBudget"}
 )
 """Kinds the cluster snapshot uses; everything else is skipped with a warning."""
 

@@ -38,7 +38,7 @@ import random
 from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
-from policyscheduler.evaluation import Decision, Evaluator, make_evaluator
+from policyscheduler.evaluation import Decision, Evaluator, NodeVerdict, make_evaluator
 from policyscheduler.simulate.run import Prepared, Simulation, prepare, simulate
 
 if TYPE_CHECKING:
@@ -329,14 +329,16 @@ class _Watching:
         self.reduced = [(_with_scores(s, changed), make_evaluator(engine)) for s in (new_set, old_set)]
 
     def evaluate(self, policy_set: PolicySet, snapshot: ClusterSnapshot, pod: dict[str, Any], *,
-                 rng: random.Random) -> Decision:
-        decision = self.inner.evaluate(policy_set, snapshot, pod, rng=rng)
+                 rng: random.Random, rejected: Mapping[int, NodeVerdict] | None = None) -> Decision:
+        # ``rejected``: nodes held by nominated pods (see Driver.evaluate); OLD is judged with them held too
+        held: dict[str, Any] = {"rejected": rejected} if rejected else {}
+        decision = self.inner.evaluate(policy_set, snapshot, pod, rng=rng, **held)
         key = decision.pod
         if key not in self.old_nodes or decision.node == self.old_nodes[key]:
             self.causes.pop(key, None)
             return decision
         # Its own random source: the NEW run's draws stay those of a plain simulation.
-        old = self.old_evaluator.evaluate(self.old_set, snapshot, pod, rng=random.Random(self.seed))
+        old = self.old_evaluator.evaluate(self.old_set, snapshot, pod, rng=random.Random(self.seed), **held)
 
         def points() -> tuple[Decision, Decision]:
             if set(decision.feasible) != set(old.feasible):  # normalised over other nodes: every rule may differ

@@ -36,6 +36,9 @@ def summary_line(sim: Simulation, *, seed: int | None = None) -> str:
     used = len({d.node for d in placed})
     total = len(sim.decisions)
     extra = [f"{sim.passes} pass" + ("" if sim.passes == 1 else "es"), f"policies {sim.policy_digest[:12]}"]
+    evicted = sum(len(victims) for _, victims in sim.preemptions.values())
+    if evicted:
+        extra.insert(1, f"{evicted} pod{'' if evicted == 1 else 's'} preempted")
     if seed is not None:
         extra.append(f"seed {seed}")
     node_word = "node" if used == 1 else "nodes"
@@ -66,6 +69,16 @@ def _truncate(text: str, width: int) -> str:
     return text[: max(width - 3, 0)] + "..."
 
 
+def _with_preemption(sim: Simulation, pod: str, message: str | None) -> str:
+    """The MESSAGE cell: the FailedScheduling text, plus what the pod's preemption evicted and where."""
+    preempted = sim.preemptions.get(pod)
+    if preempted is None:
+        return message or ""
+    node, victims = preempted
+    note = f"preempted {', '.join(victims)} on {node}"
+    return f"{message} [{note}]" if message else note
+
+
 def render_table(sim: Simulation, *, seed: int | None = None, width: int | None = None) -> str:
     """One aligned row per pod (settled order), the nodes' utilisation, then the summary line.
 
@@ -78,7 +91,7 @@ def render_table(sim: Simulation, *, seed: int | None = None, width: int | None 
             escape_controls(d.node) if d.node is not None else "<pending>",
             str(d.score) if d.score is not None else "-",
             str(len(d.top)) if d.node is not None else "-",
-            escape_controls(d.message or ""),
+            escape_controls(_with_preemption(sim, d.pod, d.message)),
         )
         for d in sim.decisions
     ]

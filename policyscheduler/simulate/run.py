@@ -36,6 +36,14 @@ because there is no scheduling attempt.
 Placements are reported in **settled order**: every successful placement in the order it happened
 (pass after pass), then the pods that fit nowhere, in queue order.
 
+Preemption is applied offline, as kube-scheduler would end up: a pod that fits nowhere and whose
+preemption nominated a node (:mod:`policyscheduler.cycle.preemption`) has its victims removed from the
+cluster at once (an ``AssignedPodDelete`` on that node, delivered at the end of the pass) and is placed in
+a later pass, its nominated node tried first. Its placement lists ``preempted`` (the victims,
+``namespace/name``) and ``nominated_node``. A victim that this run had placed itself loses its placement:
+it is reported unplaced with ``Preempted by pod <ns/name> on node <node>`` (kube's Preempted event
+names the preemptor's uid). Victims that were already running simply disappear from the cluster.
+
 Randomness: one ``random.Random(seed)`` drives every tie-break, so a run is reproducible per seed.
 """
 
@@ -44,7 +52,7 @@ from __future__ import annotations
 import dataclasses
 import random
 from collections import Counter
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from policyscheduler.cycle import ERROR, SCHEDULED, UNSCHEDULABLE, Attempt, ClusterCache, Cycle, SchedulingQueue
@@ -108,6 +116,8 @@ class Simulation:
     passes: int
     nodes: tuple[NodeUsage, ...] = ()
     evaluations: int = 0
+    preemptions: Mapping[str, tuple[str, tuple[str, ...]]] = dataclasses.field(default_factory=dict)
+    """Preemptor ``namespace/name`` -> (nominated node, victims ``namespace/name`` in eviction order)."""
 
     @property
     def placed(self) -> list[Decision]:
@@ -121,10 +131,14 @@ class Simulation:
 
     def to_json(self) -> dict[str, Any]:
         """The ``simulate --output json`` document."""
-        return {
-            "policy_digest": self.policy_digest,
-            "placements": [d.to_json() for d in self.decisions],
-        }
+        placements = []
+        for d in self.decisions:
+            doc = d.to_json()
+            preempted = self.preemptions.get(d.pod)
+            if preempted is not None:  # additive fields, only on pods that preempted (README "Preemption")
+                doc["nominated_node"], doc["preempted"] = preempted[0], list(preempted[1])
+            placements.append(doc)
+        return {"policy_digest": self.policy_digest, "placements": placements}
 
 
 class Prepared(NamedTuple):
@@ -196,13 +210,17 @@ def simulate(
         queue.add(index, pod)  # the key is the position in queue order, so the queue keeps that order
 
     last_failure: dict[int, Decision] = {}
+    preemptions: dict[str, tuple[str, tuple[str, ...]]] = {}
+    evicted: dict[str, str] = {}  # victim namespace/name -> the message of its lost placement
+    preempted_on: list[str] = []  # nodes that lost pods to preemption in this pass
     passes = 0
     evaluations = 0
     failures = 0
     while True:
         passes += 1
-        placed_before = len(placed)
+        placed_before, evictions_before = len(placed), len(evicted)
         placed_on.clear()
+        preempted_on.clear()
         while (attempt := cycle.schedule_one()) is not None:
             index = int(attempt.entry.key)  # type: ignore[call-overload]
             if attempt.result == ERROR:  # evaluators turn rule errors into verdicts: this is a bug
@@ -217,27 +235,50 @@ def simulate(
                 last_failure[index] = summary
                 if not detail and attempt.entry.last_decision is attempt.decision:
                     attempt.entry.last_decision = summary  # what a reused attempt returns: the same answer
+                if attempt.nominated_node is not None:
+                    _evict(cycle.cache, attempt, evicted)
+                    before = preemptions.get(attempt.key, ("", ()))[1]
+                    preemptions[attempt.key] = (attempt.nominated_node, before + tuple(v.key for v in attempt.victims))
+                    preempted_on.append(attempt.nominated_node)
             elif attempt.result == SCHEDULED:
                 last_failure.pop(index, None)
             if progress is not None and not attempt.reused:
                 progress(len(placed), len(pending))
-        if len(placed) == placed_before or len(queue) == 0:
+        if (len(placed) == placed_before and len(evicted) == evictions_before) or len(queue) == 0:
             break  # nothing changed, or nothing left to retry
         for node in dict.fromkeys(placed_on):  # the live queue's requeue: only the pods an event can help
             queue.move(ClusterEvent.assigned_pod("AssignedPodAdd", node))
+        for node in dict.fromkeys(preempted_on):
+            queue.move(ClusterEvent.assigned_pod("AssignedPodDelete", node))
         if not queue.pending()["active"] and not queue.pending()["backoff"]:
             break  # no waiting pod can be helped by what this pass placed
     for entry in queue.gated():  # never decided: unplaced with kube-scheduler's PreEnqueue text
         last_failure[int(entry.key)] = _gated(entry.pod, entry.gates, policy_set.digest)  # type: ignore[call-overload]
+    if evicted:  # placements taken back by a later preemption: unplaced, saying by whom
+        index_of = {pod_key(pod): i for i, pod in enumerate(pending)}
+        for d in placed:
+            if d.pod in evicted:
+                last_failure[index_of[d.pod]] = dataclasses.replace(
+                    _summary(d), node=None, score=None, top=(), message=evicted[d.pod])
+        placed = [d for d in placed if d.pod not in evicted]
     unplaced = [last_failure[index] for index in sorted(last_failure)]
     return Simulation(
         policy_digest=policy_set.digest,
+        preemptions=preemptions,
         decisions=tuple(placed + unplaced),
         node_count=len(snapshot.nodes),
         passes=passes,
         nodes=_usage(snapshot, placed),
         evaluations=evaluations,
     )
+
+
+def _evict(cache: ClusterCache, attempt: Attempt, evicted: dict[str, str]) -> None:
+    """Take the victims of ``attempt``'s preemption out of the cluster (what their deletion does live)."""
+    for victim in attempt.victims:
+        meta = {"namespace": victim.namespace, "name": victim.name, "uid": victim.uid}
+        cache.remove("Pod", {"kind": "Pod", "metadata": meta})
+        evicted[victim.key] = f"Preempted by pod {attempt.key} on node {victim.node}"
 
 
 def _gated(pod: dict[str, Any], gates: tuple[str, ...], digest: str) -> Decision:

@@ -1,7 +1,7 @@
 """ClusterSnapshot: the cluster state fed with plain Kubernetes object dicts.
 
 ``from_objects`` takes a whole snapshot (kinds Node, Pod, Namespace, Service, ReplicaSet, StatefulSet,
-ReplicationController; ``List`` objects are unpacked; other kinds are ignored). Pods with
+ReplicationController, PodDisruptionBudget; ``List`` objects are unpacked; other kinds are ignored). Pods with
 ``spec.nodeName`` are placed on that node unless they are in phase Succeeded/Failed (the scheduler's
 informer filters those out; :func:`policyscheduler.kobjects.is_placed` decides). ``assume`` places a pending
 pod and ``forget`` takes it back; ``add`` / ``update`` / ``remove`` apply one watched object. Records of
@@ -14,6 +14,7 @@ dicts are converted as they arrive and not kept (a 50,000-pod snapshot would oth
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from datetime import datetime
 from typing import Any
 
 from cachetools import LRUCache
@@ -22,11 +23,13 @@ from policyscheduler.kobjects import cache_key, flatten_lists, is_placed, name_o
 from policyscheduler.objects.builders import build_node, build_pod, object_name
 from policyscheduler.objects.cluster import Cluster, make_cluster
 from policyscheduler.objects.records import Node, Pod
+from policyscheduler.state.budgets import build_budget
 from policyscheduler.state.store import ClusterState, pod_key, replace_fields
 
 __all__ = ["ClusterSnapshot", "KINDS"]
 
-KINDS = ("Node", "Pod", "Namespace", "Service", "ReplicaSet", "StatefulSet", "ReplicationController")
+KINDS = ("Node", "Pod", "Namespace", "Service", "ReplicaSet", "StatefulSet", "ReplicationController",
+         "PodDisruptionBudget")
 _RECORD_CACHE = 4096
 
 
@@ -34,6 +37,17 @@ def _mapping(obj: Mapping[str, Any], key: str) -> Mapping[str, Any]:
     """``obj[key]`` when it is a mapping, else an empty one (malformed objects never raise)."""
     value = obj.get(key)
     return value if isinstance(value, Mapping) else {}
+
+
+def _start_time(obj: Mapping[str, Any]) -> float | None:
+    """``status.startTime`` as seconds since the epoch (None when absent or unreadable)."""
+    raw = _mapping(obj, "status").get("startTime")
+    if not isinstance(raw, str) or not raw:
+        return None
+    try:
+        return datetime.fromisoformat(raw.replace("Z", "+00:00")).timestamp()
+    except ValueError:
+        return None
 
 
 def _record_key(pod: Mapping[str, Any]) -> tuple[str, str] | None:
@@ -60,6 +74,9 @@ class ClusterSnapshot:
         # Bounded: a long-running scheduler sees millions of pod objects. Objects with a uid and a
         # resourceVersion are keyed by them; others by identity, the object kept so its id stays unique.
         self._records: LRUCache[Any, tuple[Any, Pod]] = LRUCache(maxsize=_RECORD_CACHE)
+        self.start_times: dict[str, float] = {}
+        """Pod key -> ``status.startTime`` (epoch seconds) of placed pods that have one: preemption
+        orders victims by it (a pod without one started "now", as kube's GetPodStartTime says)."""
 
     # -- construction -----------------------------------------------------------------------------------
 
@@ -121,7 +138,13 @@ class ClusterSnapshot:
             warnings.append(f"{object_name(obj, 'Pod')}: ignored ({type(err).__name__}: {err})")
             return None
         self.state.add_pod(pod)
-        return pod_key(pod)
+        key = pod_key(pod)
+        started = _start_time(obj)
+        if started is None:
+            self.start_times.pop(key, None)
+        else:
+            self.start_times[key] = started
+        return key
 
     def _apply_other(self, kind: str, obj: Mapping[str, Any], warnings: list[str], *, remove: bool = False) -> None:
         ns, name = object_key(obj)
@@ -132,6 +155,9 @@ class ClusterSnapshot:
                 return
             labels = _mapping(_mapping(obj, "metadata"), "labels")
             state.set_namespace(name, {k: v for k, v in labels.items() if isinstance(k, str) and isinstance(v, str)})
+            return
+        if kind == "PodDisruptionBudget":
+            state.set_budget(None if remove else build_budget(obj, warnings), ns, name)
             return
         spec = _mapping(obj, "spec")
         if kind in ("Service", "ReplicationController"):
@@ -163,6 +189,7 @@ class ClusterSnapshot:
                     self._place_object(obj, warnings)
                 else:
                     self.state.remove_pod(self._key_of(obj))
+                    self.start_times.pop(self._key_of(obj), None)
             elif kind in KINDS:
                 self._apply_other(kind, obj, warnings)
         except Exception as err:  # noqa: BLE001 - one bad event must not stop the loop
@@ -178,6 +205,7 @@ class ClusterSnapshot:
             self.state.remove_node(name_of(obj))
         elif kind == "Pod":
             self.state.remove_pod(self._key_of(obj))
+            self.start_times.pop(self._key_of(obj), None)
         elif kind in KINDS:
             self._apply_other(kind, obj, [], remove=True)
 

@@ -27,6 +27,7 @@ import numpy.typing as npt
 from policyscheduler.kobjects import cache_key
 from policyscheduler.objects.records import HostPort, Node, Pod
 from policyscheduler.objects.topology import LabelCodes, MatchKey
+from policyscheduler.state.budgets import DisruptionBudget
 from policyscheduler.state.indexes import LabelCodeCache, MatchCounts
 
 __all__ = ["ClusterState", "pod_key"]
@@ -150,6 +151,8 @@ class ClusterState:
         self.replica_sets: dict[tuple[str, str], Any] = {}
         self.stateful_sets: dict[tuple[str, str], Any] = {}
         self.replication_controllers: dict[tuple[str, str], dict[str, str] | None] = {}
+        self.budgets: dict[tuple[str, str], DisruptionBudget] = {}
+        """PodDisruptionBudgets by (namespace, name): preemption reads them, no rule does."""
         self._images: dict[str, list[int]] = {}  # image -> [size first seen, nodes holding it]
         self._image_states: dict[str, tuple[int, int]] | None = None
         self._image_slots: dict[str, npt.NDArray[np.bool_]] = {}  # image -> holds it, per slot (built on demand)
@@ -355,6 +358,37 @@ class ClusterState:
         self._counts.pod_changed(i, pod, -1)
         self._node_changed(i)
         return pod
+
+    def pod_order(self, node_name: str) -> list[str]:
+        """Keys of the pods on a node, in the order the node's record lists them."""
+        i = self._slot_of.get(node_name)
+        return [] if i is None else list(self._slots[i].pods)
+
+    def restore_pod_order(self, node_name: str, keys: list[str]) -> None:
+        """Put the pods of a node back in the order ``keys`` (as :meth:`pod_order` returned it before a
+        what-if took pods away and gave them back): the node's record -- pods and used ports -- is then
+        the one it was, not merely an equal multiset. Keys not stored on the node are skipped."""
+        i = self._slot_of.get(node_name)
+        if i is None:
+            return
+        slot = self._slots[i]
+        if list(slot.pods) == keys:
+            return
+        pods = slot.pods
+        ordered = {k: pods[k] for k in keys if k in pods}
+        ordered.update((k, p) for k, p in pods.items() if k not in ordered)
+        slot.pods = ordered
+        slot.ports = [port for p in ordered.values() for port in p.host_ports]
+        slot.record = None
+        self._node_changed(i)
+
+    def set_budget(self, budget: DisruptionBudget | None, namespace: str, name: str) -> None:
+        """Add, update (a budget) or remove (None) a PodDisruptionBudget."""
+        if budget is None:
+            self.budgets.pop((namespace, name), None)
+        else:
+            self.budgets[(namespace, name)] = budget
+        self._bump()  # no rule reads budgets, but a remembered unschedulable decision must not outlive one
 
     def pod(self, key: str) -> Pod | None:
         """The stored record of a pod (None when it is not on a node)."""

@@ -64,7 +64,7 @@ def test_json_output_follows_the_schema_on_a_small_cluster(small_cluster: Path) 
         assert set(p) == {"pod", "node", "score", "top", "message"}
     assert by_pod["default/giant"]["node"] is None
     assert by_pod["default/giant"]["score"] is None
-    assert by_pod["default/giant"]["message"] == "0/2 nodes are available: 2 Insufficient cpu."
+    assert by_pod["default/giant"]["message"] == "0/2 nodes are available: 2 Insufficient cpu. preemption: 0/2 nodes are available: 2 Preemption is not helpful for scheduling."
     for name in ("default/small", "default/medium"):
         p = by_pod[name]
         assert p["node"] in {"n1", "n2"} and p["node"] in p["top"]

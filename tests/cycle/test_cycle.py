@@ -46,7 +46,7 @@ def test_assumed_pod_occupies_its_node_until_the_bind_fails() -> None:
         cycle.queue.add(name, pod(name))
     results = [cycle.schedule_one() for _ in range(3)]
     assert [r.result for r in results] == [SCHEDULED, SCHEDULED, UNSCHEDULABLE]
-    assert results[2].decision.message == "0/1 nodes are available: 1 Insufficient cpu."
+    assert results[2].decision.message == "0/1 nodes are available: 1 Insufficient cpu. preemption: 0/1 nodes are available: 1 No preemption victims found for incoming pod."
     # a's bind fails: its cpu is free again and c (unschedulable) is moved back
     assert cycle.binding_failed(bound[0], retry=False, reason="409") == "gone"
     later(cycle)

@@ -34,7 +34,7 @@ def test_queue_order_decides_who_gets_the_last_cpu():
     sim = simulate(ps, objs, seed=0)
     # important first (priority), then early (older) does not fit, late does not fit either
     assert placements(sim) == [("important", "n1"), ("early", None), ("late", None)]
-    assert sim.unplaced[0].message == "0/1 nodes are available: 1 Insufficient cpu."
+    assert sim.unplaced[0].message == "0/1 nodes are available: 1 Insufficient cpu. preemption: 0/1 nodes are available: 1 No preemption victims found for incoming pod."
 
 
 def test_each_placement_is_visible_to_the_next_pod():
@@ -44,7 +44,7 @@ def test_each_placement_is_visible_to_the_next_pod():
     placed = [n for _, n in placements(sim) if n]
     assert sorted(placed) == ["n1", "n1", "n2", "n2"]
     assert len(sim.unplaced) == 1
-    assert sim.unplaced[0].message == "0/2 nodes are available: 2 Insufficient cpu."
+    assert sim.unplaced[0].message == "0/2 nodes are available: 2 Insufficient cpu. preemption: 0/2 nodes are available: 2 No preemption victims found for incoming pod."
 
 
 def test_pod_failing_first_is_retried_after_a_later_pod_lands():
@@ -72,7 +72,7 @@ def test_unplaceable_pod_keeps_the_message_of_its_last_attempt():
     friend = pod("friend", "1", created="2026-01-01T00:00:02Z")
     sim = simulate(ps, [node("n1", cpu="2"), blocker, friend], seed=0)
     assert placements(sim) == [("friend", "n1"), ("blocker", None)]
-    assert sim.unplaced[0].message == "0/1 nodes are available: 1 Insufficient cpu."
+    assert sim.unplaced[0].message == "0/1 nodes are available: 1 Insufficient cpu. preemption: 0/1 nodes are available: 1 No preemption victims found for incoming pod."
 
 
 def test_same_seed_same_result_and_json_shape():

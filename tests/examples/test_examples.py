@@ -31,7 +31,7 @@ def test_batch_pods_stay_off_latency_critical_nodes_with_a_custom_reason(tmp_pat
     status, doc, _ = simulate(tmp_path, objects, policy)
     assert status == 0
     assert placements(doc) == {"web": "fast", "batch-job": None}
-    assert messages(doc)["batch-job"] == "0/1 nodes are available: 1 node(s) are reserved for latency-critical workloads."
+    assert messages(doc)["batch-job"] == "0/1 nodes are available: 1 node(s) are reserved for latency-critical workloads. preemption: 0/1 nodes are available: 1 No preemption victims found for incoming pod."
     # with an ordinary node next to it, the batch pod goes there (and would have taken "fast" otherwise: emptier)
     objects = [node("fast", {"node-role": "latency-critical"}), node("std", cpu="2"),
                pod("busy", on="std", cpu="1", memory="1Gi"), pod("batch-job", labels={"workload": "batch"})]
@@ -51,7 +51,8 @@ def test_gpu_nodes_only_for_gpu_pods_and_vice_versa(tmp_path: Path) -> None:
     assert "gpu-1" in {n for p, n in placements(simulate(tmp_path, objects)[1]).items() if p.startswith("web")}
     only_gpu = [node("gpu-1", extra=gpu), pod("web")]
     assert messages(simulate(tmp_path, only_gpu, policy)[1])["web"] == \
-        "0/1 nodes are available: 1 node(s) have GPUs, kept for pods that request one."
+        "0/1 nodes are available: 1 node(s) have GPUs, kept for pods that request one." \
+        " preemption: 0/1 nodes are available: 1 No preemption victims found for incoming pod."
 
 
 def test_most_allocated_for_tight_packing_without_copying_the_default(tmp_path: Path) -> None:
@@ -83,7 +84,7 @@ def test_at_most_ten_pods_of_a_team_per_node_with_the_count_in_the_reason(tmp_pa
     status, doc, _ = simulate(tmp_path, objects, policy)
     assert status == 0
     assert placements(doc) == {"b-new": "n1", "a-new": None}
-    assert messages(doc)["a-new"] == "0/1 nodes are available: 1 node(s) already run 10 pods of team a (at most 10)."
+    assert messages(doc)["a-new"] == "0/1 nodes are available: 1 node(s) already run 10 pods of team a (at most 10). preemption: 0/1 nodes are available: 1 No preemption victims found for incoming pod."
     nine = [node("n1"), *running[:9], pod("a-new", labels={"team": "a"})]
     assert placements(simulate(tmp_path, nine, policy)[1]) == {"a-new": "n1"}
 

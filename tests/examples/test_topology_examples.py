@@ -111,7 +111,7 @@ def test_hard_spread_keeps_rack_skew_at_most_one_and_says_why_a_pod_cannot_fit(t
     assert len(unplaced) == 1
     assert messages(doc)[unplaced[0]] == (
         "0/4 nodes are available: 1 Insufficient cpu, 1 node(s) have no rack label, "
-        "2 node(s) would break the rack spread of app web (maxSkew 1).")
+        "2 node(s) would break the rack spread of app web (maxSkew 1). preemption: 0/4 nodes are available: 4 No preemption victims found for incoming pod.")
     # the defaults alone pile the replicas on the big nodes of r1 (and use the rack-less node)
     defaults_only, _ = run(tmp_path, objects, engine)
     assert max(skews(defaults_only, rack | {"norack": "r1"}, ("r1", "r2"))) > 1
@@ -154,9 +154,11 @@ def test_hard_spread_places_like_pod_topology_spread(tmp_path: Path, engine: str
     assert None in placements(builtin).values()  # b1 fills up, so the spread stops some replicas
     failed = [p for p, n in placements(builtin).items() if n is None]
     assert messages(builtin)[failed[0]] == (
-        "0/4 nodes are available: 1 Insufficient cpu, 3 node(s) didn't match pod topology spread constraints.")
+        "0/4 nodes are available: 1 Insufficient cpu, 3 node(s) didn't match pod topology spread constraints."
+        " preemption: 0/4 nodes are available: 4 No preemption victims found for incoming pod.")
     assert messages(primitives)[failed[0]] == (
-        "0/4 nodes are available: 1 Insufficient cpu, 3 node(s) would break the rack spread of app web (maxSkew 1).")
+        "0/4 nodes are available: 1 Insufficient cpu, 3 node(s) would break the rack spread of app web (maxSkew 1)."
+        " preemption: 0/4 nodes are available: 4 No preemption victims found for incoming pod.")
 
 
 # -- zone quota -----------------------------------------------------------------------------------------
@@ -186,7 +188,8 @@ def test_zone_quota_caps_a_team_per_zone_across_namespaces(tmp_path: Path, engin
     assert blue == {"z1": 1, "z2": 2}
     assert [p for p, n in placed.items() if n is None] == ["blue-3"]
     assert messages(doc)["blue-3"] == (
-        "0/3 nodes are available: 3 node(s) are in a zone at its quota of 3 pods of team blue.")
+        "0/3 nodes are available: 3 node(s) are in a zone at its quota of 3 pods of team blue."
+        " preemption: 0/3 nodes are available: 3 No preemption victims found for incoming pod.")
     assert all(placed[f"red-{i}"] is not None for i in range(4)) and placed["plain"] is not None
     # the defaults alone place every blue pod
     assert None not in placements(run(tmp_path, objects, engine)[0]).values()
@@ -201,6 +204,7 @@ def test_zone_quota_over_the_quota_already_and_a_node_without_zone(tmp_path: Pat
                *(team_pod(f"old-b{i}", "blue", on="b1") for i in range(3)),
                team_pod("new", "blue")]
     doc, _ = run(tmp_path, objects, engine, QUOTA)
-    assert messages(doc)["new"] == "0/2 nodes are available: 2 node(s) are in a zone at its quota of 3 pods of team blue."
+    assert messages(doc)["new"] == ("0/2 nodes are available: 2 node(s) are in a zone at its quota of 3 pods of team blue."
+                                    " preemption: 0/2 nodes are available: 2 No preemption victims found for incoming pod.")
     doc, _ = run(tmp_path, [*objects, node("edge")], engine, QUOTA)
     assert placements(doc) == {"new": "edge"}

@@ -157,5 +157,6 @@ def test_budget_stops_a_rule_in_simulate(tmp_path: Path, engine: str, monkeypatc
     assert failed["node"] is None
     assert failed["message"] == (f"0/2 nodes are available: 2 policy error in rule heavy: budget: evaluation stopped "
                                  f"at {pol}:4:51 after 50,000 steps (loop items and list items built) on this node; "
-                                 "the rule does more work than any rule may.")
+                                 "the rule does more work than any rule may. "
+                                 "preemption: 0/2 nodes are available: 2 Preemption is not helpful for scheduling.")
     assert [p["pod"] for p in doc["placements"]] == ["default/p1", "default/p2", "default/p0"]

@@ -51,7 +51,8 @@ def test_budget_error_is_a_located_failed_scheduling_and_the_loop_goes_on(cp: Co
         event = wait_until(failed, 120, "FailedScheduling for the heavy pod")[0]
         assert event["note"] == (f"0/1 nodes are available: 1 policy error in rule heavy: budget: evaluation stopped "
                                  f"at {policy}:4:51 after 10,000,000 steps (loop items and list items built) on this "
-                                 "node; the rule does more work than any rule may.")
+                                 "node; the rule does more work than any rule may. "
+                                 "preemption: 0/1 nodes are available: 1 Preemption is not helpful for scheduling.")
         fakes.create_all(api, light)
         bound = wait_all_bound(api, ns, [p["metadata"]["name"] for p in light], timeout=60)
         assert set(bound.values()) == {f"{ns}-big"}
