@@ -15,7 +15,13 @@ from typing import Any, Protocol
 import numpy as np
 import numpy.typing as npt
 
-from policyscheduler.objects.records import Node, Pod, SpreadConstraint, pod_matches_required_node_affinity
+from policyscheduler.objects.records import (
+    Node,
+    Pod,
+    PodAffinityTerm,
+    SpreadConstraint,
+    pod_matches_required_node_affinity,
+)
 from policyscheduler.objects.selectors import Selector, compile_label_selector, set_selector
 
 __all__ = [
@@ -38,6 +44,8 @@ __all__ = [
     "domain_sums",
     "IndexedFilterCounts",
     "IndexedScoreCounts",
+    "TERM_KINDS",
+    "TermSlots",
 ]
 
 IntArray = npt.NDArray[np.int64]
@@ -267,6 +275,14 @@ def build_label_codes(key: str, labels: Iterable[Mapping[str, str]]) -> LabelCod
     return LabelCodes(np.array(codes, dtype=np.int64), tuple(index), index)
 
 
+TERM_KINDS = ("required_anti_affinity", "required_affinity", "preferred_affinity", "preferred_anti_affinity")
+"""The kinds of placed pods' inter-pod terms :meth:`ClusterIndex.existing_terms` answers for, by position."""
+
+TermSlots = Mapping[PodAffinityTerm, Mapping[int, int]]
+"""Distinct term -> node slot -> how many
+placed pods there carry it (required kinds) or the sum of their weights (preferred kinds)."""
+
+
 class ClusterIndex(ControllerObjects, Protocol):
     """What the incremental cluster state offers a per-pod context (implemented by ``state``).
 
@@ -288,9 +304,9 @@ class ClusterIndex(ControllerObjects, Protocol):
 
     def label_codes(self, key: str) -> LabelCodes: ...
 
-    def affinity_pods(self) -> Iterable[tuple[int, Pod]]: ...
-
-    def anti_affinity_pods(self) -> Iterable[tuple[int, Pod]]: ...
+    def existing_terms(self, kind: int) -> TermSlots:
+        """The placed pods' terms of ``TERM_KINDS[kind]``, per distinct term, with their nodes (by slot)."""
+        ...
 
 
 def domain_sums(codes: IntArray, ncodes: int, per_node: IntArray, mask: BoolArray) -> tuple[IntArray, BoolArray]:

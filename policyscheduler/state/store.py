@@ -25,8 +25,8 @@ import numpy as np
 import numpy.typing as npt
 
 from policyscheduler.objects.records import HostPort, Node, Pod
-from policyscheduler.objects.topology import LabelCodes, MatchKey
-from policyscheduler.state.indexes import LabelCodeCache, MatchCounts
+from policyscheduler.objects.topology import LabelCodes, MatchKey, TermSlots
+from policyscheduler.state.indexes import LabelCodeCache, MatchCounts, TermIndex
 
 __all__ = ["ClusterState", "pod_key"]
 
@@ -154,6 +154,7 @@ class ClusterState:
         self._with_affinity: dict[str, Pod] = {}
         self._with_anti: dict[str, Pod] = {}
         self._counts = MatchCounts(self.namespace_labels)
+        self._terms: TermIndex | None = TermIndex()  # None after a node removal shifted the slots: rebuilt on use
         self._codes = LabelCodeCache()
         self.generation = 0
         self._journal: list[tuple[int, int]] = []  # (generation, slot) per node-record change
@@ -253,6 +254,7 @@ class ClusterState:
             self._unindex(key)
             self._waiting.setdefault(name, {})[key] = pod
         self._counts.clear()
+        self._terms = None
         self._node_set_changed()
         return True
 
@@ -332,6 +334,9 @@ class ClusterState:
             self._with_affinity[key] = pod
         self._counts.pod_changed(i, old, -1)
         self._counts.pod_changed(i, pod, 1)
+        if self._terms is not None:
+            self._terms.pod_changed(i, old, -1)
+            self._terms.pod_changed(i, pod, 1)
         self._node_changed(i)
         return True
 
@@ -351,6 +356,8 @@ class ClusterState:
         pod = self._slots[i].remove(key)
         self._unindex(key)
         self._counts.pod_changed(i, pod, -1)
+        if self._terms is not None:
+            self._terms.pod_changed(i, pod, -1)
         self._node_changed(i)
         return pod
 
@@ -380,6 +387,8 @@ class ClusterState:
         if _has_affinity(pod):
             self._with_affinity[key] = pod
         self._counts.pod_changed(i, pod, 1)
+        if self._terms is not None:
+            self._terms.pod_changed(i, pod, 1)
         self._node_changed(i)
 
     def _unindex(self, key: str) -> None:
@@ -466,6 +475,19 @@ class ClusterState:
         slot_of = self._slot_of
         for pod in self._with_anti.values():
             yield slot_of[pod.node_name], pod
+
+    def existing_terms(self, kind: int) -> TermSlots:
+        """The placed pods' terms of ``TERM_KINDS[kind]`` (objects.topology), per distinct term, with the
+        slots of the pods carrying them (kept up to date per pod change; see TermIndex)."""
+        terms = self._terms
+        if terms is None:
+            terms = self._terms = TermIndex()
+            seen: set[str] = set()
+            for key, pod in [*self._with_anti.items(), *self._with_affinity.items()]:
+                if key not in seen:
+                    seen.add(key)
+                    terms.pod_changed(self._slot_of[pod.node_name], pod, 1)
+        return terms.table(kind)
 
     def has_anti_affinity_pods(self) -> bool:
         """True if some placed pod has a required anti-affinity term."""
