@@ -15,7 +15,7 @@ from collections.abc import Callable, Mapping, Sequence
 import numpy as np
 
 from policyscheduler.objects.records import Node, Pod, PodAffinityTerm
-from policyscheduler.objects.topology import ClusterIndex, IntArray, LabelCodes, MatchClause, TermSlots, domain_sums
+from policyscheduler.objects.topology import ClusterIndex, IntArray, LabelCodes, MatchClause, domain_sums
 
 __all__ = [
     "incoming_term_matches", "existing_term_matches", "FilterState", "ScoreState", "count_in_domain", "lookup",
@@ -171,15 +171,16 @@ def _flush(m: TopologyMap, nodes: Sequence[Node], index: ClusterIndex, hits: _Hi
         _add_counts(m, key, np.rint(counts).astype(np.int64), 1, index.label_codes(key))
 
 
-def _existing_hits(terms: TermSlots, pod: Pod, own_labels: Mapping[str, str]) -> _Hits:
+def _existing_hits(index: ClusterIndex, kind: int, pod: Pod, own_labels: Mapping[str, str]) -> _Hits:
     """The nodes (with counts or weights) of the placed pods' terms of one kind that ``pod`` matches.
 
-    The state keeps each distinct term once with its per-node counts (TermIndex), so this matches the
-    pod against every distinct term once and copies the matching terms' slots: no walk over the pods
-    that carry them (kube walks HavePodsWithAffinityList; the sums are the same).
+    The state keeps each distinct term once with its per-node counts (TermIndex) and finds the terms
+    the pod's labels may match, so this matches the pod against those distinct terms once each and
+    copies the matching terms' slots: no walk over the pods that carry them (kube walks
+    HavePodsWithAffinityList; the sums are the same).
     """
     hits: _Hits = {}
-    for term, per_slot in terms.items():
+    for term, per_slot in index.existing_terms(kind, pod.labels):
         if existing_term_matches(term, pod, own_labels):
             found = hits.get(term.topology_key)
             if found is None:
@@ -196,7 +197,7 @@ class IndexedFilterState(FilterState):
         self.existing_anti = {}
         self.affinity = {}
         self.anti = {}
-        _flush(self.existing_anti, nodes, index, _existing_hits(index.existing_terms(0), pod, ns_labels(pod.namespace)))
+        _flush(self.existing_anti, nodes, index, _existing_hits(index, 0, pod, ns_labels(pod.namespace)))
         aff = pod.required_affinity_terms
         if aff:
             clauses = [term_clause(t) for t in aff]
@@ -229,4 +230,4 @@ class IndexedScoreState(ScoreState):
                     counts = index.match_counts((False, (clause,)))
                     _add_counts(m, w.term.topology_key, counts, w.weight, index.label_codes(w.term.topology_key))
         for kind, m in ((1, self.existing_required), (2, self.existing_preferred), (3, self.existing_preferred_anti)):
-            _flush(m, nodes, index, _existing_hits(index.existing_terms(kind), pod, own_labels))
+            _flush(m, nodes, index, _existing_hits(index, kind, pod, own_labels))

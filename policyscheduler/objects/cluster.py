@@ -82,7 +82,12 @@ class _State:
 
     @cached_property
     def included(self) -> topology._Included:
-        return topology._Included(self.pod, self.nodes)
+        return topology._Included(self.pod, self.nodes, self._mask_cache)
+
+    def _mask_cache(self) -> topology.MaskCache | None:
+        """The state's node-mask cache while the index still describes this context's nodes."""
+        index = self.indexed
+        return getattr(index, "node_masks", None) if index is not None else None
 
     def domains(self, sel: PodSelector, key: str) -> domains.Domains:
         """The (selector, topology key) table, built once per context (indexed while the index is current).

@@ -8,7 +8,7 @@ all topologies are required) counts into the "" domain of that key for the domai
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -304,8 +304,10 @@ class ClusterIndex(ControllerObjects, Protocol):
 
     def label_codes(self, key: str) -> LabelCodes: ...
 
-    def existing_terms(self, kind: int) -> TermSlots:
-        """The placed pods' terms of ``TERM_KINDS[kind]``, per distinct term, with their nodes (by slot)."""
+    def existing_terms(self, kind: int, labels: Mapping[str, str]) -> Iterable[tuple[PodAffinityTerm, Mapping[int, int]]]:
+        """The placed pods' distinct terms of ``TERM_KINDS[kind]`` whose selector may match a pod with
+        ``labels`` (a superset: the caller still matches each), with their nodes by slot (counts or
+        summed weights)."""
         ...
 
 
@@ -318,13 +320,40 @@ def domain_sums(codes: IntArray, ncodes: int, per_node: IntArray, mask: BoolArra
     return np.rint(sums).astype(np.int64), present
 
 
-class _Included:
-    """``node_included`` of every node, per (nodeAffinityPolicy, nodeTaintsPolicy) pair, computed once."""
+MaskCache = dict[Hashable, BoolArray]
+"""Node masks shared between pods, kept by the state while its nodes do not change (``node_masks``)."""
 
-    def __init__(self, pod: Pod, nodes: Sequence[Node]) -> None:
+_MASK_CACHE_MAX = 256
+
+
+def _included_key(c: SpreadConstraint, pod: Pod) -> Hashable:
+    """Everything of the pod that :func:`node_included` reads under ``c``'s policies, as a value: pods
+    with equal keys include the same nodes (most pods of a cluster share a handful of node selectors)."""
+    parts: list[Hashable] = [c.node_affinity_policy, c.node_taints_policy]
+    if c.node_affinity_policy == "Honor":
+        parts.append(tuple(sorted(pod.node_selector.items())))
+        parts.append(pod.has_required_node_affinity)
+        if pod.has_required_node_affinity:
+            parts.append(tuple((bool(t.match_expressions or t.match_fields), t._valid, t._labels, t._fields)
+                               for t in pod.required_node_affinity))
+    if c.node_taints_policy == "Honor":
+        parts.append(tuple((t.key, t.operator, t.value, t.effect) for t in pod.tolerations))
+    return tuple(parts)
+
+
+class _Included:
+    """``node_included`` of every node, per (nodeAffinityPolicy, nodeTaintsPolicy) pair, computed once.
+
+    ``shared`` gives the state's mask cache while the state still has the nodes this context saw (None
+    otherwise): a mask another pod with the same node selectors, affinity and tolerations computed is
+    then reused instead of a pass over every node.
+    """
+
+    def __init__(self, pod: Pod, nodes: Sequence[Node], shared: Callable[[], MaskCache | None] | None = None) -> None:
         self.pod = pod
         self.nodes = nodes
         self._masks: dict[tuple[str, str], BoolArray] = {}
+        self._shared = shared
 
     def __call__(self, c: SpreadConstraint) -> BoolArray:
         policies = (c.node_affinity_policy, c.node_taints_policy)
@@ -335,7 +364,18 @@ class _Included:
             if affinity_free and c.node_taints_policy != "Honor":
                 mask = np.ones(len(nodes), dtype=bool)
             else:
-                mask = np.fromiter((node_included(c, pod, n) for n in nodes), dtype=bool, count=len(nodes))
+                cache = self._shared() if self._shared is not None else None
+                key = _included_key(c, pod) if cache is not None else None
+                found = cache.get(key) if cache is not None else None
+                if found is not None and found.size == len(nodes):
+                    mask = found
+                else:
+                    mask = np.fromiter((node_included(c, pod, n) for n in nodes), dtype=bool, count=len(nodes))
+                    if cache is not None:
+                        if len(cache) >= _MASK_CACHE_MAX:
+                            cache.clear()
+                        mask.flags.writeable = False  # shared between pods: nobody may edit it
+                        cache[key] = mask
             self._masks[policies] = mask
         return mask
 

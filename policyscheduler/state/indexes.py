@@ -21,11 +21,13 @@ from __future__ import annotations
 
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Mapping
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
 from policyscheduler.objects.records import Pod, PodAffinityTerm
+from policyscheduler.objects.selectors import Selector
 from policyscheduler.objects.topology import (
     TERM_KINDS,
     LabelCodes,
@@ -44,6 +46,69 @@ _Signature = tuple[str, bool, frozenset[tuple[str, str]]]
 def _signature(pod: Pod) -> _Signature:
     """Everything :func:`match_key_matches` reads of a pod: pods with equal signatures match alike."""
     return pod.namespace, pod.terminating, frozenset(pod.labels.items())
+
+
+def _trigger(selectors: Iterable[Selector | None]) -> list[tuple[str, str]] | None:
+    """Label pairs one of which every pod matching all ``selectors`` carries (the values of the first
+    ``In`` requirement found), or None when there is no such requirement (then every pod is a candidate).
+    Used to find the few selectors a pod's labels can match without testing every selector."""
+    for sel in selectors:
+        if sel is None:
+            continue
+        for req in sel.requirements:
+            if req.operator == "In":
+                return [(req.key, v) for v in req.values]
+    return None
+
+
+class _Triggers:
+    """Items (match keys, terms) by their trigger label pairs: :meth:`candidates` of a label set is a
+    superset of the items whose selectors can match it, found in O(labels + candidates)."""
+
+    __slots__ = ("by_pair", "everywhere")
+
+    def __init__(self) -> None:
+        self.by_pair: dict[tuple[str, str], set[Any]] = {}
+        self.everywhere: set[Any] = set()
+
+    def add(self, item: Any, pairs: list[tuple[str, str]] | None) -> None:
+        if pairs is None:
+            self.everywhere.add(item)
+            return
+        for pair in pairs:
+            bucket = self.by_pair.get(pair)
+            if bucket is None:
+                bucket = self.by_pair[pair] = set()
+            bucket.add(item)
+
+    def discard(self, item: Any, pairs: list[tuple[str, str]] | None) -> None:
+        if pairs is None:
+            self.everywhere.discard(item)
+            return
+        for pair in pairs:
+            bucket = self.by_pair.get(pair)
+            if bucket is not None:
+                bucket.discard(item)
+                if not bucket:
+                    del self.by_pair[pair]
+
+    def candidates(self, labels: Mapping[str, str]) -> list[Any]:
+        found = list(self.everywhere)
+        by_pair = self.by_pair
+        if by_pair:
+            for pair in labels.items():
+                bucket = by_pair.get(pair)
+                if bucket:
+                    found.extend(bucket)
+        return found
+
+    def clear(self) -> None:
+        self.by_pair.clear()
+        self.everywhere.clear()
+
+
+def _key_trigger(key: MatchKey) -> list[tuple[str, str]] | None:
+    return _trigger(sel for _, _, sel in key[1])
 
 
 class _Group:
@@ -70,6 +135,7 @@ class MatchCounts:
         # array exists either, so pod changes have nothing to update.
         self._groups: dict[_Signature, _Group] | None = None
         self._members: dict[MatchKey, set[_Signature]] = {}  # key -> signatures of the groups it matches
+        self._keys = _Triggers()  # cached keys by trigger pair: a new group tests only the keys it may match
 
     def __len__(self) -> int:
         return len(self._arrays)
@@ -108,6 +174,7 @@ class MatchCounts:
             arr = np.zeros(slots, dtype=np.int64)
         self._arrays[key] = arr
         self._members[key] = members
+        self._keys.add(key, _key_trigger(key))
         if len(self._arrays) > self.maxsize:
             old, _ = self._arrays.popitem(last=False)
             self._forget(old)
@@ -124,6 +191,7 @@ class MatchCounts:
 
     def _forget(self, key: MatchKey) -> None:
         """Drop ``key`` from the groups that match it (its array is gone)."""
+        self._keys.discard(key, _key_trigger(key))
         groups = self._groups or {}
         for sig in self._members.pop(key, ()):
             group = groups.get(sig)
@@ -142,7 +210,7 @@ class MatchCounts:
                 return  # not indexed (cannot happen while the store calls this for every placed pod)
             group = groups[sig] = _Group(pod)
             ns_labels = self._ns_labels
-            for key in self._arrays:
+            for key in self._keys.candidates(pod.labels):
                 if match_key_matches(key, pod, ns_labels):
                     group.keys.add(key)
                     self._members[key].add(sig)
@@ -168,6 +236,7 @@ class MatchCounts:
         """Forget every array and group (node removal shifts slots; they are rebuilt on demand)."""
         self._arrays.clear()
         self._members.clear()
+        self._keys.clear()
         self._groups = None
 
     def namespaces_changed(self) -> None:
@@ -186,43 +255,57 @@ class TermIndex:
     """Per kind of term (:data:`~policyscheduler.objects.topology.TERM_KINDS`), per distinct term of the
     placed pods: slot -> how many pods there carry it (required terms) or their summed weights
     (preferred terms). Terms are keyed by identity: the parser shares one object per distinct term.
+    Each kind's terms are also indexed by a label pair their selector requires, so the terms an
+    incoming pod may match are found from its labels (:meth:`candidates`), not by testing every term.
     """
 
     def __init__(self) -> None:
         self._tables: tuple[dict[PodAffinityTerm, dict[int, int]], ...] = tuple({} for _ in TERM_KINDS)
+        self._triggers: tuple[_Triggers, ...] = tuple(_Triggers() for _ in TERM_KINDS)
 
     def table(self, kind: int) -> TermSlots:
         """The terms of one kind with their per-slot counts or weights (read-only)."""
         return self._tables[kind]
 
+    def candidates(self, kind: int, labels: Mapping[str, str]) -> list[tuple[PodAffinityTerm, Mapping[int, int]]]:
+        """The terms of one kind whose selector may match ``labels`` (a superset; terms with a nil
+        selector, which match nothing, are left out), with their per-slot counts or weights."""
+        table = self._tables[kind]
+        return [(t, table[t]) for t in self._triggers[kind].candidates(labels)]
+
     def pod_changed(self, slot: int, pod: Pod, delta: int) -> None:
         """A pod was placed on (``delta`` 1) or removed from (-1) the node in ``slot``: O(its terms)."""
-        tables = self._tables
         for t in pod.required_anti_affinity_terms:
-            _bump(tables[0], t, slot, delta)
+            self._bump(0, t, slot, delta)
         for t in pod.required_affinity_terms:
-            _bump(tables[1], t, slot, delta)
+            self._bump(1, t, slot, delta)
         for w in pod.preferred_affinity_terms:
-            _bump(tables[2], w.term, slot, delta * w.weight)
+            self._bump(2, w.term, slot, delta * w.weight)
         for w in pod.preferred_anti_affinity_terms:
-            _bump(tables[3], w.term, slot, delta * w.weight)
+            self._bump(3, w.term, slot, delta * w.weight)
+
+    def _bump(self, kind: int, term: PodAffinityTerm, slot: int, by: int) -> None:
+        table = self._tables[kind]
+        per_slot = table.get(term)
+        if per_slot is None:
+            per_slot = table[term] = {}
+            if term._selector is not None:
+                self._triggers[kind].add(term, _trigger((term._selector,)))
+        n = per_slot.get(slot, 0) + by
+        if n:
+            per_slot[slot] = n
+        else:
+            per_slot.pop(slot, None)
+            if not per_slot:
+                del table[term]
+                if term._selector is not None:
+                    self._triggers[kind].discard(term, _trigger((term._selector,)))
 
     def clear(self) -> None:
         for table in self._tables:
             table.clear()
-
-
-def _bump(table: dict[PodAffinityTerm, dict[int, int]], term: PodAffinityTerm, slot: int, by: int) -> None:
-    per_slot = table.get(term)
-    if per_slot is None:
-        per_slot = table[term] = {}
-    n = per_slot.get(slot, 0) + by
-    if n:
-        per_slot[slot] = n
-    else:
-        per_slot.pop(slot, None)
-        if not per_slot:
-            del table[term]
+        for triggers in self._triggers:
+            triggers.clear()
 
 
 class LabelCodeCache:

@@ -24,8 +24,8 @@ from typing import Any, TypeVar
 import numpy as np
 import numpy.typing as npt
 
-from policyscheduler.objects.records import HostPort, Node, Pod
-from policyscheduler.objects.topology import LabelCodes, MatchKey, TermSlots
+from policyscheduler.objects.records import HostPort, Node, Pod, PodAffinityTerm
+from policyscheduler.objects.topology import LabelCodes, MatchKey
 from policyscheduler.state.indexes import LabelCodeCache, MatchCounts, TermIndex
 
 __all__ = ["ClusterState", "pod_key"]
@@ -156,6 +156,8 @@ class ClusterState:
         self._counts = MatchCounts(self.namespace_labels)
         self._terms: TermIndex | None = TermIndex()  # None after a node removal shifted the slots: rebuilt on use
         self._codes = LabelCodeCache()
+        self.node_masks: dict[Any, npt.NDArray[np.bool_]] = {}
+        """Per-node masks of pod shapes (objects.topology._Included), valid while no node changes."""
         self.generation = 0
         self._journal: list[tuple[int, int]] = []  # (generation, slot) per node-record change
         self._floor = 0  # changed_nodes_since(g) needs g >= floor (node set stable and journal complete)
@@ -180,6 +182,7 @@ class ClusterState:
         self._floor = gen
         self._journal.clear()
         self._codes.clear()
+        self.node_masks.clear()
         self._image_slots.clear()
 
     def changed_nodes_since(self, generation: int) -> list[int] | None:
@@ -234,6 +237,7 @@ class ClusterState:
                 has[i] = image in spec.images
         slot.spec = self._bare(spec)
         slot.record = None
+        self.node_masks.clear()
         if old.labels != spec.labels:
             self._codes.clear()
         self._node_changed(i)
@@ -476,9 +480,10 @@ class ClusterState:
         for pod in self._with_anti.values():
             yield slot_of[pod.node_name], pod
 
-    def existing_terms(self, kind: int) -> TermSlots:
-        """The placed pods' terms of ``TERM_KINDS[kind]`` (objects.topology), per distinct term, with the
-        slots of the pods carrying them (kept up to date per pod change; see TermIndex)."""
+    def existing_terms(self, kind: int, labels: Mapping[str, str]) -> list[tuple[PodAffinityTerm, Mapping[int, int]]]:
+        """The placed pods' terms of ``TERM_KINDS[kind]`` (objects.topology) whose selector may match a pod
+        with ``labels`` (a superset, found by label), each with the slots of the pods carrying it and
+        their counts or weights (kept up to date per pod change; see TermIndex)."""
         terms = self._terms
         if terms is None:
             terms = self._terms = TermIndex()
@@ -487,7 +492,7 @@ class ClusterState:
                 if key not in seen:
                     seen.add(key)
                     terms.pod_changed(self._slot_of[pod.node_name], pod, 1)
-        return terms.table(kind)
+        return terms.candidates(kind, labels)
 
     def has_anti_affinity_pods(self) -> bool:
         """True if some placed pod has a required anti-affinity term."""

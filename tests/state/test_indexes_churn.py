@@ -70,6 +70,11 @@ def _check(snap: ClusterSnapshot, incoming: list[Pod], where: str) -> int:
         isc = topology.IndexedScoreCounts(record, soft, feasible, nodes, require_all, index)
         assert (isc.pairs, isc.ignored) == (sc.pairs, sc.ignored), (where, record.name)
         compared += bool(fc.pairs) + bool(sc.pairs)
+        # through a context: its node masks come from the state's cache shared between pod shapes
+        context = snap.context(record)._state
+        cfc = context.spread_filter
+        assert (cfc.pairs, cfc.domains, cfc.minimum) == (fc.pairs, fc.domains, fc.minimum), (where, record.name)
+        assert (context.spread_score.pairs, context.spread_score.ignored) == (sc.pairs, sc.ignored), (where, record.name)
     return compared
 
 
