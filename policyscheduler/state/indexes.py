@@ -136,6 +136,7 @@ class MatchCounts:
         self._groups: dict[_Signature, _Group] | None = None
         self._members: dict[MatchKey, set[_Signature]] = {}  # key -> signatures of the groups it matches
         self._keys = _Triggers()  # cached keys by trigger pair: a new group tests only the keys it may match
+        self._by_pair: dict[tuple[str, str], set[_Signature]] = {}  # label pair -> groups carrying it
 
     def __len__(self) -> int:
         return len(self._arrays)
@@ -156,12 +157,21 @@ class MatchCounts:
             groups = self._groups = {}
             for slot, pods in pods_by_slot():
                 for pod in pods:
-                    self._group_add(groups, slot, pod)
+                    self._group_add(slot, pod)
         ns_labels = self._ns_labels
         members: set[_Signature] = set()
         where: list[int] = []
         counts: list[int] = []
-        for sig, group in groups.items():
+        pairs = _key_trigger(key)
+        if pairs is None:
+            candidates: Iterable[_Signature] = groups
+        else:  # only the groups carrying a label pair the key requires can match it
+            found: set[_Signature] = set()
+            for pair in pairs:
+                found.update(self._by_pair.get(pair, ()))
+            candidates = found
+        for sig in candidates:
+            group = groups[sig]
             if match_key_matches(key, group.pod, ns_labels):
                 group.keys.add(key)
                 members.add(sig)
@@ -174,19 +184,30 @@ class MatchCounts:
             arr = np.zeros(slots, dtype=np.int64)
         self._arrays[key] = arr
         self._members[key] = members
-        self._keys.add(key, _key_trigger(key))
+        self._keys.add(key, pairs)
         if len(self._arrays) > self.maxsize:
             old, _ = self._arrays.popitem(last=False)
             self._forget(old)
         return arr
 
-    @staticmethod
-    def _group_add(groups: dict[_Signature, _Group], slot: int, pod: Pod) -> _Group:
+    def _group_add(self, slot: int, pod: Pod) -> None:
+        """Count a pod into its group while the groups are built (no array exists yet)."""
+        assert self._groups is not None
         sig = _signature(pod)
-        group = groups.get(sig)
+        group = self._groups.get(sig)
         if group is None:
-            group = groups[sig] = _Group(pod)
+            group = self._new_group(sig, pod)
         group.slots[slot] = group.slots.get(slot, 0) + 1
+
+    def _new_group(self, sig: _Signature, pod: Pod) -> _Group:
+        assert self._groups is not None
+        group = self._groups[sig] = _Group(pod)
+        by_pair = self._by_pair
+        for pair in sig[2]:
+            found = by_pair.get(pair)
+            if found is None:
+                found = by_pair[pair] = set()
+            found.add(sig)
         return group
 
     def _forget(self, key: MatchKey) -> None:
@@ -208,7 +229,7 @@ class MatchCounts:
         if group is None:
             if delta < 0:
                 return  # not indexed (cannot happen while the store calls this for every placed pod)
-            group = groups[sig] = _Group(pod)
+            group = self._new_group(sig, pod)
             ns_labels = self._ns_labels
             for key in self._keys.candidates(pod.labels):
                 if match_key_matches(key, pod, ns_labels):
@@ -226,6 +247,13 @@ class MatchCounts:
             del groups[sig]
             for key in group.keys:
                 self._members[key].discard(sig)
+            by_pair = self._by_pair
+            for pair in sig[2]:
+                found = by_pair.get(pair)
+                if found is not None:
+                    found.discard(sig)
+                    if not found:
+                        del by_pair[pair]
 
     def node_appended(self) -> None:
         """A node with no pods joined at the end: every array grows by one zero."""
@@ -237,6 +265,7 @@ class MatchCounts:
         self._arrays.clear()
         self._members.clear()
         self._keys.clear()
+        self._by_pair.clear()
         self._groups = None
 
     def namespaces_changed(self) -> None:
