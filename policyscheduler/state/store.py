@@ -468,18 +468,6 @@ class ClusterState:
         """A topology key's values on every node, as categorical codes per slot."""
         return self._codes.get(key, lambda: (slot.spec.labels for slot in self._slots))
 
-    def affinity_pods(self) -> Iterator[tuple[int, Pod]]:
-        """(slot, pod) of placed pods with required affinity or preferred (anti-)affinity terms."""
-        slot_of = self._slot_of
-        for pod in self._with_affinity.values():
-            yield slot_of[pod.node_name], pod
-
-    def anti_affinity_pods(self) -> Iterator[tuple[int, Pod]]:
-        """(slot, pod) of placed pods with required anti-affinity terms."""
-        slot_of = self._slot_of
-        for pod in self._with_anti.values():
-            yield slot_of[pod.node_name], pod
-
     def existing_terms(self, kind: int, labels: Mapping[str, str]) -> list[tuple[PodAffinityTerm, Mapping[int, int]]]:
         """The placed pods' terms of ``TERM_KINDS[kind]`` (objects.topology) whose selector may match a pod
         with ``labels`` (a superset, found by label), each with the slots of the pods carrying it and
