@@ -111,15 +111,22 @@ def _key_trigger(key: MatchKey) -> list[tuple[str, str]] | None:
     return _trigger(sel for _, _, sel in key[1])
 
 
+_DENSE_MIN = 64
+"""A group on at least this many nodes also keeps its counts as a per-slot array, so a key it matches
+adds it with one numpy addition instead of copying its slots (a big Deployment matched by a broad
+selector); smaller groups -- most of them, in a cluster of distinct pods -- stay sparse."""
+
+
 class _Group:
     """The placed pods of one signature: a representative, their count per slot, the keys they match."""
 
-    __slots__ = ("keys", "pod", "slots")
+    __slots__ = ("dense", "keys", "pod", "slots")
 
     def __init__(self, pod: Pod) -> None:
         self.pod = pod
         self.slots: dict[int, int] = {}
         self.keys: set[MatchKey] = set()
+        self.dense: IntArray | None = None  # ``slots`` as an array, once the group is big (_DENSE_MIN)
 
 
 class MatchCounts:
@@ -170,18 +177,25 @@ class MatchCounts:
             for pair in pairs:
                 found.update(self._by_pair.get(pair, ()))
             candidates = found
+        arr = np.zeros(slots, dtype=np.int64)
         for sig in candidates:
             group = groups[sig]
             if match_key_matches(key, group.pod, ns_labels):
                 group.keys.add(key)
                 members.add(sig)
-                where.extend(group.slots)
-                counts.extend(group.slots.values())
+                dense = group.dense
+                if dense is None and len(group.slots) >= _DENSE_MIN:
+                    dense = group.dense = np.zeros(slots, dtype=np.int64)
+                    dense[np.fromiter(group.slots, dtype=np.int64, count=len(group.slots))] = \
+                        np.fromiter(group.slots.values(), dtype=np.int64, count=len(group.slots))
+                if dense is not None:
+                    arr += dense
+                else:
+                    where.extend(group.slots)
+                    counts.extend(group.slots.values())
         if where:
-            arr = np.rint(np.bincount(np.asarray(where, dtype=np.int64), weights=np.asarray(counts, dtype=np.float64),
-                                      minlength=slots)).astype(np.int64)
-        else:
-            arr = np.zeros(slots, dtype=np.int64)
+            arr += np.rint(np.bincount(np.asarray(where, dtype=np.int64), weights=np.asarray(counts, dtype=np.float64),
+                                       minlength=slots)).astype(np.int64)
         self._arrays[key] = arr
         self._members[key] = members
         self._keys.add(key, pairs)
@@ -240,6 +254,8 @@ class MatchCounts:
             group.slots[slot] = n
         else:
             del group.slots[slot]
+        if group.dense is not None:
+            group.dense[slot] += delta
         arrays = self._arrays
         for key in group.keys:
             arrays[key][slot] += delta
@@ -259,6 +275,9 @@ class MatchCounts:
         """A node with no pods joined at the end: every array grows by one zero."""
         for key in list(self._arrays):
             self._arrays[key] = np.append(self._arrays[key], np.int64(0))
+        for group in (self._groups or {}).values():
+            if group.dense is not None:
+                group.dense = np.append(group.dense, np.int64(0))
 
     def clear(self) -> None:
         """Forget every array and group (node removal shifts slots; they are rebuilt on demand)."""

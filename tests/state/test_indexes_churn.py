@@ -22,7 +22,7 @@ from policyscheduler.objects import topology
 from policyscheduler.objects.affinity import FilterState, IndexedFilterState, IndexedScoreState, ScoreState
 from policyscheduler.objects.records import Pod
 from policyscheduler.objects.topology import match_key_matches, spread_key
-from policyscheduler.state import ClusterSnapshot
+from policyscheduler.state import ClusterSnapshot, indexes
 from policyscheduler.state.store import replace_fields
 from tests.gen.policysets import default_policy_set, user_policy_set
 
@@ -122,8 +122,11 @@ def _change(snap: ClusterSnapshot, rng: random.Random, step: int, assumed: list[
     return "nothing"
 
 
+@pytest.mark.parametrize("dense_min", [64, 2])
 @pytest.mark.parametrize("seed", range(12))
-def test_indexes_equal_the_walk_after_every_change(seed: int) -> None:
+def test_indexes_equal_the_walk_after_every_change(seed: int, dense_min: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    # dense_min 2: most pod groups also keep their counts as arrays (the path of big Deployments)
+    monkeypatch.setattr(indexes, "_DENSE_MIN", dense_min)
     rng = random.Random(seed)
     snap = ClusterSnapshot.from_objects(gen.cluster(rng, rng.randint(4, 10), rng.randint(2, 5)))
     incoming = [snap.pod_record(gen.pod(rng, f"in{i}", None, 0.6)) for i in range(6)]
