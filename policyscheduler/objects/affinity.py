@@ -138,12 +138,17 @@ def term_clause(term: PodAffinityTerm) -> MatchClause | None:
 def _add_counts(m: TopologyMap, key: str, counts: IntArray, by: int, codes: LabelCodes) -> None:
     """``_add(m, node, key, by)`` once per counted pod, for every node at once."""
     sums, present = domain_sums(codes.codes, len(codes.values), counts, counts > 0)
-    found = np.flatnonzero(present).tolist()
-    if found:
+    found = np.flatnonzero(present)
+    if found.size:
         inner = m.setdefault(key, {})
-        for j in found:
-            value = codes.values[j]
-            inner[value] = inner.get(value, 0) + int(sums[j]) * by
+        values = codes.values
+        names = [values[j] for j in found.tolist()]
+        added = (sums[found] * by).tolist()
+        if not inner:  # the usual case (a key's first term): one C-level fill, not a loop per domain
+            inner.update(zip(names, added))
+        else:
+            for value, n in zip(names, added):
+                inner[value] = inner.get(value, 0) + n
 
 
 def domain_column(m: TopologyMap, key: str, index: ClusterIndex) -> IntArray:

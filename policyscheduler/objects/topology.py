@@ -252,10 +252,12 @@ class LabelCodes:
     def column(self, per_value: Mapping[str, int]) -> IntArray:
         """``per_value.get(node's value, 0)`` for every node (0 where the node lacks the key)."""
         table = np.zeros(len(self.values) + 1, dtype=np.int64)  # the extra last entry serves code -1
-        for value, n in per_value.items():
-            code = self.index.get(value)
-            if code is not None:
-                table[code] = n
+        if per_value:
+            get = self.index.get
+            where = np.fromiter((get(value, -1) for value in per_value), dtype=np.int64, count=len(per_value))
+            counts = np.fromiter(per_value.values(), dtype=np.int64, count=len(per_value))
+            known = where >= 0  # a value no node carries (any more) has no code: nothing to spread
+            table[where[known]] = counts[known]
         return table[self.codes]
 
 
