@@ -52,7 +52,15 @@ if str(ROOT) not in sys.path:  # run from a checkout without installing: policys
     sys.path.append(str(ROOT))
 
 from pngchart import Bar, bar_chart  # noqa: E402  (bench/ is a folder of scripts, not a package)
-from workloads import SCHEDULER_PERF_THRESHOLDS, TARGETS, WORKLOADS, base_cluster, pending_pods  # noqa: E402
+from workloads import (  # noqa: E402
+    SCHEDULER_PERF_THRESHOLDS,
+    TARGETS,
+    TERMED_WORKLOADS,
+    WORKLOADS,
+    base_cluster,
+    churn_plan,
+    pending_pods,
+)
 
 ENGINES = ("vector", "reference")
 COLORS = {"vector": (40, 110, 200), "reference": (240, 150, 40)}
@@ -143,7 +151,7 @@ def _say(message: str) -> None:
 
 
 def run_size(nodes: int, engines: list[str], workloads: list[str], pods: int, sample: int, budget: float,
-             policies: Path, seed: int) -> dict[str, Any]:
+             policies: Path, seed: int, pods_per_node: int = 10, profile: str | None = None) -> dict[str, Any]:
     """Every (workload, engine) cell at one node count; see the module docstring."""
     from policyscheduler.loader import load_policy_set
     from policyscheduler.simulate.run import prepare
@@ -152,12 +160,22 @@ def run_size(nodes: int, engines: list[str], workloads: list[str], pods: int, sa
     if loaded.policy_set is None:
         raise SystemExit("policies do not load:\n" + "\n".join(map(str, loaded.diagnostics)))
     policy_set = loaded.policy_set
-    t0 = time.perf_counter()
-    cluster = base_cluster(nodes, seed=seed)
-    _say(f"[{nodes} nodes] generated {len(cluster)} objects in {time.perf_counter() - t0:.1f} s")
+    clusters: dict[bool, list[dict[str, Any]]] = {}
+
+    def cluster_for(workload: str) -> list[dict[str, Any]]:
+        terms = workload in TERMED_WORKLOADS
+        if terms not in clusters:
+            t0 = time.perf_counter()
+            clusters[terms] = base_cluster(nodes, pods_per_node, seed=seed, terms=terms)
+            _say(f"[{nodes} nodes] generated {len(clusters[terms])} objects{' (running pods with terms)' if terms else ''} "
+                 f"in {time.perf_counter() - t0:.1f} s")
+        return clusters[terms]
+
     cells: list[dict[str, Any]] = []
     for workload in workloads:
+        cluster = cluster_for(workload)
         queue_pods = pending_pods(workload, pods)
+        churn = churn_plan(workload, cluster, pods, seed)
         decisions: dict[str, list[Any]] = {}
         for engine in engines:
             evaluator, backend = make_engine(engine)
@@ -168,14 +186,19 @@ def run_size(nodes: int, engines: list[str], workloads: list[str], pods: int, sa
             rng = random.Random(seed)
             made: list[Any] = []  # only the decisions compared across engines are kept, as a scheduler
             keep = min(sample, count)  # drops a decision once the pod is bound (each holds its per-node arrays)
-            done = placed = 0
+            done = placed = deleted = 0
             first = 0.0
+            profiler = _profiler(profile, workload, engine)
             started = time.perf_counter()
             for pod in queue[:count]:
                 decision = evaluator.evaluate(policy_set, snapshot, pod, rng=rng)
                 if decision.node is not None:
                     snapshot.assume(pod, decision.node)
                     placed += 1
+                gone = churn.get(done)
+                if gone is not None:  # churn: a running pod is deleted between two scheduling cycles
+                    snapshot.remove_pod(gone)
+                    deleted += 1
                 done += 1
                 if done <= keep:
                     made.append(decision)
@@ -184,6 +207,8 @@ def run_size(nodes: int, engines: list[str], workloads: list[str], pods: int, sa
                 if time.perf_counter() - started > budget:
                     break
             elapsed = time.perf_counter() - started
+            if profiler is not None:
+                _profile_report(profiler, profile, nodes, workload, engine)
             decisions[engine] = made
             rate = done / elapsed if elapsed > 0 else 0.0
             # steady state: without the first pod, which builds the engine's per-snapshot tables (a
@@ -194,12 +219,13 @@ def run_size(nodes: int, engines: list[str], workloads: list[str], pods: int, sa
                     "pods": done, "placed": placed, "seconds": round(elapsed, 4),
                     "pods_per_s": round(rate, 2), "ms_per_pod": round(1000 * elapsed / max(1, done), 3),
                     "steady_pods_per_s": round(steady, 2), "first_pod_ms": round(1000 * first, 1),
-                    "build_s": round(build, 3), "budget_hit": done < count}
+                    "build_s": round(build, 3), "budget_hit": done < count, "deleted": deleted,
+                    "running_with_terms": workload in TERMED_WORKLOADS}
             cells.append(cell)
             note = "" if backend == engine else f" (runs the {backend} backend: {engine} is not available)"
             _say(f"[{nodes} nodes] {workload:<22} {engine:<9} {done:>4} pods in {elapsed:7.2f} s = "
                  f"{rate:9.1f} pods/s ({steady:9.1f} after the first pod, which took {1000 * first:.0f} ms), "
-                 f"{placed} placed, snapshot {build:.1f} s{note}")
+                 f"{placed} placed, {deleted} running pods deleted, snapshot {build:.1f} s{note}")
             del snapshot
         if len(decisions) == 2:
             a, b = (decisions[e] for e in engines)
@@ -209,7 +235,45 @@ def run_size(nodes: int, engines: list[str], workloads: list[str], pods: int, sa
                 cell["agree"] = f"{same}/{k}"
             if same != k:
                 _say(f"[{nodes} nodes] {workload}: the engines disagree on {k - same} of the first {k} pods")
-    return {"nodes": nodes, "running_pods": nodes * 10, "peak_rss_mb": round(peak_rss_mb(), 1), "cells": cells}
+    return {"nodes": nodes, "running_pods": nodes * pods_per_node, "peak_rss_mb": round(peak_rss_mb(), 1),
+            "cells": cells}
+
+
+def _gap(cells: list[dict[str, Any]]) -> str:
+    """The heterogeneous workload's steady rate as a fraction of basic's, per engine, in this run (the
+    ratio is what survives a loaded machine; issue 25 wants it at least 0.5)."""
+    parts = []
+    for engine in ENGINES:
+        rates = {c["workload"]: c["steady_pods_per_s"] for c in cells if c["engine"] == engine}
+        if rates.get("basic") and "heterogeneous" in rates:
+            parts.append(f"{engine}: heterogeneous / basic steady = {rates['heterogeneous'] / rates['basic']:.2f}")
+    return "; ".join(parts)
+
+
+def _profiler(profile: str | None, workload: str, engine: str) -> Any:
+    """A started cProfile profiler for the vector engine's cells when ``--profile`` is given, else None."""
+    if profile is None or engine != "vector":
+        return None
+    import cProfile
+
+    profiler = cProfile.Profile()
+    profiler.enable()
+    return profiler
+
+
+def _profile_report(profiler: Any, profile: str | None, nodes: int, workload: str, engine: str) -> None:
+    """Stop the profiler, save its stats under the ``--profile`` folder and print the top entries."""
+    import io
+    import pstats
+
+    profiler.disable()
+    folder = Path(profile or ".")
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"engine-{nodes}-{workload}-{engine}.prof"
+    profiler.dump_stats(str(path))
+    text = io.StringIO()
+    pstats.Stats(profiler, stream=text).sort_stats("tottime").print_stats(12)
+    _say(f"[{nodes} nodes] {workload} {engine} profile ({path}), top by own time:\n{text.getvalue()}")
 
 
 # -- reporting ------------------------------------------------------------------------------------------
@@ -256,6 +320,9 @@ def markdown(results: dict[str, Any]) -> str:
         builds = sorted(c["build_s"] for c in size["cells"])
         median = builds[len(builds) // 2] if builds else 0.0
         lines.append(f"| {size['nodes']:,} | {size['running_pods']:,} | {size['peak_rss_mb']:,.0f} | {median:.2f} |")
+    gaps = [f"- {size['nodes']:,} nodes: {_gap(size['cells'])}" for size in sizes if _gap(size["cells"])]
+    if gaps:
+        lines += ["", "Heterogeneous vs identical pods in the same run (steady pods/s ratio):", *gaps]
     return "\n".join(lines) + "\n"
 
 
@@ -298,6 +365,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--reference-sample", type=int, default=5, help="pods per workload for the reference engine (5)")
     p.add_argument("--budget", type=float, default=30.0, help="seconds per (workload, engine, nodes) cell (30)")
     p.add_argument("--seed", type=int, default=0, help="cluster and tie-break seed (0)")
+    p.add_argument("--pods-per-node", type=int, default=10, help="running pods per node (10)")
+    p.add_argument("--profile", default=None, metavar="DIR",
+                   help="run the vector engine's cells under cProfile; stats to DIR, top entries printed")
     p.add_argument("--policies", default=str(ROOT / "policies"), help="policy folder (default: policies/)")
     p.add_argument("--out", default=str(HERE / "results"), help="output folder (default bench/results)")
     p.add_argument("--worker", type=int, default=None, help=argparse.SUPPRESS)  # one node count, in a child
@@ -313,8 +383,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         args.sizes = [int(n) for n in _csv(args.nodes)]
     except ValueError:
         p.error(f"--nodes takes integers, got {args.nodes!r}")
-    if not args.sizes or min(args.sizes) < 1 or args.pods < 1 or args.reference_sample < 1:
-        p.error("--nodes, --pods and --reference-sample must be positive")
+    if not args.sizes or min(args.sizes) < 1 or args.pods < 1 or args.reference_sample < 1 or args.pods_per_node < 0:
+        p.error("--nodes, --pods and --reference-sample must be positive, --pods-per-node not negative")
     return args
 
 
@@ -322,7 +392,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     if args.worker is not None:
         result = run_size(args.worker, args.engines, args.workloads, args.pods, args.reference_sample, args.budget,
-                          Path(args.policies), args.seed)
+                          Path(args.policies), args.seed, args.pods_per_node, args.profile)
         Path(args.worker_out).write_text(json.dumps(result))
         return 0
 
@@ -341,22 +411,26 @@ def main(argv: list[str] | None = None) -> int:
     started = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="policyscheduler-bench-") as tmp:
         for nodes in args.sizes:
-            _say(f"== {nodes:,} nodes, {nodes * 10:,} running pods ==")
+            _say(f"== {nodes:,} nodes, {nodes * args.pods_per_node:,} running pods ==")
             out = Path(tmp) / f"{nodes}.json"
             cmd = [sys.executable, str(Path(__file__).resolve()), "--worker", str(nodes), "--worker-out", str(out),
                    "--engines", ",".join(args.engines), "--workloads", ",".join(args.workloads),
                    "--pods", str(args.pods), "--reference-sample", str(args.reference_sample),
-                   "--budget", str(args.budget), "--seed", str(args.seed), "--policies", args.policies]
+                   "--budget", str(args.budget), "--seed", str(args.seed), "--policies", args.policies,
+                   "--pods-per-node", str(args.pods_per_node)] + (["--profile", args.profile] if args.profile else [])
             done = subprocess.run(cmd, check=False)
             if done.returncode != 0:
                 _say(f"the {nodes}-node run failed (exit {done.returncode})")
                 return 1
             size = json.loads(out.read_text())
             _say(f"[{nodes} nodes] peak RSS {size['peak_rss_mb']:,.0f} MiB")
+            gap = _gap(size["cells"])
+            if gap:
+                _say(f"[{nodes} nodes] {gap}")
             sizes.append(size)
     results = {"machine": machine, "blas": blas, "engines": args.engines, "workloads": args.workloads,
                "pods": args.pods, "reference_sample": args.reference_sample, "budget_s": args.budget,
-               "seed": args.seed, "targets_5000_nodes": TARGETS,
+               "seed": args.seed, "pods_per_node": args.pods_per_node, "targets_5000_nodes": TARGETS,
                "scheduler_perf_thresholds_5000_nodes": SCHEDULER_PERF_THRESHOLDS, "sizes": sizes}
     table = markdown(results)
     out_dir = Path(args.out)
@@ -364,7 +438,7 @@ def main(argv: list[str] | None = None) -> int:
     (out_dir / "engine.json").write_text(json.dumps(results, indent=2) + "\n")
     header = (f"# Engine benchmark\n\n{machine['cpu']}, {machine['cores']} cores, Python {machine['python']}, "
               f"numpy {blas['numpy']} (BLAS kernel {kernel}, OPENBLAS_CORETYPE={blas['OPENBLAS_CORETYPE'] or 'unset'}). "
-              f"Ten running pods per node; {args.pods} pending pods per workload for the vector engine, "
+              f"{args.pods_per_node} running pods per node; {args.pods} pending pods per workload for the vector engine, "
               f"{args.reference_sample} for the reference; at most {args.budget:g} s per cell. A rate cell reads "
               f"'pods/s over every pod / **pods/s without the first pod** (steady state; the first pod builds the "
               f"engine's node tables and caches, a long-lived scheduler pays it once), first pod's time'; the "

@@ -18,7 +18,8 @@ import random
 from collections.abc import Callable
 from typing import Any
 
-__all__ = ["WORKLOADS", "TARGETS", "SCHEDULER_PERF_THRESHOLDS", "base_cluster", "pending_pods"]
+__all__ = ["WORKLOADS", "TERMED_WORKLOADS", "TARGETS", "SCHEDULER_PERF_THRESHOLDS", "base_cluster", "pending_pods",
+           "churn_plan"]
 
 Obj = dict[str, Any]
 
@@ -32,8 +33,11 @@ IMAGES = {f"registry.example.com/team/app-{i}:v{i % 3}": (20 + 37 * i % 900) * 2
 INSTANCE_TYPES = ("m5.xlarge", "m5.2xlarge", "c5.4xlarge", "r5.2xlarge")
 
 WORKLOADS = ("basic", "node-affinity", "required-anti-affinity", "required-affinity",
-             "preferred-affinity", "spreading", "mixed")
+             "preferred-affinity", "spreading", "mixed", "heterogeneous")
 """Workload names, in the order they are run and reported."""
+
+TERMED_WORKLOADS = frozenset({"heterogeneous"})
+"""Workloads whose running pods carry inter-pod terms (:func:`base_cluster` with ``terms=True``)."""
 
 SCHEDULER_PERF_THRESHOLDS = {"basic": 810, "spreading": 460, "node-affinity": 220, "preferred-affinity": 90,
                              "required-anti-affinity": 60, "required-affinity": 35}
@@ -71,11 +75,35 @@ def _node(i: int, rng: random.Random) -> Obj:
                        "conditions": [{"type": "Ready", "status": "True"}]}}
 
 
-def _running_pod(node: str, j: int, rng: random.Random) -> Obj:
-    """One of a node's running pods: a Deployment replica with requests and the usual labels."""
+def _running_terms(app: int, rng: random.Random) -> Obj | None:
+    """The inter-pod terms of a running pod of a cluster ``with terms``: about 2% carry a required
+    hostname anti-affinity term against their own app (scheduler_perf's SchedulingPodAntiAffinity initial
+    pods), about 5% preferred pod affinity towards another app by zone or hostname
+    (SchedulingPreferredPodAffinity), with a weight and a selector of their own; the rest none."""
+    draw = rng.random()
+    if draw < 0.02:
+        return {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
+            _term({"app": f"app-{app}"}, HOSTNAME)]}}
+    if draw < 0.07:
+        other = rng.randrange(APPS)
+        selector: Obj = ({"matchLabels": {"app": f"app-{other}"}} if rng.random() < 0.7 else
+                         {"matchExpressions": [{"key": "tier", "operator": "In",
+                                                "values": [("frontend", "backend")[other % 2]]}],
+                          "matchLabels": {"pod-template-hash": f"h{other}"}})
+        term = {"labelSelector": selector, "topologyKey": rng.choice((ZONE, HOSTNAME))}
+        return {"podAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [
+            {"weight": rng.randint(1, 100), "podAffinityTerm": term}]}}
+    return None
+
+
+def _running_pod(node: str, j: int, rng: random.Random, terms: bool = False) -> Obj:
+    """One of a node's running pods: a Deployment replica with requests and the usual labels (and, in a
+    cluster with terms, sometimes inter-pod terms: :func:`_running_terms`)."""
     app = rng.randrange(APPS)
     ns = NAMESPACES[app % len(NAMESPACES)]
     image = sorted(IMAGES)[app % len(IMAGES)]
+    affinity = _running_terms(app, rng) if terms else None
+    extra: Obj = {"affinity": affinity} if affinity else {}
     return {
         "apiVersion": "v1", "kind": "Pod",
         "metadata": {"name": f"{node}-run-{j}", "namespace": ns, "uid": f"uid-{node}-{j}",
@@ -83,7 +111,7 @@ def _running_pod(node: str, j: int, rng: random.Random) -> Obj:
                                 "pod-template-hash": f"h{app}"},
                      "ownerReferences": [{"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": f"app-{app}-h{app}",
                                           "uid": f"rs-{app}", "controller": True}]},
-        "spec": {"nodeName": node, "containers": [{
+        "spec": {"nodeName": node, **extra, "containers": [{
             "name": "main", "image": image,
             "resources": {"requests": {"cpu": rng.choice(("100m", "250m", "500m")),
                                        "memory": rng.choice(("128Mi", "256Mi", "1Gi"))}}}]},
@@ -91,8 +119,9 @@ def _running_pod(node: str, j: int, rng: random.Random) -> Obj:
     }
 
 
-def base_cluster(nodes: int, pods_per_node: int = 10, seed: int = 0) -> list[Obj]:
-    """Namespaces, Services, ReplicaSets, ``nodes`` nodes in three zones and their running pods."""
+def base_cluster(nodes: int, pods_per_node: int = 10, seed: int = 0, terms: bool = False) -> list[Obj]:
+    """Namespaces, Services, ReplicaSets, ``nodes`` nodes in three zones and their running pods (with
+    ``terms``, some of them with inter-pod terms: :func:`_running_terms`)."""
     rng = random.Random(seed * 1_000_003 + nodes)
     objects: list[Obj] = [{"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns, "labels": {"team": ns}}}
                           for ns in NAMESPACES]
@@ -108,7 +137,7 @@ def base_cluster(nodes: int, pods_per_node: int = 10, seed: int = 0) -> list[Obj
     objects.extend(node_objs)
     for node in node_objs:
         name = node["metadata"]["name"]
-        objects.extend(_running_pod(name, j, rng) for j in range(pods_per_node))
+        objects.extend(_running_pod(name, j, rng, terms) for j in range(pods_per_node))
     return objects
 
 
@@ -184,10 +213,73 @@ def _mixed(i: int) -> Obj:
     return pod
 
 
+def _heterogeneous(i: int) -> Obj:
+    """A pod of one of many apps, every one a distinct shape: random requests, its own labels, and one of
+    ten constraint mixes (none, node affinity, required anti-affinity, required affinity, preferred
+    affinity, preferred anti-affinity, zone spreading, hostname spreading, tolerations with a node
+    selector, everything soft at once), with selectors that vary from pod to pod. Like the running pods
+    it is a ReplicaSet replica in one of the shared namespaces, so default spreading has selectors too."""
+    rng = random.Random(7919 * i + 13)
+    app = rng.randrange(APPS)
+    ns = NAMESPACES[app % len(NAMESPACES)]
+    labels = {"app": f"app-{app}", "tier": ("frontend", "backend")[app % 2], "pod-template-hash": f"h{app}",
+              "release": f"r{i}"}
+    container = {"name": "main", "image": sorted(IMAGES)[app % len(IMAGES)],
+                 "resources": {"requests": {"cpu": f"{rng.randint(10, 1500)}m", "memory": f"{rng.randint(16, 3000)}Mi"}}}
+    spec: Obj = {"containers": [container]}
+    other = f"app-{rng.randrange(APPS)}"
+    key = rng.choice((ZONE, HOSTNAME))
+    kind = i % 10
+    if kind == 1:
+        zones = rng.sample(ZONES, 2)
+        spec["affinity"] = {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
+            "nodeSelectorTerms": [{"matchExpressions": [{"key": ZONE, "operator": "In", "values": zones}]}]}}}
+    elif kind == 2:
+        spec["affinity"] = {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
+            _term({"app": labels["app"], "release": labels["release"]}, HOSTNAME)]}}
+    elif kind == 3:
+        spec["affinity"] = {"podAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
+            _term({"app": other}, ZONE)]}}
+    elif kind in (4, 5):
+        which = "podAffinity" if kind == 4 else "podAntiAffinity"
+        spec["affinity"] = {which: {"preferredDuringSchedulingIgnoredDuringExecution": [
+            {"weight": rng.randint(1, 100), "podAffinityTerm": _term({"app": other}, key)},
+            {"weight": rng.randint(1, 100), "podAffinityTerm": {"labelSelector": {"matchExpressions": [
+                {"key": "tier", "operator": "In", "values": [labels["tier"]]},
+                {"key": "release", "operator": "NotIn", "values": [f"r{i - 1}"]}]}, "topologyKey": key}}]}}
+    elif kind == 6:
+        spec["topologySpreadConstraints"] = [{"maxSkew": rng.randint(1, 5), "topologyKey": ZONE,
+                                              "whenUnsatisfiable": "DoNotSchedule",
+                                              "labelSelector": {"matchLabels": {"app": labels["app"]}}}]
+    elif kind == 7:
+        spec["topologySpreadConstraints"] = [{"maxSkew": rng.randint(1, 3), "topologyKey": HOSTNAME,
+                                              "whenUnsatisfiable": "ScheduleAnyway",
+                                              "labelSelector": {"matchLabels": {"app": labels["app"],
+                                                                                "release": labels["release"]}}}]
+    elif kind == 8:
+        spec["tolerations"] = [{"key": "dedicated", "operator": "Equal", "value": "infra", "effect": "NoSchedule"}]
+        spec["nodeSelector"] = {"node.kubernetes.io/instance-type": rng.choice(INSTANCE_TYPES)}
+    elif kind == 9:
+        spec["affinity"] = {
+            "nodeAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [
+                {"weight": rng.randint(1, 100), "preference": {"matchExpressions": [
+                    {"key": "node.kubernetes.io/instance-type", "operator": "In", "values": [rng.choice(INSTANCE_TYPES)]}]}}]},
+            "podAntiAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [
+                {"weight": rng.randint(1, 100), "podAffinityTerm": _term({"app": labels["app"]}, HOSTNAME)}]}}
+        spec["topologySpreadConstraints"] = [{"maxSkew": 1, "topologyKey": ZONE, "whenUnsatisfiable": "ScheduleAnyway",
+                                              "labelSelector": {"matchLabels": {"app": labels["app"]}}}]
+    name = f"het-{i}"
+    return {"apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": name, "namespace": ns, "uid": f"uid-{name}", "labels": labels,
+                         "ownerReferences": [{"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": f"app-{app}-h{app}",
+                                              "uid": f"rs-{app}", "controller": True}]},
+            "spec": spec, "status": {"phase": "Pending"}}
+
+
 _TEMPLATES: dict[str, Callable[[int], Obj]] = {
     "basic": _basic, "node-affinity": _node_affinity, "required-anti-affinity": _required_anti_affinity,
     "required-affinity": _required_affinity, "preferred-affinity": _preferred_affinity,
-    "spreading": _spreading, "mixed": _mixed,
+    "spreading": _spreading, "mixed": _mixed, "heterogeneous": _heterogeneous,
 }
 
 
@@ -195,3 +287,32 @@ def pending_pods(workload: str, count: int) -> list[Obj]:
     """``count`` pending pods of the named workload (KeyError for an unknown name)."""
     template = _TEMPLATES[workload]
     return [template(i) for i in range(count)]
+
+
+CHURN_EVERY = 4
+"""In a workload with churn, one running pod is deleted after every ``CHURN_EVERY`` pods scheduled."""
+
+
+def churn_plan(workload: str, cluster: list[Obj], count: int, seed: int = 0) -> dict[int, Obj]:
+    """Running pods to delete while the workload is scheduled: after the pod at position ``i`` (0-based),
+    delete ``plan[i]`` (scheduler_perf's SchedulingWithMixedChurn, pods only). Empty for the workloads
+    without churn. Deterministic in (workload, cluster, count, seed); prefers pods with inter-pod terms
+    every other time, so the term indexes change between pods."""
+    if workload not in TERMED_WORKLOADS:
+        return {}
+    running = [o for o in cluster if o.get("kind") == "Pod"]
+    if not running:
+        return {}
+    rng = random.Random(seed * 31 + count)
+    termed = [o for o in running if o["spec"].get("affinity")]
+    plan: dict[int, Obj] = {}
+    used: set[str] = set()
+    for i in range(CHURN_EVERY - 1, count, CHURN_EVERY):
+        pool = termed if termed and (i // CHURN_EVERY) % 2 == 0 else running
+        for _ in range(8):
+            pick = rng.choice(pool)
+            if pick["metadata"]["uid"] not in used:
+                used.add(pick["metadata"]["uid"])
+                plan[i] = pick
+                break
+    return plan

@@ -125,8 +125,8 @@ class ScoreState:
                             _add(m, node, w.term.topology_key, w.weight)
 
 
-# -- indexed counterparts: the incoming pod's terms from per-node counts, existing terms from the --------
-# -- state's lists of pods with (anti-)affinity (kube walks HavePodsWithAffinityList the same way) -------
+# -- indexed counterparts: the incoming pod's terms from per-node counts, existing pods' terms from the ---
+# -- state's term index (each distinct term once, with the nodes of the pods carrying it) ---------------
 
 def term_clause(term: PodAffinityTerm) -> MatchClause | None:
     """The count key clause of an incoming term (None: its nil selector matches no pod)."""
@@ -138,12 +138,17 @@ def term_clause(term: PodAffinityTerm) -> MatchClause | None:
 def _add_counts(m: TopologyMap, key: str, counts: IntArray, by: int, codes: LabelCodes) -> None:
     """``_add(m, node, key, by)`` once per counted pod, for every node at once."""
     sums, present = domain_sums(codes.codes, len(codes.values), counts, counts > 0)
-    found = np.flatnonzero(present).tolist()
-    if found:
+    found = np.flatnonzero(present)
+    if found.size:
         inner = m.setdefault(key, {})
-        for j in found:
-            value = codes.values[j]
-            inner[value] = inner.get(value, 0) + int(sums[j]) * by
+        values = codes.values
+        names = [values[j] for j in found.tolist()]
+        added = (sums[found] * by).tolist()
+        if not inner:  # the usual case (a key's first term): one C-level fill, not a loop per domain
+            inner.update(zip(names, added))
+        else:
+            for value, n in zip(names, added):
+                inner[value] = inner.get(value, 0) + n
 
 
 def domain_column(m: TopologyMap, key: str, index: ClusterIndex) -> IntArray:
@@ -171,33 +176,23 @@ def _flush(m: TopologyMap, nodes: Sequence[Node], index: ClusterIndex, hits: _Hi
         _add_counts(m, key, np.rint(counts).astype(np.int64), 1, index.label_codes(key))
 
 
-def _lists(hits: _Hits, term: PodAffinityTerm, matches: bool) -> tuple[list[int], list[int]] | None:
-    """Where the hits of ``term`` go (its topology key's lists), None when it does not match."""
-    if not matches:
-        return None
-    found = hits.get(term.topology_key)
-    if found is None:
-        found = hits[term.topology_key] = ([], [])
-    return found
+def _existing_hits(index: ClusterIndex, kind: int, pod: Pod, own_labels: Mapping[str, str]) -> _Hits:
+    """The nodes (with counts or weights) of the placed pods' terms of one kind that ``pod`` matches.
 
-
-def _walk_existing_anti(state: FilterState, pod: Pod, nodes: Sequence[Node], index: ClusterIndex,
-                        own_labels: Mapping[str, str]) -> None:
-    # The pods of a workload share their terms (the parser keeps one object per distinct term), so each
-    # distinct term is matched once per decision (``memo``, by identity: the lists its hits go to, or
-    # None), and the hits are summed per domain with numpy at the end: the walk over the pods with terms
-    # costs a dict lookup and an append per term.
-    memo: dict[PodAffinityTerm, tuple[list[int], list[int]] | None] = {}
+    The state keeps each distinct term once with its per-node counts (TermIndex) and finds the terms
+    the pod's labels may match, so this matches the pod against those distinct terms once each and
+    copies the matching terms' slots: no walk over the pods that carry them (kube walks
+    HavePodsWithAffinityList; the sums are the same).
+    """
     hits: _Hits = {}
-    for slot, other in index.anti_affinity_pods():
-        for term in other.required_anti_affinity_terms:
-            if term in memo:
-                into = memo[term]
-            else:
-                into = memo[term] = _lists(hits, term, existing_term_matches(term, pod, own_labels))
-            if into is not None:
-                into[0].append(slot)
-    _flush(state.existing_anti, nodes, index, hits)
+    for term, per_slot in index.existing_terms(kind, pod.labels):
+        if existing_term_matches(term, pod, own_labels):
+            found = hits.get(term.topology_key)
+            if found is None:
+                found = hits[term.topology_key] = ([], [])
+            found[0].extend(per_slot)
+            found[1].extend(per_slot.values())
+    return hits
 
 
 class IndexedFilterState(FilterState):
@@ -207,7 +202,7 @@ class IndexedFilterState(FilterState):
         self.existing_anti = {}
         self.affinity = {}
         self.anti = {}
-        _walk_existing_anti(self, pod, nodes, index, ns_labels(pod.namespace))
+        _flush(self.existing_anti, nodes, index, _existing_hits(index, 0, pod, ns_labels(pod.namespace)))
         aff = pod.required_affinity_terms
         if aff:
             clauses = [term_clause(t) for t in aff]
@@ -239,32 +234,5 @@ class IndexedScoreState(ScoreState):
                 if clause is not None:
                     counts = index.match_counts((False, (clause,)))
                     _add_counts(m, w.term.topology_key, counts, w.weight, index.label_codes(w.term.topology_key))
-        # as in _walk_existing_anti: one match per distinct term; memo keys are (term, which map)
-        memo: dict[tuple[PodAffinityTerm, int], tuple[list[int], list[int]] | None] = {}
-        required: _Hits = {}
-        preferred: _Hits = {}
-        preferred_anti: _Hits = {}
-        for slot, other in index.affinity_pods():
-            for t in other.required_affinity_terms:
-                k = (t, 0)
-                if k in memo:
-                    into = memo[k]
-                else:
-                    into = memo[k] = _lists(required, t, existing_term_matches(t, pod, own_labels))
-                if into is not None:
-                    into[0].append(slot)
-            if other.preferred_affinity_terms or other.preferred_anti_affinity_terms:
-                for which, wterms, hits in ((1, other.preferred_affinity_terms, preferred),
-                                            (2, other.preferred_anti_affinity_terms, preferred_anti)):
-                    for w in wterms:
-                        k = (w.term, which)
-                        if k in memo:
-                            into = memo[k]
-                        else:
-                            into = memo[k] = _lists(hits, w.term, existing_term_matches(w.term, pod, own_labels))
-                        if into is not None:
-                            into[0].append(slot)
-                            into[1].append(w.weight)
-        _flush(self.existing_required, nodes, index, required)
-        _flush(self.existing_preferred, nodes, index, preferred)
-        _flush(self.existing_preferred_anti, nodes, index, preferred_anti)
+        for kind, m in ((1, self.existing_required), (2, self.existing_preferred), (3, self.existing_preferred_anti)):
+            _flush(m, nodes, index, _existing_hits(index, kind, pod, own_labels))

@@ -4,8 +4,10 @@ One :class:`Cluster` is made per pod evaluation (``snapshot.context(pod)``). Che
 fields; the per-pod precomputations (topology spread counts, inter-pod affinity counts and scores) are
 built lazily on first use and cached. They come from the cluster state's indexes (a
 :class:`~policyscheduler.objects.topology.ClusterIndex`): per-node counts of matching pods kept up to date
-on every pod change, the lists of pods with (anti-)affinity terms and label codes per topology key, so a
-pod costs O(nodes + pods with affinity terms), like kube's PreFilter, instead of a walk over every pod.
+on every pod change, the placed pods' inter-pod terms per distinct term (with the nodes carrying them),
+label codes per topology key and node masks shared by pods of equal node selectors, so a pod costs
+O(nodes + distinct terms its labels may match), like kube's PreFilter but without its walk over the pods
+with affinity terms, instead of a walk over every pod.
 A context is a view of the state at the moment it was made: if the state changes before a
 precomputation is built, that precomputation falls back to walking the node records the context saw
 (the original from-scratch code, kept as the reference the indexed code is tested against).
@@ -82,7 +84,12 @@ class _State:
 
     @cached_property
     def included(self) -> topology._Included:
-        return topology._Included(self.pod, self.nodes)
+        return topology._Included(self.pod, self.nodes, self._mask_cache)
+
+    def _mask_cache(self) -> topology.MaskCache | None:
+        """The state's node-mask cache while the index still describes this context's nodes."""
+        index = self.indexed
+        return getattr(index, "node_masks", None) if index is not None else None
 
     def domains(self, sel: PodSelector, key: str) -> domains.Domains:
         """The (selector, topology key) table, built once per context (indexed while the index is current).

@@ -8,14 +8,20 @@ all topologies are required) counts into the "" domain of that key for the domai
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
 import numpy as np
 import numpy.typing as npt
 
-from policyscheduler.objects.records import Node, Pod, SpreadConstraint, pod_matches_required_node_affinity
+from policyscheduler.objects.records import (
+    Node,
+    Pod,
+    PodAffinityTerm,
+    SpreadConstraint,
+    pod_matches_required_node_affinity,
+)
 from policyscheduler.objects.selectors import Selector, compile_label_selector, set_selector
 
 __all__ = [
@@ -38,6 +44,8 @@ __all__ = [
     "domain_sums",
     "IndexedFilterCounts",
     "IndexedScoreCounts",
+    "TERM_KINDS",
+    "TermSlots",
 ]
 
 IntArray = npt.NDArray[np.int64]
@@ -244,10 +252,12 @@ class LabelCodes:
     def column(self, per_value: Mapping[str, int]) -> IntArray:
         """``per_value.get(node's value, 0)`` for every node (0 where the node lacks the key)."""
         table = np.zeros(len(self.values) + 1, dtype=np.int64)  # the extra last entry serves code -1
-        for value, n in per_value.items():
-            code = self.index.get(value)
-            if code is not None:
-                table[code] = n
+        if per_value:
+            get = self.index.get
+            where = np.fromiter((get(value, -1) for value in per_value), dtype=np.int64, count=len(per_value))
+            counts = np.fromiter(per_value.values(), dtype=np.int64, count=len(per_value))
+            known = where >= 0  # a value no node carries (any more) has no code: nothing to spread
+            table[where[known]] = counts[known]
         return table[self.codes]
 
 
@@ -265,6 +275,14 @@ def build_label_codes(key: str, labels: Iterable[Mapping[str, str]]) -> LabelCod
                 code = index[value] = len(index)
             codes.append(code)
     return LabelCodes(np.array(codes, dtype=np.int64), tuple(index), index)
+
+
+TERM_KINDS = ("required_anti_affinity", "required_affinity", "preferred_affinity", "preferred_anti_affinity")
+"""The kinds of placed pods' inter-pod terms :meth:`ClusterIndex.existing_terms` answers for, by position."""
+
+TermSlots = Mapping[PodAffinityTerm, Mapping[int, int]]
+"""Distinct term -> node slot -> how many
+placed pods there carry it (required kinds) or the sum of their weights (preferred kinds)."""
 
 
 class ClusterIndex(ControllerObjects, Protocol):
@@ -288,9 +306,11 @@ class ClusterIndex(ControllerObjects, Protocol):
 
     def label_codes(self, key: str) -> LabelCodes: ...
 
-    def affinity_pods(self) -> Iterable[tuple[int, Pod]]: ...
-
-    def anti_affinity_pods(self) -> Iterable[tuple[int, Pod]]: ...
+    def existing_terms(self, kind: int, labels: Mapping[str, str]) -> Iterable[tuple[PodAffinityTerm, Mapping[int, int]]]:
+        """The placed pods' distinct terms of ``TERM_KINDS[kind]`` whose selector may match a pod with
+        ``labels`` (a superset: the caller still matches each), with their nodes by slot (counts or
+        summed weights)."""
+        ...
 
 
 def domain_sums(codes: IntArray, ncodes: int, per_node: IntArray, mask: BoolArray) -> tuple[IntArray, BoolArray]:
@@ -302,13 +322,40 @@ def domain_sums(codes: IntArray, ncodes: int, per_node: IntArray, mask: BoolArra
     return np.rint(sums).astype(np.int64), present
 
 
-class _Included:
-    """``node_included`` of every node, per (nodeAffinityPolicy, nodeTaintsPolicy) pair, computed once."""
+MaskCache = dict[Hashable, BoolArray]
+"""Node masks shared between pods, kept by the state while its nodes do not change (``node_masks``)."""
 
-    def __init__(self, pod: Pod, nodes: Sequence[Node]) -> None:
+_MASK_CACHE_MAX = 256
+
+
+def _included_key(c: SpreadConstraint, pod: Pod) -> Hashable:
+    """Everything of the pod that :func:`node_included` reads under ``c``'s policies, as a value: pods
+    with equal keys include the same nodes (most pods of a cluster share a handful of node selectors)."""
+    parts: list[Hashable] = [c.node_affinity_policy, c.node_taints_policy]
+    if c.node_affinity_policy == "Honor":
+        parts.append(tuple(sorted(pod.node_selector.items())))
+        parts.append(pod.has_required_node_affinity)
+        if pod.has_required_node_affinity:
+            parts.append(tuple((bool(t.match_expressions or t.match_fields), t._valid, t._labels, t._fields)
+                               for t in pod.required_node_affinity))
+    if c.node_taints_policy == "Honor":
+        parts.append(tuple((t.key, t.operator, t.value, t.effect) for t in pod.tolerations))
+    return tuple(parts)
+
+
+class _Included:
+    """``node_included`` of every node, per (nodeAffinityPolicy, nodeTaintsPolicy) pair, computed once.
+
+    ``shared`` gives the state's mask cache while the state still has the nodes this context saw (None
+    otherwise): a mask another pod with the same node selectors, affinity and tolerations computed is
+    then reused instead of a pass over every node.
+    """
+
+    def __init__(self, pod: Pod, nodes: Sequence[Node], shared: Callable[[], MaskCache | None] | None = None) -> None:
         self.pod = pod
         self.nodes = nodes
         self._masks: dict[tuple[str, str], BoolArray] = {}
+        self._shared = shared
 
     def __call__(self, c: SpreadConstraint) -> BoolArray:
         policies = (c.node_affinity_policy, c.node_taints_policy)
@@ -319,7 +366,18 @@ class _Included:
             if affinity_free and c.node_taints_policy != "Honor":
                 mask = np.ones(len(nodes), dtype=bool)
             else:
-                mask = np.fromiter((node_included(c, pod, n) for n in nodes), dtype=bool, count=len(nodes))
+                cache = self._shared() if self._shared is not None else None
+                key = _included_key(c, pod) if cache is not None else None
+                found = cache.get(key) if cache is not None else None
+                if found is not None and found.size == len(nodes):
+                    mask = found
+                else:
+                    mask = np.fromiter((node_included(c, pod, n) for n in nodes), dtype=bool, count=len(nodes))
+                    if cache is not None:
+                        if len(cache) >= _MASK_CACHE_MAX:
+                            cache.clear()
+                        mask.flags.writeable = False  # shared between pods: nobody may edit it
+                        cache[key] = mask
             self._masks[policies] = mask
         return mask
 

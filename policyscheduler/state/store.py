@@ -25,10 +25,10 @@ import numpy as np
 import numpy.typing as npt
 
 from policyscheduler.kobjects import cache_key
-from policyscheduler.objects.records import HostPort, Node, Pod
+from policyscheduler.objects.records import HostPort, Node, Pod, PodAffinityTerm
 from policyscheduler.objects.topology import LabelCodes, MatchKey
 from policyscheduler.state.budgets import DisruptionBudget
-from policyscheduler.state.indexes import LabelCodeCache, MatchCounts
+from policyscheduler.state.indexes import LabelCodeCache, MatchCounts, TermIndex
 
 __all__ = ["ClusterState", "pod_key"]
 
@@ -159,7 +159,10 @@ class ClusterState:
         self._with_affinity: dict[str, Pod] = {}
         self._with_anti: dict[str, Pod] = {}
         self._counts = MatchCounts(self.namespace_labels)
+        self._terms: TermIndex | None = TermIndex()  # None after a node removal shifted the slots: rebuilt on use
         self._codes = LabelCodeCache()
+        self.node_masks: dict[Any, npt.NDArray[np.bool_]] = {}
+        """Per-node masks of pod shapes (objects.topology._Included), valid while no node changes."""
         self.generation = 0
         self._journal: list[tuple[int, int]] = []  # (generation, slot) per node-record change
         self._floor = 0  # changed_nodes_since(g) needs g >= floor (node set stable and journal complete)
@@ -184,6 +187,7 @@ class ClusterState:
         self._floor = gen
         self._journal.clear()
         self._codes.clear()
+        self.node_masks.clear()
         self._image_slots.clear()
 
     def changed_nodes_since(self, generation: int) -> list[int] | None:
@@ -238,6 +242,7 @@ class ClusterState:
                 has[i] = image in spec.images
         slot.spec = self._bare(spec)
         slot.record = None
+        self.node_masks.clear()
         if old.labels != spec.labels:
             self._codes.clear()
         self._node_changed(i)
@@ -258,6 +263,7 @@ class ClusterState:
             self._unindex(key)
             self._waiting.setdefault(name, {})[key] = pod
         self._counts.clear()
+        self._terms = None
         self._node_set_changed()
         return True
 
@@ -337,6 +343,9 @@ class ClusterState:
             self._with_affinity[key] = pod
         self._counts.pod_changed(i, old, -1)
         self._counts.pod_changed(i, pod, 1)
+        if self._terms is not None:
+            self._terms.pod_changed(i, old, -1)
+            self._terms.pod_changed(i, pod, 1)
         self._node_changed(i)
         return True
 
@@ -356,6 +365,8 @@ class ClusterState:
         pod = self._slots[i].remove(key)
         self._unindex(key)
         self._counts.pod_changed(i, pod, -1)
+        if self._terms is not None:
+            self._terms.pod_changed(i, pod, -1)
         self._node_changed(i)
         return pod
 
@@ -411,6 +422,8 @@ class ClusterState:
         if _has_affinity(pod):
             self._with_affinity[key] = pod
         self._counts.pod_changed(i, pod, 1)
+        if self._terms is not None:
+            self._terms.pod_changed(i, pod, 1)
         self._node_changed(i)
 
     def _unindex(self, key: str) -> None:
@@ -486,17 +499,19 @@ class ClusterState:
         """A topology key's values on every node, as categorical codes per slot."""
         return self._codes.get(key, lambda: (slot.spec.labels for slot in self._slots))
 
-    def affinity_pods(self) -> Iterator[tuple[int, Pod]]:
-        """(slot, pod) of placed pods with required affinity or preferred (anti-)affinity terms."""
-        slot_of = self._slot_of
-        for pod in self._with_affinity.values():
-            yield slot_of[pod.node_name], pod
-
-    def anti_affinity_pods(self) -> Iterator[tuple[int, Pod]]:
-        """(slot, pod) of placed pods with required anti-affinity terms."""
-        slot_of = self._slot_of
-        for pod in self._with_anti.values():
-            yield slot_of[pod.node_name], pod
+    def existing_terms(self, kind: int, labels: Mapping[str, str]) -> list[tuple[PodAffinityTerm, Mapping[int, int]]]:
+        """The placed pods' terms of ``TERM_KINDS[kind]`` (objects.topology) whose selector may match a pod
+        with ``labels`` (a superset, found by label), each with the slots of the pods carrying it and
+        their counts or weights (kept up to date per pod change; see TermIndex)."""
+        terms = self._terms
+        if terms is None:
+            terms = self._terms = TermIndex()
+            seen: set[str] = set()
+            for key, pod in [*self._with_anti.items(), *self._with_affinity.items()]:
+                if key not in seen:
+                    seen.add(key)
+                    terms.pod_changed(self._slot_of[pod.node_name], pod, 1)
+        return terms.candidates(kind, labels)
 
     def has_anti_affinity_pods(self) -> bool:
         """True if some placed pod has a required anti-affinity term."""

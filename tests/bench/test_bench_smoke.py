@@ -16,7 +16,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 WORKLOADS = ["basic", "node-affinity", "required-anti-affinity", "required-affinity", "preferred-affinity",
-             "spreading", "mixed"]
+             "spreading", "mixed", "heterogeneous"]
 
 
 def _png_chunks(data: bytes) -> list[tuple[bytes, bytes]]:
@@ -62,3 +62,39 @@ def test_engine_benchmark_smoke(tmp_path: Path) -> None:
     width, height, depth, color = struct.unpack(">IIBB", chunks[0][1][:10])
     raw = zlib.decompress(b"".join(p for k, p in chunks if k == b"IDAT"))
     assert (depth, color) == (8, 2) and len(raw) == height * (1 + 3 * width)
+
+
+def test_heterogeneous_workload_smoke(tmp_path: Path) -> None:
+    """The heterogeneous workload next to basic: running pods with terms, distinct pending shapes, churn,
+    and the heterogeneous / basic ratio of the same run in the output."""
+    sys.path.insert(0, str(ROOT / "bench"))
+    try:
+        import workloads
+    finally:
+        sys.path.remove(str(ROOT / "bench"))
+    cluster = workloads.base_cluster(30, 6, terms=True)
+    running = [o for o in cluster if o["kind"] == "Pod"]
+    with_terms = [o for o in running if o["spec"].get("affinity")]
+    assert 0 < len(with_terms) < len(running) / 3  # ~7%: a few required anti-affinity, more preferred affinity
+    pending = workloads.pending_pods("heterogeneous", 12)
+    shapes = {json.dumps({k: v for k, v in p["spec"].items()}, sort_keys=True) for p in pending}
+    assert len(shapes) == 12  # every pending pod a distinct shape
+    plan = workloads.churn_plan("heterogeneous", cluster, 12)
+    assert plan and workloads.churn_plan("basic", cluster, 12) == {}
+
+    out = tmp_path / "results"
+    done = subprocess.run(
+        [sys.executable, str(ROOT / "bench" / "engine.py"), "--nodes", "30", "--pods", "12", "--pods-per-node", "6",
+         "--reference-sample", "6", "--engines", "vector,reference", "--workloads", "basic,heterogeneous",
+         "--budget", "10", "--out", str(out)],
+        capture_output=True, text=True, timeout=120, cwd=ROOT, check=False)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "heterogeneous / basic steady = " in done.stdout
+    size = json.loads((out / "engine.json").read_text())["sizes"][0]
+    assert size["running_pods"] == 180
+    cells = {(c["workload"], c["engine"]): c for c in size["cells"]}
+    het = cells[("heterogeneous", "vector")]
+    assert het["running_with_terms"] and het["deleted"] == len([i for i in plan if i < 12]) > 0
+    assert cells[("basic", "vector")]["deleted"] == 0
+    assert het["agree"] == "6/6", het  # churn applied alike: the engines still decide alike
+    assert "Heterogeneous vs identical pods" in (out / "engine.md").read_text()
