@@ -103,9 +103,10 @@ def test_preemption_attempts_and_victims() -> None:
 
 def test_unschedulable_pods_by_rejecting_rule_and_profile() -> None:
     q = SchedulingQueue()
-    for name, scheduler, rules in (("a", "p1", {"n1": "fits-cpu", "n2": "taints"}),
-                                   ("b", "p1", {"n1": "fits-cpu", "n2": "fits-cpu"}),
-                                   ("c", "p2", {"n1": "taints", "n2": None})):
+    cases: list[tuple[str, str, dict[str, str | None]]] = [("a", "p1", {"n1": "fits-cpu", "n2": "taints"}),
+                                                           ("b", "p1", {"n1": "fits-cpu", "n2": "fits-cpu"}),
+                                                           ("c", "p2", {"n1": "taints", "n2": None})]
+    for name, scheduler, rules in cases:
         q.add(name, _pod(name, scheduler))
         entry = q.pop()
         assert entry is not None
