@@ -20,7 +20,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, Protocol
 
-from prometheus_client import CollectorRegistry, Counter, Histogram
+from prometheus_client import CollectorRegistry, Counter, Histogram, ProcessCollector
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from prometheus_client.registry import Collector
 
@@ -210,6 +210,7 @@ class SchedulerMetrics:
                 value = policy_digest()
                 return {profile: value} if isinstance(value, str) else value
         r.register(_Sizes(self, pending, cache, leader, lease_name or profile, digests))
+        ProcessCollector(registry=r)  # process_cpu_seconds_total, process_resident_memory_bytes, ... as kube's
 
     def attempt(self, result: str, seconds: float, profile: str | None = None, *, evaluated: bool = True) -> None:
         """One scheduling attempt: its count and latency, by result and profile; ``evaluated``: the policies
