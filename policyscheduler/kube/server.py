@@ -65,6 +65,8 @@ class StatusServer:
         outer = self
 
         class Handler(BaseHTTPRequestHandler):
+            timeout = 30  # a client that connects and says nothing (or never finishes TLS) is dropped
+
             def do_GET(self) -> None:
                 path = self.path.split("?", 1)[0]
                 if auth is not None and path in PATHS:
