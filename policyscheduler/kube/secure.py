@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import dataclasses
 import datetime
+import hashlib
 import ipaddress
 import os
 import ssl
@@ -87,8 +88,9 @@ class DelegatedAuth:
 
     def _authenticate(self, token: str) -> dict[str, Any] | None:
         now = self._clock()
+        digest = hashlib.sha256(token.encode()).hexdigest()  # the cache keeps no token itself
         with self._lock:
-            hit = self._users.get(token)
+            hit = self._users.get(digest)
         if hit is not None and hit[0] > now:
             return hit[1]
         review = self._client.post("/apis/authentication.k8s.io/v1/tokenreviews", {
@@ -98,12 +100,12 @@ class DelegatedAuth:
         with self._lock:
             if len(self._users) > 1024:
                 self._users.clear()
-            self._users[token] = (now + self._ttl, user)
+            self._users[digest] = (now + self._ttl, user)
         return user if isinstance(user, dict) else None
 
     def _authorize(self, token: str, user: dict[str, Any], path: str) -> bool:
         now = self._clock()
-        key = (token, path)
+        key = (hashlib.sha256(token.encode()).hexdigest(), path)
         with self._lock:
             hit = self._decisions.get(key)
         if hit is not None and hit[0] > now:
