@@ -6,6 +6,7 @@ import dataclasses
 from typing import TYPE_CHECKING
 
 from policyscheduler.kube.binder import DEFAULT_LANES
+from policyscheduler.kube.secure import SecureServing
 
 if TYPE_CHECKING:
     from policyscheduler.app.host import PolicyWatch
@@ -25,6 +26,9 @@ class Options:
     renew_deadline: float = 10.0
     retry_period: float = 2.0
     bind_address: tuple[str, int] | None = ("127.0.0.1", 10259)
+    """Plain HTTP status endpoints (development, loopback only); ``secure_serving`` wins when both are set."""
+    secure_serving: SecureServing | None = None
+    """HTTPS with delegated authn/authz (``--bind-address IP --secure-port N``, kube/secure.py)."""
     bind_lanes: int = DEFAULT_LANES  # kube/binder.py: why 16
     seed: int | None = None
     lease_name: str | None = None

@@ -33,6 +33,7 @@ import time
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from policyscheduler.app.configz import effective_config, status_server
 from policyscheduler.app.decisions import decision_record
 from policyscheduler.app.decisions import log_decision as _log_decision
 from policyscheduler.app.heap import REFREEZE_AFTER, freeze_heap
@@ -44,7 +45,6 @@ from policyscheduler.app.pods import waiting as _waiting
 from policyscheduler.app.shadow import ShadowProfile, Shadows
 from policyscheduler.cycle import (
     ERROR,
-    SKIPPED,
     UNSCHEDULABLE,
     Attempt,
     ClusterCache,
@@ -120,7 +120,9 @@ class LiveScheduler:
         self.metrics = SchedulerMetrics(self.profile_names[0], pending=self.queue.pending,
                                         cache=self.cache.counts, leader=lambda: self.leading,
                                         policy_digest=self.digests, profiles=self.profile_names,
-                                        lease_name=self.lease_name)
+                                        lease_name=self.lease_name, queue=self.queue,
+                                        watch_stats=lambda: {r.kind: r.stats for r in self.reflectors},
+                                        binds_in_flight=lambda: self.binder.in_flight)
         self.reflectors = [Reflector(client, kind, self, pause=self._watch_pause if kind == "Pod" else None)
                            for kind in RESOURCES]
         shadow_profiles = [ShadowProfile(p.name, p.shadows, p.policy_set, self.recorders[p.name])
@@ -139,8 +141,9 @@ class LiveScheduler:
         for name, sources in self.sources:  # watched sources + hot reload (app/sources.py)
             sources.attach(self, name)
         self.server: StatusServer | None = None
-        if options.bind_address is not None:
-            self.server = StatusServer(options.bind_address, self.metrics.registry, self._health, self._ready)
+        if options.secure_serving is not None or options.bind_address is not None:
+            self.server = status_server(options, client, self.metrics.registry, self._health, self._ready,
+                                        lambda: effective_config(options, self.profiles, self.digests()))
         self._stopping = threading.Event()
         self._done = threading.Event()
         self._wake = threading.Event()
@@ -381,7 +384,7 @@ class LiveScheduler:
         """Metrics, events, condition and the one log line of a decision."""
         profile = self._profile_of(attempt.pod)
         result = attempt.result
-        self.metrics.attempt(result if result != SKIPPED else "skipped", attempt.duration, profile)
+        self.metrics.attempt(result, attempt.duration, profile, evaluated=not attempt.reused)
         decision = attempt.decision
         # the set's digest is only the record's fallback when there is no decision: look it up only then
         record = decision_record(attempt, decision.policy_digest if decision is not None
@@ -420,9 +423,9 @@ class LiveScheduler:
         return name if name in self.scheduling_names else self.profile_names[0]
 
     def _bind_done(self, attempt: Attempt, result: str, seconds: float, error: str | None) -> None:
-        self.metrics.bound(result, seconds)
         digest = attempt.decision.policy_digest[:12] if attempt.decision is not None else None
         profile = self._profile_of(attempt.pod)
+        self.metrics.bound(result, seconds, profile)
         recorder = self.recorders.get(profile, self.recorder)
         fields = {"pod": attempt.key, "node": attempt.node, "result": result, "bind_ms": round(seconds * 1000, 2),
                   "policy_digest": digest, "profile": profile}

@@ -93,7 +93,7 @@ def start_scheduler(settings: RunSettings, err: TextIO) -> Started | None:
     profiles = [RunProfile(plan.name, policy_sets[plan.name], sources[plan.name], plan.shadows) for plan in plans]
     try:
         scheduler = LiveScheduler(client, None, evaluator, settings.options, engine=engine, profiles=profiles)
-    except OSError as exc:  # the status port is taken, for instance
-        err.write(f"policyscheduler run: cannot listen on {settings.bind_address_text}: {exc}\n")
+    except (OSError, ValueError) as exc:  # the status port is taken, the TLS files do not load, ...
+        err.write(f"policyscheduler run: cannot serve on {settings.bind_address_text}: {exc}\n")
         return None
     return Started(scheduler, connection, client, sources, profiles, engine)

@@ -196,7 +196,7 @@ def lint_config(args: argparse.Namespace) -> int:
 _RUN_DEFAULTS: dict[str, object] = {"scheduler_name": "policy-scheduler", "kubeconfig": None, "policies": None,
                  "policies_configmap": None, "leader_elect": False, "leader_elect_lease_namespace": "kube-system",
                  "leader_elect_lease_duration": 15.0, "leader_elect_renew_deadline": 10.0,
-                 "leader_elect_retry_period": 2.0, "bind_address": "127.0.0.1:10259", "verbosity": 0, "engine": None,
+                 "leader_elect_retry_period": 2.0, "bind_address": "0.0.0.0", "verbosity": 0, "engine": None,
                  "kube_api_qps": None, "kube_api_burst": None, "leader_elect_resource_name": None}
 
 

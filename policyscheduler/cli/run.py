@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING, TextIO
 if TYPE_CHECKING:
     from policyscheduler.app import RunSettings
     from policyscheduler.cli.config import RunProfilePlan
+    from policyscheduler.kube.secure import SecureServing
 
 __all__ = ["add_arguments", "main", "run", "settings_from"]
 
@@ -65,8 +66,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--leader-elect-lease-duration", type=float, default=15.0, metavar="SECONDS")
     parser.add_argument("--leader-elect-renew-deadline", type=float, default=10.0, metavar="SECONDS")
     parser.add_argument("--leader-elect-retry-period", type=float, default=2.0, metavar="SECONDS")
-    parser.add_argument("--bind-address", default="127.0.0.1:10259", metavar="HOST:PORT",
-                        help="serve /metrics, /healthz and /readyz here (default: 127.0.0.1:10259; port 0 picks one)")
+    parser.add_argument("--bind-address", default="0.0.0.0", metavar="IP",
+                        help="serve the status endpoints (/metrics, /configz, /healthz, ...) over HTTPS on this IP "
+                             "and --secure-port (default: 0.0.0.0), as kube-scheduler does; for development, a "
+                             "loopback HOST:PORT (e.g. 127.0.0.1:10251; port 0 picks one) serves plain HTTP "
+                             "without authentication instead")
+    parser.add_argument("--secure-port", type=int, default=10259, metavar="PORT",
+                        help="HTTPS port with delegated authentication/authorization for /metrics and /configz "
+                             "(default: 10259; 0 serves nothing)")
+    parser.add_argument("--tls-cert-file", metavar="PATH",
+                        help="serving certificate (default: a self-signed one made at start, kept in memory)")
+    parser.add_argument("--tls-private-key-file", metavar="PATH", help="the key of --tls-cert-file")
     parser.add_argument("--kube-api-qps", type=float, default=None, metavar="QPS",
                         help="client-side limit of API requests per second (token bucket; watches are not limited; "
                              "default: no limit -- kube-scheduler uses 50)")
@@ -78,13 +88,41 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--seed", type=int, default=None, help="seed for score tie-breaks (default: random)")
 
 
+def serving_from(args: argparse.Namespace) -> tuple[tuple[str, int] | None, SecureServing | None]:
+    """(plain HTTP address, secure serving) from ``--bind-address`` / ``--secure-port`` / ``--tls-*``;
+    ValueError naming the flag. A HOST:PORT ``--bind-address`` is the development mode (loopback only)."""
+    import ipaddress
+
+    from policyscheduler.kube.secure import SecureServing
+    from policyscheduler.kube.server import is_loopback, parse_bind_address
+
+    value = str(args.bind_address)
+    cert, key = getattr(args, "tls_cert_file", None), getattr(args, "tls_private_key_file", None)
+    if bool(cert) != bool(key):
+        raise ValueError("--tls-cert-file and --tls-private-key-file go together")
+    try:
+        host = str(ipaddress.ip_address(value.strip("[]")))
+    except ValueError:
+        host = ""
+    if not host and value != "localhost":
+        address = parse_bind_address(value)
+        if not is_loopback(address[0]):
+            raise ValueError(f"--bind-address {value}: plain HTTP (HOST:PORT) is for loopback addresses only; "
+                             f"use --bind-address {address[0]} --secure-port {address[1] or 10259} for HTTPS")
+        return address, None
+    port = int(getattr(args, "secure_port", 10259))
+    if not 0 <= port <= 65535:
+        raise ValueError(f"--secure-port {port}: expected 0..65535")
+    if port == 0:
+        return None, None
+    return None, SecureServing(host or "127.0.0.1", port, cert, key)
+
+
 def settings_from(args: argparse.Namespace, plans: Sequence[RunProfilePlan]) -> RunSettings:
     """The flags, checked and parsed, as the app takes them; ValueError naming the flag that is wrong."""
     from policyscheduler.app import Options, ProfileSettings, RunSettings
     from policyscheduler.app.sources import parse_configmap_ref
-    from policyscheduler.kube.server import parse_bind_address
-
-    bind_address = parse_bind_address(args.bind_address)
+    bind_address, secure = serving_from(args)
     if not 0 < args.leader_elect_retry_period < args.leader_elect_renew_deadline < args.leader_elect_lease_duration:
         raise ValueError("leader election needs 0 < retry period < renew deadline < lease duration")
     configmaps = {plan.name: parse_configmap_ref(plan.configmap) if plan.configmap else None for plan in plans}
@@ -105,10 +143,11 @@ def settings_from(args: argparse.Namespace, plans: Sequence[RunProfilePlan]) -> 
                       lease_duration=args.leader_elect_lease_duration,
                       renew_deadline=args.leader_elect_renew_deadline,
                       retry_period=args.leader_elect_retry_period, bind_address=bind_address, seed=args.seed,
-                      lease_name=args.leader_elect_resource_name)
+                      lease_name=args.leader_elect_resource_name, secure_serving=secure)
     profiles = tuple(ProfileSettings(plan.name, tuple(plan.paths), configmaps[plan.name], plan.shadows)
                      for plan in plans)
-    return RunSettings(profiles, options, bind_address_text=args.bind_address, kubeconfig=args.kubeconfig,
+    shown = args.bind_address if secure is None else f"{secure.host}:{secure.port}"
+    return RunSettings(profiles, options, bind_address_text=shown, kubeconfig=args.kubeconfig,
                        poll_interval=args.policies_poll_interval, qps=qps, burst=burst, verbosity=args.verbosity,
                        engine=args.engine)
 

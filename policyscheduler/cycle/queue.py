@@ -140,6 +140,13 @@ class SchedulingQueue:
         self._closed = False
         self.moves: dict[str, int] = {}
         """How many pods each event name moved out of the unschedulable pool (diagnostics)."""
+        self.incoming: dict[tuple[str, str], int] = {}
+        """(queue, event) -> pods that entered that queue on that event (``scheduler_queue_incoming_pods_total``)."""
+
+    def _count_in(self, entry: QueuedPod, event: str, queue: str | None = None) -> None:
+        """Count ``entry`` entering ``queue`` (default: wherever ``_requeue`` just put it) on ``event``."""
+        where = queue or ("backoff" if entry.key in self._backoff_keys else "active")
+        self.incoming[(where, event)] = self.incoming.get((where, event), 0) + 1
 
     # -- bookkeeping ------------------------------------------------------------------------------
 
@@ -196,11 +203,13 @@ class SchedulingQueue:
                     if not gates:  # the last gate removed: an ordinary pending pod, never attempted
                         del self._gated[key]
                         self._requeue(known, now)
+                        self._count_in(known, "UnscheduledPodUpdate")
                         self.moves["SchedulingGatesEliminated"] = self.moves.get("SchedulingGatesEliminated", 0) + 1
                         gate_change = (known, False)
                 elif key in self._unschedulable and changed:
                     del self._unschedulable[key]
                     self._requeue(known, now)
+                    self._count_in(known, "UnscheduledPodUpdate")
                 new = False
             else:
                 entry = QueuedPod(key, pod, pod_priority(pod), now, next(self._seq), gates=gates, extra=dict(extra))
@@ -209,6 +218,7 @@ class SchedulingQueue:
                     gate_change = (entry, True)
                 else:
                     self._push_active(entry)
+                self._count_in(entry, "PodAdd", "gated" if gates else "active")
                 new = True
         if gate_change is not None and self._on_gate is not None:
             self._on_gate(*gate_change)
@@ -246,6 +256,7 @@ class SchedulingQueue:
             for entry in moved:
                 del self._unschedulable[entry.key]
                 self._requeue(entry, now)
+                self._count_in(entry, event.name)
             if moved:
                 self.moves[event.name] = self.moves.get(event.name, 0) + len(moved)
             return len(moved)
@@ -277,10 +288,12 @@ class SchedulingQueue:
             if self._backoff_keys.get(entry.key) is entry:
                 del self._backoff_keys[entry.key]
                 self._push_active(entry)
+                self._count_in(entry, "BackoffComplete", "active")
         stale = [e for e in self._unschedulable.values() if now - e.unschedulable_since >= self.max_unschedulable]
         for entry in stale:
             del self._unschedulable[entry.key]
             self._requeue(entry, now)
+            self._count_in(entry, "UnschedulableTimeout")
         if stale:
             self.moves["UnschedulableTimeout"] = self.moves.get("UnschedulableTimeout", 0) + len(stale)
 
@@ -346,9 +359,11 @@ class SchedulingQueue:
             self._stamp(entry, now)
             if stale:
                 self._requeue(entry, now)
+                self._count_in(entry, "ScheduleAttemptFailure")
                 return "backoff" if entry.key in self._backoff_keys else "active"
             entry.unschedulable_since = now
             self._unschedulable[entry.key] = entry
+            self._count_in(entry, "ScheduleAttemptFailure", "unschedulable")
             return "unschedulable"
 
     def add_backoff(self, entry: QueuedPod) -> str:
@@ -359,6 +374,7 @@ class SchedulingQueue:
             now = self._clock()
             self._stamp(entry, now)
             self._requeue(entry, now)
+            self._count_in(entry, "ScheduleAttemptFailure")
             return "backoff" if entry.key in self._backoff_keys else "active"
 
     def binding(self, entry: QueuedPod) -> None:

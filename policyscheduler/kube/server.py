@@ -1,19 +1,35 @@
-"""``/metrics``, ``/healthz`` and ``/readyz`` on ``--bind-address`` (plain HTTP, a daemon thread).
+"""The status endpoints, as kube-scheduler serves them (a daemon thread).
 
-``/healthz`` fails when this replica leads but its last lease renewal is older than the lease duration
-(the process is wedged); ``/readyz`` is 200 once every watch delivered its first list and the policies
-are loaded (standbys are ready too: they are warm and waiting). Bodies are short reasons in plain text.
+Paths: ``/healthz``, ``/healthz/ping``, ``/livez``, ``/readyz`` (open to anyone, as kube's
+``--authorization-always-allow-paths``), ``/metrics``, ``/metrics/resources`` and ``/configz`` (our
+effective configuration as JSON). With ``auth`` (secure serving, :mod:`.secure`) everything but the
+health paths needs a bearer token the API server authenticates and authorizes for ``get`` on the path:
+401 without (or with a bad) token, 403 when not allowed.
+
+``/healthz`` and ``/livez`` fail when this replica leads but its last lease renewal is older than the
+lease duration (the process is wedged); ``/readyz`` is 200 once every watch delivered its first list and
+the policies are loaded (standbys are ready too: they are warm and waiting); ``/healthz/ping`` is 200
+while the process answers. Bodies are short reasons in plain text.
 """
 
 from __future__ import annotations
 
+import json
+import ssl
 import threading
 from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
 
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
 
-__all__ = ["StatusServer", "parse_bind_address"]
+from policyscheduler.kube.secure import DelegatedAuth
+
+__all__ = ["PATHS", "StatusServer", "is_loopback", "parse_bind_address"]
+
+PATHS = ("/healthz", "/healthz/ping", "/livez", "/readyz", "/configz", "/metrics", "/metrics/resources")
+
+_TEXT = "text/plain; charset=utf-8"
 
 
 def parse_bind_address(value: str) -> tuple[str, int]:
@@ -24,23 +40,44 @@ def parse_bind_address(value: str) -> tuple[str, int]:
     return host.strip("[]") or "0.0.0.0", int(port)
 
 
+def is_loopback(host: str) -> bool:
+    """True for localhost and loopback IPs (where plain HTTP is allowed)."""
+    import ipaddress
+
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
 class StatusServer:
-    """Serves the three endpoints; ``health()`` / ``ready()`` return (ok, reason)."""
+    """Serves :data:`PATHS`; ``health()`` / ``ready()`` return (ok, reason).
+
+    ``tls``: serve HTTPS with this context; ``auth``: delegated authn/authz for the non-health paths;
+    ``configz``: the effective configuration; ``resources``: the ``/metrics/resources`` registry."""
 
     def __init__(self, address: tuple[str, int], registry: CollectorRegistry,
-                 health: Callable[[], tuple[bool, str]], ready: Callable[[], tuple[bool, str]]) -> None:
+                 health: Callable[[], tuple[bool, str]], ready: Callable[[], tuple[bool, str]], *,
+                 tls: ssl.SSLContext | None = None, auth: DelegatedAuth | None = None,
+                 configz: Callable[[], Any] | None = None, resources: CollectorRegistry | None = None) -> None:
         outer = self
 
         class Handler(BaseHTTPRequestHandler):
+            timeout = 30  # a client that connects and says nothing (or never finishes TLS) is dropped
+
             def do_GET(self) -> None:
                 path = self.path.split("?", 1)[0]
-                if path == "/metrics":
-                    body, ctype, code = generate_latest(registry), CONTENT_TYPE_LATEST, 200
-                elif path in ("/healthz", "/livez", "/readyz"):
-                    ok, reason = (outer._ready if path == "/readyz" else outer._health)()
-                    body, ctype, code = (reason + "\n").encode(), "text/plain; charset=utf-8", 200 if ok else 503
-                else:
-                    body, ctype, code = b"not found\n", "text/plain; charset=utf-8", 404
+                if auth is not None and path in PATHS:
+                    verdict = auth.check(self.headers.get("Authorization"), path)
+                    if verdict.code != 200:
+                        self._send(verdict.code, (verdict.reason + "\n").encode(), _TEXT)
+                        return
+                code, body, ctype = outer._answer(path, registry, configz, resources)
+                self._send(code, body, ctype)
+
+            def _send(self, code: int, body: bytes, ctype: str) -> None:
                 self.send_response(code)
                 self.send_header("Content-Type", ctype)
                 self.send_header("Content-Length", str(len(body)))
@@ -53,8 +90,28 @@ class StatusServer:
         self._health, self._ready = health, ready
         self.httpd = ThreadingHTTPServer(address, Handler)
         self.httpd.daemon_threads = True
+        if tls is not None:
+            self.httpd.socket = tls.wrap_socket(self.httpd.socket, server_side=True,
+                                                 do_handshake_on_connect=False)  # in the handler thread
+        self.secure = tls is not None
         self.address = self.httpd.server_address
         self._thread = threading.Thread(target=self.httpd.serve_forever, name="status-server", daemon=True)
+
+    def _answer(self, path: str, registry: CollectorRegistry, configz: Callable[[], Any] | None,
+                resources: CollectorRegistry | None) -> tuple[int, bytes, str]:
+        if path == "/metrics":
+            return 200, generate_latest(registry), CONTENT_TYPE_LATEST
+        if path == "/metrics/resources" and resources is not None:
+            return 200, generate_latest(resources), CONTENT_TYPE_LATEST
+        if path == "/healthz/ping":
+            return 200, b"ok\n", _TEXT
+        if path in ("/healthz", "/livez", "/readyz"):
+            ok, reason = (self._ready if path == "/readyz" else self._health)()
+            return (200 if ok else 503), (reason + "\n").encode(), _TEXT
+        if path == "/configz" and configz is not None:
+            return 200, (json.dumps(configz(), indent=2, sort_keys=True, default=str) + "\n").encode(), \
+                "application/json"
+        return 404, b"not found\n", _TEXT
 
     def start(self) -> None:
         self._thread.start()

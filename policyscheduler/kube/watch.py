@@ -67,6 +67,9 @@ class WatchStats:
 
     lists: int = 0
     relists_gone: int = 0
+    relists: int = 0
+    """Lists after the first: every time the watch had to start over from a list (410 Gone, a too old
+    resourceVersion, a reconnect that needed one) -- ``policyscheduler_watch_relists_total``."""
     watches: int = 0
     events: int = 0
     bookmarks: int = 0
@@ -194,6 +197,8 @@ class Reflector:
                 version = meta.get("resourceVersion")
                 break
             query = {"limit": self.page_size, "continue": token}
+        if self.stats.lists:
+            self.stats.relists += 1
         self.stats.lists += 1
         self._replace(items)
         self.resource_version = str(version) if version else None

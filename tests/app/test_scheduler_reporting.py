@@ -86,12 +86,13 @@ def test_report_and_bind_done_log_the_same_fields(scheduler: tuple[LiveScheduler
     ]
     assert (sched.scheduled, sched.failures) == (1, 1)
     text = generate_latest(sched.metrics.registry).decode()
-    assert _sample(text, "policyscheduler_schedule_attempts_total", result="scheduled",
+    assert _sample(text, "scheduler_schedule_attempts_total", result="scheduled",
                    profile="policy-scheduler") == 1
-    assert _sample(text, "policyscheduler_schedule_attempts_total", result="unschedulable",
+    assert _sample(text, "scheduler_schedule_attempts_total", result="unschedulable",
                    profile="policy-scheduler") == 1
-    assert _sample(text, "policyscheduler_binding_duration_seconds_count", result="bound") == 1
-    assert _sample(text, "policyscheduler_pod_scheduling_sli_duration_seconds_count", attempts="2") == 1
+    assert _sample(text, "scheduler_framework_extension_point_duration_seconds_count", extension_point="Bind",
+                   profile="policy-scheduler", status="Success") == 1
+    assert _sample(text, "scheduler_pod_scheduling_sli_duration_seconds_count", attempts="2") == 1
     # Scheduled (not busy: at once), FailedScheduling for the decision and for the bind error
     wait(lambda: sorted(body["reason"] for _, body in client.posts) == ["FailedScheduling", "FailedScheduling",
                                                                         "Scheduled"])

@@ -103,10 +103,18 @@ def test_bindings_name_the_service_account() -> None:
     sa = _one("ServiceAccount")
     assert (sa["metadata"]["name"], sa["metadata"]["namespace"]) == (SA, NAMESPACE)
     for kind, role_kind in (("ClusterRoleBinding", "ClusterRole"), ("RoleBinding", "Role")):
-        b = _one(kind)
+        [b] = [d for d in _all() if d["kind"] == kind and d["roleRef"]["name"] != "system:auth-delegator"]
         assert b["roleRef"] == {"apiGroup": "rbac.authorization.k8s.io", "kind": role_kind,
                                 "name": _one(role_kind)["metadata"]["name"]}
         assert b["subjects"] == [{"kind": "ServiceAccount", "name": SA, "namespace": NAMESPACE}]
+
+
+def test_service_account_may_delegate_authn_and_authz() -> None:
+    """Secure serving asks the API server about each /metrics caller (TokenReview, SubjectAccessReview),
+    as kube-scheduler does: the ServiceAccount needs system:auth-delegator."""
+    [b] = [d for d in _all() if d["kind"] == "ClusterRoleBinding" and d["roleRef"]["name"] == "system:auth-delegator"]
+    assert b["roleRef"]["kind"] == "ClusterRole"
+    assert b["subjects"] == [{"kind": "ServiceAccount", "name": SA, "namespace": NAMESPACE}]
 
 
 def _args() -> dict[str, str]:
@@ -137,12 +145,12 @@ def test_deployment_runs_two_replicas_behind_our_lease_and_configmap() -> None:
 def test_probes_and_service_use_the_bind_address_port() -> None:
     pod = _one("Deployment")["spec"]["template"]["spec"]
     c = pod["containers"][0]
-    host, _, port = _args()["--bind-address"].rpartition(":")
-    assert host == "0.0.0.0"
+    assert _args()["--bind-address"] == "0.0.0.0"
+    port = _args()["--secure-port"]
     [p] = c["ports"]
     assert p["containerPort"] == int(port)
-    assert c["livenessProbe"]["httpGet"] == {"path": "/healthz", "port": p["name"]}
-    assert c["readinessProbe"]["httpGet"] == {"path": "/readyz", "port": p["name"]}
+    assert c["livenessProbe"]["httpGet"] == {"path": "/healthz", "port": p["name"], "scheme": "HTTPS"}
+    assert c["readinessProbe"]["httpGet"] == {"path": "/readyz", "port": p["name"], "scheme": "HTTPS"}
     svc = _one("Service")
     assert svc["spec"]["selector"] == _one("Deployment")["spec"]["selector"]["matchLabels"]
     assert [sp["targetPort"] for sp in svc["spec"]["ports"]] == [p["name"]]
@@ -188,7 +196,7 @@ def test_kustomize_renders_every_object_once() -> None:
                          check=True).stdout
     docs = [d for d in yaml.safe_load_all(out) if d]
     kinds = sorted(d["kind"] for d in docs)
-    assert kinds == sorted(["Namespace", "ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role",
+    assert kinds == sorted(["Namespace", "ServiceAccount", "ClusterRole", "ClusterRoleBinding", "ClusterRoleBinding", "Role",
                             "RoleBinding", "ConfigMap", "Deployment", "Service", "PodDisruptionBudget"])
     cm = next(d for d in docs if d["kind"] == "ConfigMap")
     assert cm["metadata"] == {**cm["metadata"], "name": CONFIGMAP, "namespace": NAMESPACE}

@@ -68,6 +68,7 @@ def test_apply_k_deploy_server_dry_run(control_plane: ControlPlane, tmp_path: Pa
                     "clusterrole.rbac.authorization.k8s.io/policyscheduler:policy-scheduler",
                     f"rolebinding.rbac.authorization.k8s.io/{SA}",
                     "clusterrolebinding.rbac.authorization.k8s.io/policyscheduler:policy-scheduler",
+                    "clusterrolebinding.rbac.authorization.k8s.io/policyscheduler:policy-scheduler:auth-delegator",
                     f"configmap/{CONFIGMAP}", "service/policy-scheduler-metrics", "deployment.apps/policy-scheduler",
                     "poddisruptionbudget.policy/policy-scheduler"}
 
@@ -111,6 +112,8 @@ ALLOWED = [
     ("get", f"leases.coordination.k8s.io/{SCHEDULER}", "-n", NS),
     ("update", f"leases.coordination.k8s.io/{SCHEDULER}", "-n", NS),
     ("get", f"configmaps/{CONFIGMAP}", "-n", NS), ("watch", f"configmaps/{CONFIGMAP}", "-n", NS),
+    # delegated authn/authz of the HTTPS status port (system:auth-delegator), as kube-scheduler
+    ("create", "tokenreviews.authentication.k8s.io"), ("create", "subjectaccessreviews.authorization.k8s.io"),
 ]
 REFUSED = [
     ("get", "secrets", "-n", NS), ("list", "secrets", "-A"),
@@ -124,7 +127,7 @@ REFUSED = [
     ("update", "leases.coordination.k8s.io/other", "-n", NS), ("delete", f"leases.coordination.k8s.io/{SCHEDULER}", "-n", NS),
     ("create", "leases.coordination.k8s.io", "-n", "kube-system"),
     ("list", "persistentvolumeclaims", "-A"), ("list", "poddisruptionbudgets.policy", "-A"),
-    ("create", "tokenreviews.authentication.k8s.io"), ("create", "serviceaccounts/token", "-n", NS),
+    ("create", "serviceaccounts/token", "-n", NS),
     ("create", "clusterrolebindings.rbac.authorization.k8s.io"), ("impersonate", "users"),
 ]
 

@@ -73,9 +73,10 @@ class Pair:
         """Per scheduler: (pods gated, attempts of any result, binds)."""
         ours, theirs = self.ours(), self.theirs()
         return {
-            "ours": (sample_sum(ours, "policyscheduler_pending_pods", queue="gated"),
-                     sample_sum(ours, "policyscheduler_schedule_attempts_total"),
-                     sample_sum(ours, "policyscheduler_binding_duration_seconds_count")),
+            "ours": (sample_sum(ours, "scheduler_pending_pods", queue="gated"),
+                     sample_sum(ours, "scheduler_schedule_attempts_total"),
+                     sample_sum(ours, "scheduler_framework_extension_point_duration_seconds_count",
+                                extension_point="Bind")),
             "kube": (sample_sum(theirs, "scheduler_pending_pods", queue="gated"),
                      sample_sum(theirs, "scheduler_schedule_attempts_total", profile="kube-ref"),
                      sample_sum(theirs, "scheduler_schedule_attempts_total", profile="kube-ref", result="scheduled")),

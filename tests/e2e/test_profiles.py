@@ -154,8 +154,8 @@ profiles:
         assert sorted(line["pod"].split("/")[1] for line in bound) == sorted(names)
         assert {line["profile"] for line in bound if line["pod"].split("/")[1].startswith("ssd")} == {"ssd-lover"}
         metrics = run.metrics()
-        assert 'policyscheduler_schedule_attempts_total{profile="ssd-lover",result="scheduled"} 9.0' in metrics
-        assert 'policyscheduler_schedule_attempts_total{profile="plain",result="scheduled"} 9.0' in metrics
+        assert 'scheduler_schedule_attempts_total{profile="ssd-lover",result="scheduled"} 9.0' in metrics
+        assert 'scheduler_schedule_attempts_total{profile="plain",result="scheduled"} 9.0' in metrics
         # The shadow of our own profile judged each of plain's pods once (in a cache of its own).
         judged = [line for line in run.find("shadow decision") if line["pod"].startswith(ns + "/")]
         assert sorted(line["pod"].split("/")[1] for line in judged) == sorted(n for n in names if n.startswith("plain"))

@@ -61,17 +61,18 @@ def test_metrics_health_ready_and_sighup_reload(cp: ControlPlane, tmp_path: Path
         def scraped() -> str | None:
             status, text = get(address, "/metrics")
             assert status == 200
-            done = (sample(text, "policyscheduler_schedule_attempts_total", result="scheduled") >= 3
-                    and sample(text, "policyscheduler_pending_pods", queue="unschedulable") == 1)
+            done = (sample(text, "scheduler_schedule_attempts_total", result="scheduled") >= 3
+                    and sample(text, "scheduler_pending_pods", queue="unschedulable") == 1)
             return text if done else None
 
         text = wait_until(scraped, 30, "metrics for 3 scheduled and 1 unschedulable pod")
-        assert sample(text, "policyscheduler_schedule_attempts_total", result="unschedulable") >= 1
-        assert sample(text, "policyscheduler_scheduling_attempt_duration_seconds_count", result="scheduled") >= 3
-        assert sample(text, "policyscheduler_binding_duration_seconds_count", result="bound") == 3
-        assert sample(text, "policyscheduler_pending_pods", queue="active") == 0
-        assert "policyscheduler_pending_pods{queue=\"backoff\"}" in text
-        assert sample(text, "policyscheduler_scheduler_cache_size", type="nodes") >= 2
+        assert sample(text, "scheduler_schedule_attempts_total", result="unschedulable") >= 1
+        assert sample(text, "scheduler_scheduling_attempt_duration_seconds_count", result="scheduled") >= 3
+        assert sample(text, "scheduler_framework_extension_point_duration_seconds_count",
+                      extension_point="Bind", status="Success") == 3
+        assert sample(text, "scheduler_pending_pods", queue="active") == 0
+        assert "scheduler_pending_pods{queue=\"backoff\"}" in text
+        assert sample(text, "scheduler_cache_size", type="nodes") >= 2
 
         # SIGHUP with a policy file that rejects everything: reloaded, the unschedulable pod is retried
         (policies / "closed.policy").write_text(

@@ -39,17 +39,19 @@ def test_metrics_count_per_label_with_cached_children() -> None:
     m.scheduled_sli(1, 0.05)
     m.scheduled_sli(20, 1.0)
     text = generate_latest(m.registry).decode()
-    assert _sample(text, "policyscheduler_schedule_attempts_total", result="scheduled", profile="p1") == 3
-    assert _sample(text, "policyscheduler_schedule_attempts_total", result="scheduled", profile="p2") == 1
-    assert _sample(text, "policyscheduler_schedule_attempts_total", result="unschedulable", profile="p1") == 1
-    assert _sample(text, "policyscheduler_scheduling_attempt_duration_seconds_count", result="scheduled",
+    assert _sample(text, "scheduler_schedule_attempts_total", result="scheduled", profile="p1") == 3
+    assert _sample(text, "scheduler_schedule_attempts_total", result="scheduled", profile="p2") == 1
+    assert _sample(text, "scheduler_schedule_attempts_total", result="unschedulable", profile="p1") == 1
+    assert _sample(text, "scheduler_scheduling_attempt_duration_seconds_count", result="scheduled",
                    profile="p1") == 3
-    assert _sample(text, "policyscheduler_scheduling_attempt_duration_seconds_sum", result="scheduled",
+    assert _sample(text, "scheduler_scheduling_attempt_duration_seconds_sum", result="scheduled",
                    profile="p2") == 0.5
-    assert _sample(text, "policyscheduler_binding_duration_seconds_count", result="bound") == 2
-    assert _sample(text, "policyscheduler_binding_duration_seconds_count", result="error") == 1
-    assert _sample(text, "policyscheduler_pod_scheduling_sli_duration_seconds_count", attempts="1") == 1
-    assert _sample(text, "policyscheduler_pod_scheduling_sli_duration_seconds_count", attempts="15+") == 1
+    assert _sample(text, "scheduler_framework_extension_point_duration_seconds_count", extension_point="Bind",
+                   profile="p1", status="Success") == 2
+    assert _sample(text, "scheduler_framework_extension_point_duration_seconds_count", extension_point="Bind",
+                   profile="p1", status="Error") == 1
+    assert _sample(text, "scheduler_pod_scheduling_sli_duration_seconds_count", attempts="1") == 1
+    assert _sample(text, "scheduler_pod_scheduling_sli_duration_seconds_count", attempts="15+") == 1
 
 
 def _voluntary_switches(thread: threading.Thread) -> int:
