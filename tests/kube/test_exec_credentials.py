@@ -85,7 +85,7 @@ def test_a_missing_plugin_names_the_install_hint(tmp_path: Path) -> None:
     path = plugin.kubeconfig("http://127.0.0.1:1")
     path.write_text(path.read_text().replace("./credential-plugin", "./no-such-plugin")
                     .replace("interactiveMode: Never", "interactiveMode: Never\n      installHint: get it from IT"))
-    with pytest.raises(ConfigError, match="not found .get it from IT"):
+    with pytest.raises(ConfigError, match=r"not found \(get it from IT\)"):
         load_connection(str(path))
 
 
@@ -113,7 +113,7 @@ def test_the_refresh_hook_of_the_kubernetes_package_runs_once_per_request(server
         calls.append(1)
         c.api_key["BearerToken"] = f"Bearer n{len(calls)}"
 
-    cfg.refresh_api_key_hook = hook
+    cfg.refresh_api_key_hook = hook  # type: ignore[assignment]
     client = RestClient(_from_configuration(cfg))
     for i in range(3):
         client.get(f"/r{i}")

@@ -42,6 +42,7 @@ class Handler(BaseHTTPRequestHandler):
         length = int(self.headers.get("Content-Length") or 0)
         body = json.loads(self.rfile.read(length)) if length else None
         self.server.requests.append((self.command, self.path, dict(self.headers), body))
+        doc: dict[str, Any]
         if self.server.unauthorized_once:
             self.server.unauthorized_once = False
             status, doc = 401, {"kind": "Status", "reason": "Unauthorized", "message": "Unauthorized"}
