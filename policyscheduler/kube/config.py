@@ -88,10 +88,13 @@ def _token_of(cfg: k8s_client.Configuration) -> str | None:
     return None
 
 
-def _from_configuration(cfg: k8s_client.Configuration, plugin: ExecPlugin | None = None) -> Connection:
+def _from_configuration(cfg: k8s_client.Configuration, plugin: ExecPlugin | None = None,
+                        proxy_url: str | None = None) -> Connection:
+    """``proxy_url``: the kubeconfig cluster's ``proxy-url``. The package's own ``cfg.proxy`` is not used:
+    recent releases fill it from the environment without NO_PROXY's Go rules (loopback included)."""
     server = str(cfg.host).rstrip("/")
     try:
-        proxy = choose_proxy(server, getattr(cfg, "proxy", None))
+        proxy = choose_proxy(server, proxy_url)
     except ProxyError as err:
         raise ConfigError(str(err)) from err
 
@@ -139,16 +142,23 @@ def _named(items: Any, name: str) -> Any:
     return None
 
 
-def _take_exec(merged: Any, context: str | None) -> ExecPlugin | None:
-    """Take the active user's ``exec`` section out of the merged kubeconfig (so the ``kubernetes``
-    package does not run the plugin itself) and make our :class:`ExecPlugin` of it; None when the user
-    has none, or has a token or auth-provider the package would use first."""
+def _active(merged: Any, context: str | None) -> tuple[Any, dict[str, Any]]:
+    """The active context's user entry (None if absent) and cluster section ({} if absent)."""
     root = _node(merged)
     ctx = _named(root.get("contexts"), context or str(root.get("current-context") or ""))
     if ctx is None:
-        return None
+        return None, {}
     ctx_body = _node(ctx).get("context") or {}
     user_item = _named(root.get("users"), str(ctx_body.get("user") or ""))
+    cluster_item = _named(root.get("clusters"), str(ctx_body.get("cluster") or ""))
+    cluster = _node(cluster_item).get("cluster") if cluster_item is not None else None
+    return user_item, cluster if isinstance(cluster, dict) else {}
+
+
+def _take_exec(user_item: Any, cluster: dict[str, Any]) -> ExecPlugin | None:
+    """Take the active user's ``exec`` section out of the merged kubeconfig (so the ``kubernetes``
+    package does not run the plugin itself) and make our :class:`ExecPlugin` of it; None when the user
+    has none, or has a token or auth-provider the package would use first."""
     if user_item is None:
         return None
     user = _node(user_item).get("user")
@@ -156,13 +166,11 @@ def _take_exec(merged: Any, context: str | None) -> ExecPlugin | None:
         return None
     if any(key in user for key in ("auth-provider", "token", "tokenFile")):
         return None
-    cluster_item = _named(root.get("clusters"), str(ctx_body.get("cluster") or ""))
-    cluster = _node(cluster_item).get("cluster") if cluster_item is not None else None
     path = getattr(user_item, "path", None)
     base_dir = os.path.dirname(os.path.abspath(path)) if path else os.getcwd()
     spec = user.pop("exec")
     try:
-        return ExecPlugin(spec, base_dir, cluster if isinstance(cluster, dict) else None)
+        return ExecPlugin(spec, base_dir, cluster)
     except ExecError as err:
         raise ConfigError(str(err)) from err
 
@@ -172,7 +180,8 @@ def _load_kubeconfig(files: str, context: str | None) -> Connection:
     merger = k8s_kube_config.KubeConfigMerger(files)  # type: ignore[no-untyped-call,unused-ignore]
     if merger.config is None:
         raise ConfigError(f"no kubeconfig found in {files}")
-    plugin = _take_exec(merger.config, context)
+    user_item, cluster = _active(merger.config, context)
+    plugin = _take_exec(user_item, cluster)
     loader = k8s_kube_config.KubeConfigLoader(  # type: ignore[no-untyped-call,unused-ignore]
         config_dict=merger.config, active_context=context, config_base_path=None)
     cfg = k8s_client.Configuration()
@@ -182,7 +191,7 @@ def _load_kubeconfig(files: str, context: str | None) -> Connection:
             plugin.credential()  # run it now: a broken plugin is a start-up error, not a failing request
         except ExecError as err:
             raise ConfigError(str(err)) from err
-    return _from_configuration(cfg, plugin)
+    return _from_configuration(cfg, plugin, str(cluster.get("proxy-url") or "") or None)
 
 
 def load_connection(kubeconfig: str | None = None, context: str | None = None) -> Connection:
