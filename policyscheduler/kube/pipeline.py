@@ -59,6 +59,8 @@ class Opener(Protocol):
 
     def open(self) -> http1.Http1Connection: ...
 
+    def unauthorized(self) -> None: ...
+
 
 @dataclass(slots=True)
 class _Request:
@@ -277,6 +279,8 @@ class Pipeline:
         request = lane.waiting.popleft()
         rest = response.decoder.rest if response.decoder is not None else b""
         lane.response = http1.Response(pipelined=True)
+        if response.status == 401:
+            self._opener.unauthorized()  # an exec plugin's credential was refused: the next request gets a new one
         _call(request.done, response.status, response.body, None)
         if response.will_close:
             self._drop(lane, "the server closed the connection after an earlier answer")

@@ -215,6 +215,11 @@ class _Connections:
         head += f"Content-Type: {content_type or 'application/json'}\r\nContent-Length: {len(body)}\r\n\r\n"
         return head.encode("latin-1") + body
 
+    def unauthorized(self) -> None:
+        """The API server answered 401: let the credential source start over (an exec plugin runs again)."""
+        if self._connection.unauthorized is not None:
+            self._connection.unauthorized()
+
     def _follow_certificate(self, credential: Credential) -> None:
         """Rebuild the TLS context when the client certificate changed: new paths (an exec plugin's new
         certificate), or, checked at most every ``cert_check_interval`` seconds, new contents of the same
@@ -408,8 +413,8 @@ class RestClient:
         except (OSError, http1.ProtocolError) as err:
             raise ApiError(method, path, 0, detail=f"{self.server}: {type(err).__name__}: {err}") from err
         if not 200 <= status < 300:
-            if status == 401 and self.connection.unauthorized is not None:
-                self.connection.unauthorized()  # an exec plugin's credential was refused: get a new one
+            if status == 401:
+                self._connections.unauthorized()  # an exec plugin's credential was refused: get a new one
             raise ApiError(method, path, status, raw.decode("utf-8", errors="replace"))
         return json.loads(raw) if raw else None
 
@@ -440,8 +445,8 @@ class RestClient:
             raise ApiError("GET", path, 0, detail=f"{self.server}: {type(err).__name__}: {err}") from err
         if not 200 <= response.status < 300:
             sock.close()
-            if response.status == 401 and self.connection.unauthorized is not None:
-                self.connection.unauthorized()
+            if response.status == 401:
+                self._connections.unauthorized()
             raise ApiError("GET", path, response.status, response.body.decode("utf-8", errors="replace"))
         assert response.decoder is not None  # the head was read
         return Stream(sock, response.decoder, response.take_body(), path)

@@ -8,7 +8,9 @@ The harness's API server trusts its CA for client certificates and has a static 
 from __future__ import annotations
 
 import base64
+import json
 import os
+import threading
 import time
 import uuid
 from pathlib import Path
@@ -100,3 +102,31 @@ def test_client_certificate_files_rotated_on_disk_are_picked_up(tmp_path: Path, 
         os.replace(tmp_path / "next", path)
     time.sleep(0.3)
     assert whoami(client) == "file-user-new"
+
+
+def test_the_bind_pipeline_follows_the_plugin_too(tmp_path: Path, control_plane: ControlPlane) -> None:
+    """The binder's path (kube/pipeline.py): a 401 there also makes the next request run the plugin, and
+    a new certificate retires the idle lane opened with the old one."""
+    cert = user_cert(control_plane, "pipe-user")
+    plugin = Plugin(tmp_path)
+    plugin.plan([{"token": "revoked-token"}, {"cert": cert.cert_pem.decode(), "key": cert.key_pem.decode()}])
+    client = RestClient(load_connection(str(plugin.kubeconfig(control_plane.server, control_plane.ca.pair.cert_pem))))
+    pipe = client.pipeline(lanes=1, depth=1)
+    got: list[tuple[int, bytes]] = []
+    arrived = threading.Event()
+
+    def done(status: int, body: bytes, detail: str | None) -> None:
+        got.append((status, body))
+        arrived.set()
+
+    review = json.dumps({"apiVersion": "authentication.k8s.io/v1", "kind": "SelfSubjectReview"}).encode()
+    try:
+        for _ in range(2):
+            arrived.clear()
+            pipe.submit("POST", "/apis/authentication.k8s.io/v1/selfsubjectreviews", review, done)
+            assert arrived.wait(30)
+    finally:
+        pipe.close()
+    assert [status for status, _ in got] == [401, 201]
+    assert json.loads(got[1][1])["status"]["userInfo"]["username"] == "pipe-user"
+    assert plugin.runs == 2
