@@ -166,6 +166,8 @@ class _Connections:
         self._tls_files: tuple[str | None, str | None] = (connection.cert_file, connection.key_file)
         self._tls_signature = _signature(self._tls_files)
         self._tls_checked = time.monotonic()
+        self._tls_failed: tuple[tuple[str | None, str | None], tuple[tuple[int, int, int], ...]] | None = None
+        self._https = False
         host_header = ""
         try:
             url = urlsplit(connection.server)
@@ -178,6 +180,7 @@ class _Connections:
             if url.port and url.port != (443 if url.scheme == "https" else 80):
                 host_header += f":{url.port}"
             if url.scheme == "https":
+                self._https = True
                 self.context = _tls_context(connection, *self._tls_files)
             elif self.proxy is not None:
                 self.prefix = f"http://{host_header}{self.prefix}"  # absolute-form: the proxy forwards it
@@ -203,7 +206,7 @@ class _Connections:
             raise http1.ProtocolError(f"request target with a space or control character: {target[:80]!r}")
         head = f"{method} {self.prefix}{target} HTTP/1.1\r\n{self._fixed}"
         credential = self._connection.credential()
-        if self.context is not None or self._tls_files != (None, None):
+        if self._https:
             self._follow_certificate(credential)
         token = credential.authorization
         if token:
@@ -237,6 +240,8 @@ class _Connections:
                 return
         else:
             signature = _signature(files)
+            if (files, signature) == self._tls_failed and now - self._tls_checked < self._cert_check_interval:
+                return  # failed to load a moment ago: not again on every request
         with self._lock:
             if (files, signature) == (self._tls_files, self._tls_signature):
                 return  # another thread rebuilt it meanwhile
@@ -245,7 +250,7 @@ class _Connections:
             except OSError as err:
                 log.warning("client certificate changed but cannot be loaded; keeping the previous one: %s",
                             _tls_problem(self._connection, files, err))
-                self._tls_checked = now
+                self._tls_checked, self._tls_failed = now, (files, signature)
                 return
             self.context, self._tls_files, self._tls_signature, self._tls_checked = context, files, signature, now
             self.problem = None

@@ -97,6 +97,10 @@ def test_client_certificate_files_rotated_on_disk_are_picked_up(tmp_path: Path, 
         "contexts": [{"name": "c", "context": {"cluster": "c", "user": "u"}}]}))
     client = RestClient(load_connection(str(kubeconfig)), cert_check_interval=0.2)
     assert whoami(client) == "file-user-old"
+    (tmp_path / "next").write_bytes(b"half-written")  # a rotation caught midway: the old certificate stays
+    os.replace(tmp_path / "next", cert)
+    time.sleep(0.3)
+    assert whoami(client) == "file-user-old"
     for path, data in ((cert, new.cert_pem), (key, new.key_pem)):  # as cert-manager/kubelet do: write, rename
         (tmp_path / "next").write_bytes(data)
         os.replace(tmp_path / "next", path)
