@@ -11,7 +11,8 @@ What it speaks: requests with a ``Content-Length`` body (or none); answers frame
 answers back to back on one connection for a pipelined sender (``Response(pipelined=True)`` keeps the
 bytes after its answer in ``decoder.rest``; kube/pipeline.py). What it does not: compression (we never ask
 for it), HTTP/2. Bytes that are not HTTP/1.1 raise
-:class:`ProtocolError` with what was wrong, never a hang.
+:class:`ProtocolError` with what was wrong, never a hang. Through an HTTP proxy (kube/proxies.py chooses
+it): a ``CONNECT`` tunnel, then TLS inside it (:func:`open_socket`).
 """
 
 from __future__ import annotations
