@@ -36,6 +36,7 @@ from __future__ import annotations
 import argparse
 import json
 import multiprocessing
+import os
 import sys
 import threading
 import time
@@ -209,7 +210,9 @@ def write_results(prefix: Path, report: dict[str, Any], argv: list[str]) -> None
     """PREFIX.json (everything) and PREFIX.md (medians of CPU per bind / event, ratios to ours)."""
     prefix.parent.mkdir(parents=True, exist_ok=True)
     prefix.with_suffix(".json").write_text(json.dumps({"command": " ".join(argv), **report}, indent=1) + "\n")
-    lines = [f"# `{' '.join(argv)}`", "", "| path | CPU per bind/event (median, us) | rounds | baseline / ours |",
+    load = report.get("load_average_at_start", [0.0])[0], report.get("load_average_at_end", [0.0])[0]
+    lines = [f"# `{' '.join(argv)}`", "",
+             f"{report.get('cpus')} CPUs, 1-minute load average {load[0]:.1f} at the start, {load[1]:.1f} at the end.", "", "| path | CPU per bind/event (median, us) | rounds | baseline / ours |",
              "|---|---|---|---|"]
     rounds = report.get("rounds", {})
     ours = {"seq": "seq", "seq-urllib3": "seq", "seq-kubernetes": "seq", "watch-replay": "watch-replay",
@@ -346,7 +349,7 @@ def main() -> None:
         client = RestClient(load_connection(str(cp.kubeconfig)))
         client.post("/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "bench"}})
         client.post("/api/v1/nodes", {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "node-0"}})
-        report: dict[str, Any] = {}
+        report: dict[str, Any] = {"load_average_at_start": list(os.getloadavg()), "cpus": os.cpu_count()}
         rounds: dict[str, list[dict[str, float]]] = {}
         report["rounds"] = rounds
         if "seq" not in args.skip:
@@ -389,6 +392,7 @@ def main() -> None:
                     again = bench_watch(cp, client, ns, args.pods)
                     rounds["watch-replay"].append(again["replay"])
                     print("watch", json.dumps(again), flush=True)
+        report["load_average_at_end"] = list(os.getloadavg())  # the machine may be shared: say how busy
         if args.out is not None:
             write_results(args.out, report, ["python", "bench/http_bench.py", *sys.argv[1:]])
 
