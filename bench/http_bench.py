@@ -14,6 +14,19 @@ kube-apiserver, creates one node and pending pods (no scheduler picks them up), 
   CPU (``time.thread_time`` of the reading thread) and voluntary switches of that thread per event;
 * ``watch live``: a watch open while another process creates N pods: the same per event.
 
+Baselines, measured in the same run and interleaved with ours over ``--rounds`` (``--baselines`` picks them):
+
+* ``seq-urllib3``: the same binds through a urllib3 ``PoolManager`` (one kept connection, the same
+  client certificate), body read and ``json.loads``-ed as ours does: what the transport would cost
+  if we used urllib3 directly;
+* ``seq-kubernetes``: the same binds through the official client's REST layer
+  (``CoreV1Api.create_namespaced_pod_binding(..., _preload_content=False)`` and ``json.loads``): its
+  request building and urllib3, without its model classes;
+* ``watch-urllib3``: the replay watch read with urllib3 (``preload_content=False``, ``read_chunked``, one
+  ``json.loads`` per line), as the official client's ``watch`` reads it minus the models.
+
+``--out PREFIX`` writes PREFIX.json (every round) and PREFIX.md (medians and the ratios baseline / ours).
+
 Why a separate script from bench/e2e.py: that one measures the whole scheduler; this one isolates the
 HTTP path so a change to it can be compared in seconds.
 """
@@ -23,6 +36,7 @@ from __future__ import annotations
 import argparse
 import json
 import multiprocessing
+import os
 import sys
 import threading
 import time
@@ -76,20 +90,11 @@ def create_pods(client: Any, namespace: str, prefix: str, n: int) -> list[dict[s
     return [client.post(f"/api/v1/namespaces/{namespace}/pods", pod(f"{prefix}-{i}", namespace)) for i in range(n)]
 
 
-def bench_seq(client: Any, namespace: str, n: int) -> dict[str, float]:
+def bench_seq(client: Any, namespace: str, n: int, tag: str = "") -> dict[str, float]:
     from policyscheduler.kube.rest import pod_path
 
-    pods = create_pods(client, namespace, "seq", n)
-    bodies = [(p["metadata"]["name"], {"apiVersion": "v1", "kind": "Binding",
-                                        "metadata": {"name": p["metadata"]["name"], "namespace": namespace,
-                                                     "uid": p["metadata"]["uid"]},
-                                        "target": {"apiVersion": "v1", "kind": "Node", "name": "node-0"}})
-              for p in pods]
-    sw, cpu, wall = switches(), time.process_time(), time.perf_counter()
-    for name, body in bodies:
-        client.post(pod_path(namespace, name, "binding"), body)
-    cpu, wall, sw = time.process_time() - cpu, time.perf_counter() - wall, switches() - sw
-    return {"cpu_us_per_bind": cpu / n * 1e6, "switches_per_bind": sw / n, "wall_ms_per_bind": wall / n * 1e3}
+    bodies = binding_bodies(client, namespace, f"seq{tag}", n)
+    return _measure(lambda name, body: client.post(pod_path(namespace, name, "binding"), body), bodies)
 
 
 class _Cycle:
@@ -101,6 +106,124 @@ class _Cycle:
 
     def binding_failed(self, attempt: Any, retry: bool, reason: str) -> None:
         self.failed += 1
+
+
+def binding_bodies(client: Any, namespace: str, prefix: str, n: int) -> list[tuple[str, dict[str, Any]]]:
+    """N new pending pods and the Binding of each to node-0."""
+    return [(p["metadata"]["name"], {"apiVersion": "v1", "kind": "Binding",
+                                      "metadata": {"name": p["metadata"]["name"], "namespace": namespace,
+                                                   "uid": p["metadata"]["uid"]},
+                                      "target": {"apiVersion": "v1", "kind": "Node", "name": "node-0"}})
+            for p in create_pods(client, namespace, prefix, n)]
+
+
+def _measure(bind: Any, bodies: list[tuple[str, dict[str, Any]]]) -> dict[str, float]:
+    """CPU, switches and wall time per bind of ``bind(name, body)`` over ``bodies`` (one thread)."""
+    n = len(bodies)
+    sw, cpu, wall = switches(), time.process_time(), time.perf_counter()
+    for name, body in bodies:
+        bind(name, body)
+    cpu, wall, sw = time.process_time() - cpu, time.perf_counter() - wall, switches() - sw
+    return {"cpu_us_per_bind": cpu / n * 1e6, "switches_per_bind": sw / n, "wall_ms_per_bind": wall / n * 1e3}
+
+
+def tls_files(cp: Any) -> tuple[str, str, str]:
+    return str(cp.ca.pair.cert_file), str(cp.admin.cert_file), str(cp.admin.key_file)
+
+
+def bench_seq_urllib3(cp: Any, client: Any, namespace: str, n: int, tag: str) -> dict[str, float]:
+    """The binds of :func:`bench_seq` through urllib3 directly (kept connection, same client certificate)."""
+    import urllib3
+
+    ca, cert, key = tls_files(cp)
+    http = urllib3.PoolManager(maxsize=1, cert_reqs="CERT_REQUIRED", ca_certs=ca, cert_file=cert, key_file=key)
+    headers = {"Content-Type": "application/json", "Accept": "application/json"}
+    bodies = binding_bodies(client, namespace, f"u3{tag}", n)
+    http.request("GET", f"{cp.server}/api/v1/namespaces/{namespace}")  # warm: the connection
+
+    def bind(name: str, body: dict[str, Any]) -> None:
+        resp = http.request("POST", f"{cp.server}/api/v1/namespaces/{namespace}/pods/{name}/binding",
+                            body=json.dumps(body, separators=(",", ":")).encode(), headers=headers)
+        assert resp.status == 201, resp.data
+        json.loads(resp.data)
+
+    out = _measure(bind, bodies)
+    http.clear()
+    return out
+
+
+def bench_seq_kubernetes(cp: Any, client: Any, namespace: str, n: int, tag: str) -> dict[str, float]:
+    """The binds of :func:`bench_seq` through the official client's REST layer, models off."""
+    from kubernetes import client as k8s_client
+    from kubernetes import config as k8s_config
+
+    cfg = k8s_client.Configuration()
+    k8s_config.load_kube_config(config_file=str(cp.kubeconfig), client_configuration=cfg)  # type: ignore[no-untyped-call,unused-ignore]
+    api: Any = k8s_client.CoreV1Api(k8s_client.ApiClient(cfg))
+    bodies = binding_bodies(client, namespace, f"k8s{tag}", n)
+    api.read_namespace(namespace, _preload_content=False)  # warm: the connection
+
+    def bind(name: str, body: dict[str, Any]) -> None:
+        resp = api.create_namespaced_pod_binding(name, namespace, body, _preload_content=False)
+        assert resp.status == 201, resp.data
+        json.loads(resp.data)
+
+    return _measure(bind, bodies)
+
+
+def bench_watch_urllib3(cp: Any, client: Any, namespace: str, n: int) -> dict[str, float]:
+    """The replay watch of :func:`bench_watch`, read with urllib3 as the official client reads a watch."""
+    import urllib3
+
+    ca, cert, key = tls_files(cp)
+    http = urllib3.PoolManager(maxsize=1, cert_reqs="CERT_REQUIRED", ca_certs=ca, cert_file=cert, key_file=key)
+    rv = client.get(f"/api/v1/namespaces/{namespace}/pods", limit=1)["metadata"]["resourceVersion"]
+    create_pods(client, namespace, "replay-u3", n)
+    resp = http.request("GET", f"{cp.server}/api/v1/namespaces/{namespace}/pods?watch=true&resourceVersion={rv}"
+                        "&timeoutSeconds=300", preload_content=False, headers={"Accept": "application/json"})
+    assert resp.status == 200
+    me = threading.get_native_id()
+    sw, cpu = switches(me), time.thread_time()
+    seen, buffer = 0, b""
+    for chunk in resp.read_chunked(decode_content=False):
+        lines = (buffer + chunk).split(b"\n")
+        buffer = lines.pop()
+        for line in lines:
+            if line.strip():
+                json.loads(line)
+                seen += 1
+        if seen >= n:
+            break
+    out = {"cpu_us_per_event": (time.thread_time() - cpu) / n * 1e6, "switches_per_event": (switches(me) - sw) / n}
+    resp.release_conn()
+    http.clear()
+    return out
+
+
+def _median(values: list[float]) -> float:
+    ordered = sorted(values)
+    mid = len(ordered) // 2
+    return ordered[mid] if len(ordered) % 2 else (ordered[mid - 1] + ordered[mid]) / 2
+
+
+def write_results(prefix: Path, report: dict[str, Any], argv: list[str]) -> None:
+    """PREFIX.json (everything) and PREFIX.md (medians of CPU per bind / event, ratios to ours)."""
+    prefix.parent.mkdir(parents=True, exist_ok=True)
+    prefix.with_suffix(".json").write_text(json.dumps({"command": " ".join(argv), **report}, indent=1) + "\n")
+    load = report.get("load_average_at_start", [0.0])[0], report.get("load_average_at_end", [0.0])[0]
+    lines = [f"# `{' '.join(argv)}`", "",
+             f"{report.get('cpus')} CPUs, 1-minute load average {load[0]:.1f} at the start, {load[1]:.1f} at the end.", "", "| path | CPU per bind/event (median, us) | rounds | baseline / ours |",
+             "|---|---|---|---|"]
+    rounds = report.get("rounds", {})
+    ours = {"seq": "seq", "seq-urllib3": "seq", "seq-kubernetes": "seq", "watch-replay": "watch-replay",
+            "watch-urllib3": "watch-replay"}
+    metric = {name: ("cpu_us_per_event" if name.startswith("watch") else "cpu_us_per_bind") for name in ours}
+    medians = {name: _median([r[metric[name]] for r in runs]) for name, runs in rounds.items() if runs}
+    for name, value in medians.items():
+        base = medians.get(ours.get(name, ""), 0.0)
+        ratio = f"{value / base:.2f}x" if base and ours.get(name) != name else "(ours)"
+        lines.append(f"| {name} | {value:.1f} | {len(rounds[name])} | {ratio} |")
+    prefix.with_suffix(".md").write_text("\n".join(lines) + "\n")
 
 
 def _spin(seconds: float) -> None:
@@ -215,6 +338,9 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=1, help="repeat the binder runs, settings interleaved")
     parser.add_argument("--work-ms", type=float, default=0.7, help="producer CPU per pod (the scheduling loop)")
     parser.add_argument("--skip", nargs="*", default=[], choices=["seq", "binder", "watch"])
+    parser.add_argument("--baselines", nargs="*", default=["urllib3", "kubernetes"], choices=["urllib3", "kubernetes"],
+                        help="the other clients measured beside ours, interleaved (default: both)")
+    parser.add_argument("--out", type=Path, default=None, help="write PREFIX.json and PREFIX.md")
     args = parser.parse_args()
     from policyscheduler.kube import RestClient, load_connection
     from tests.controlplane.harness import ControlPlane
@@ -223,10 +349,23 @@ def main() -> None:
         client = RestClient(load_connection(str(cp.kubeconfig)))
         client.post("/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "bench"}})
         client.post("/api/v1/nodes", {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "node-0"}})
-        report: dict[str, Any] = {}
+        report: dict[str, Any] = {"load_average_at_start": list(os.getloadavg()), "cpus": os.cpu_count()}
+        rounds: dict[str, list[dict[str, float]]] = {}
+        report["rounds"] = rounds
         if "seq" not in args.skip:
-            report["seq"] = bench_seq(client, "bench", args.pods)
-            print("seq", json.dumps(report["seq"]), flush=True)
+            for round_ in range(args.rounds):  # ours and each baseline in turn, so load drifts hit all alike
+                tag = f"r{round_}"
+                runs = ["seq"] + [f"seq-{name}" for name in ("urllib3", "kubernetes") if name in args.baselines]
+                for label in runs:
+                    if label == "seq":
+                        out = bench_seq(client, "bench", args.pods, tag)
+                    elif label == "seq-urllib3":
+                        out = bench_seq_urllib3(cp, client, "bench", args.pods, tag)
+                    else:
+                        out = bench_seq_kubernetes(cp, client, "bench", args.pods, tag)
+                    rounds.setdefault(label, []).append(out)
+                    print(label, json.dumps(out), flush=True)
+            report["seq"] = rounds["seq"][-1]
         if "binder" not in args.skip:
             for round_ in range(args.rounds):
                 for lanes, depth in args.lanes:
@@ -239,6 +378,23 @@ def main() -> None:
             client.post("/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "watch"}})
             report["watch"] = bench_watch(cp, client, "watch", args.pods)
             print("watch", json.dumps(report["watch"]), flush=True)
+            rounds.setdefault("watch-replay", []).append(report["watch"]["replay"])
+            for round_ in range(args.rounds):
+                if "urllib3" in args.baselines:
+                    ns = f"watch-u3-{round_}"
+                    client.post("/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}})
+                    out = bench_watch_urllib3(cp, client, ns, args.pods)
+                    rounds.setdefault("watch-urllib3", []).append(out)
+                    print("watch-urllib3", json.dumps(out), flush=True)
+                if round_:
+                    ns = f"watch-{round_}"
+                    client.post("/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}})
+                    again = bench_watch(cp, client, ns, args.pods)
+                    rounds["watch-replay"].append(again["replay"])
+                    print("watch", json.dumps(again), flush=True)
+        report["load_average_at_end"] = list(os.getloadavg())  # the machine may be shared: say how busy
+        if args.out is not None:
+            write_results(args.out, report, ["python", "bench/http_bench.py", *sys.argv[1:]])
 
 
 if __name__ == "__main__":

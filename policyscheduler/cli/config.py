@@ -11,7 +11,9 @@ Exit status: 0 ok, 2 bad input (located errors on stderr, never a traceback).
 from __future__ import annotations
 
 import argparse
+import atexit
 import dataclasses
+import shutil
 import sys
 import tempfile
 from collections.abc import Sequence
@@ -257,6 +259,7 @@ def apply_run_config(args: argparse.Namespace, err: TextIO) -> bool:
         paths = list(profile.paths)
         if profile.texts:
             folder = tempfile.mkdtemp(prefix=f"policyscheduler-{profile.scheduler_name}-")
+            atexit.register(shutil.rmtree, folder, True)  # the inline policies live as long as the process
             for name, text in profile.texts:
                 (Path(folder) / name).write_text(text, encoding="utf-8")
             paths.append(folder)

@@ -123,6 +123,7 @@ def import_kube_config(file: str, text: str) -> ImportResult:
                 mapped[dst] = le[src]
         if le.get("resourceLock") not in (None, "leases"):
             note(("leaderElection", "resourceLock"), f"resourceLock {le['resourceLock']!r}: we always use a Lease")
+        _lease_where_rbac_allows(le, mapped, note)
         if mapped:
             out["leaderElection"] = mapped
     if top.get("extenders"):
@@ -147,6 +148,31 @@ def import_kube_config(file: str, text: str) -> ImportResult:
                 raise doc.error(("profiles", i), f"duplicate schedulerName {n!r}")
     out["profiles"] = profiles_out
     return ImportResult(out, notes)
+
+
+LEASE_NAMESPACE = "policyscheduler-system"
+"""Where deploy/rbac.yaml's Role lets the scheduler create and renew its Lease."""
+KUBE_LEASE = ("kube-system", "kube-scheduler")
+"""kube-scheduler's default Lease: kube-scheduler's own, which our scheduler must never contend for."""
+
+
+def _lease_where_rbac_allows(le: dict[str, Any], mapped: dict[str, Any], note: Any) -> None:
+    """kube-scheduler keeps its Lease in kube-system (the default, often spelled out): copied as is, our
+    scheduler would need Lease rights in kube-system, which deploy/rbac.yaml does not grant, and, with the
+    name kube-scheduler, would take turns with kube-scheduler itself. The imported Lease goes to
+    deploy/'s namespace, named after the scheduler as ``run`` does; a namespace of the user's own choosing
+    (not kube-system) is kept."""
+    if mapped.get("leaderElect") is False:
+        return
+    if mapped.get("leaseNamespace") in (None, KUBE_LEASE[0]):
+        if "leaseNamespace" in mapped:
+            note(("leaderElection", "resourceNamespace"), f"resourceNamespace {KUBE_LEASE[0]}: not kept; the Lease "
+                 f"goes to {LEASE_NAMESPACE}, where deploy/rbac.yaml grants Leases")
+        mapped["leaseNamespace"] = LEASE_NAMESPACE
+    if mapped.get("leaseName") == KUBE_LEASE[1]:
+        note(("leaderElection", "resourceName"), f"resourceName {KUBE_LEASE[1]}: not kept (it is kube-scheduler's own "
+             "Lease); ours is named after the scheduler")
+        del mapped["leaseName"]
 
 
 def _profile(doc: Doc, p: tuple[Any, ...] | None, note: Any) -> dict[str, Any]:

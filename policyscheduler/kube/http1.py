@@ -11,7 +11,8 @@ What it speaks: requests with a ``Content-Length`` body (or none); answers frame
 answers back to back on one connection for a pipelined sender (``Response(pipelined=True)`` keeps the
 bytes after its answer in ``decoder.rest``; kube/pipeline.py). What it does not: compression (we never ask
 for it), HTTP/2. Bytes that are not HTTP/1.1 raise
-:class:`ProtocolError` with what was wrong, never a hang.
+:class:`ProtocolError` with what was wrong, never a hang. Through an HTTP proxy (kube/proxies.py chooses
+it): a ``CONNECT`` tunnel, then TLS inside it (:func:`open_socket`).
 """
 
 from __future__ import annotations
@@ -21,7 +22,9 @@ import select
 import socket
 import ssl
 
-__all__ = ["ChunkedDecoder", "Http1Connection", "LengthDecoder", "ProtocolError", "Response",
+from policyscheduler.kube.proxies import ProxyRoute
+
+__all__ = ["ChunkedDecoder", "Http1Connection", "LengthDecoder", "ProtocolError", "ProxyRefused", "Response",
            "StaleConnection", "UntilCloseDecoder", "open_socket"]
 
 RECV_SIZE = 64 * 1024
@@ -293,13 +296,18 @@ class Response:
 
 
 def open_socket(host: str, port: int, context: ssl.SSLContext | None, server_hostname: str | None,
-                connect_timeout: float, read_timeout: float) -> socket.socket:
+                connect_timeout: float, read_timeout: float, proxy: ProxyRoute | None = None) -> socket.socket:
     """A connected socket (TLS when ``context`` is set; ``server_hostname`` names the server for SNI and
     the certificate check, as kubeconfig's ``tls-server-name`` does), with TCP_NODELAY: a request is
-    one write, so Nagle's algorithm could only delay it."""
-    sock = socket.create_connection((host, port), connect_timeout)
+    one write, so Nagle's algorithm could only delay it.
+
+    With ``proxy``: the TCP connection goes to the proxy; for TLS it asks for a tunnel to ``host:port``
+    (``CONNECT``) and TLS runs inside it; without TLS the caller sends absolute-form requests."""
+    sock = socket.create_connection((proxy.host, proxy.port) if proxy else (host, port), connect_timeout)
     try:
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        if proxy is not None and context is not None:
+            _connect_tunnel(sock, host, port, proxy)
         if context is not None:
             sock = context.wrap_socket(sock, server_hostname=server_hostname or host)
     except BaseException:
@@ -309,13 +317,44 @@ def open_socket(host: str, port: int, context: ssl.SSLContext | None, server_hos
     return sock
 
 
+class ProxyRefused(ConnectionError):
+    """The proxy did not open the tunnel (its status line is in the message)."""
+
+
+def _connect_tunnel(sock: socket.socket, host: str, port: int, proxy: ProxyRoute) -> None:
+    """``CONNECT host:port`` through an HTTP proxy; returns once the proxy answered 2xx."""
+    authority = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+    request = f"CONNECT {authority} HTTP/1.1\r\nHost: {authority}\r\n"
+    if proxy.authorization:
+        request += f"Proxy-Authorization: {proxy.authorization}\r\n"
+    sock.sendall((request + "\r\n").encode("latin-1"))
+    head = b""
+    while b"\r\n\r\n" not in head:
+        data = sock.recv(4096)
+        if not data:
+            raise ProxyRefused(f"the proxy {proxy.host}:{proxy.port} ({proxy.source}) closed the connection "
+                               f"instead of answering CONNECT {authority}")
+        head += data
+        if len(head) > MAX_HEAD:
+            raise ProtocolError(f"the proxy's answer to CONNECT is longer than {MAX_HEAD} bytes")
+    block, _, extra = head.partition(b"\r\n\r\n")
+    _, status, _ = parse_head(block)
+    if not 200 <= status < 300:
+        line = block.split(b"\r\n", 1)[0].decode("latin-1")
+        raise ProxyRefused(f"the proxy {proxy.host}:{proxy.port} ({proxy.source}) refused CONNECT {authority}: {line}")
+    if extra:
+        raise ProtocolError("the proxy sent bytes after its answer to CONNECT, before the TLS handshake")
+
+
 class Http1Connection:
     """One kept-alive connection: :meth:`exchange` sends a request buffer and reads its answer."""
 
-    __slots__ = ("_poll", "sock")
+    __slots__ = ("_poll", "generation", "sock")
 
-    def __init__(self, sock: socket.socket) -> None:
+    def __init__(self, sock: socket.socket, generation: int = 0) -> None:
         self.sock = sock
+        self.generation = generation
+        """The pool's TLS generation when it was opened (kube/rest.py: a rotated certificate retires it)."""
         self._poll = select.poll()
         self._poll.register(sock, select.POLLIN)
 

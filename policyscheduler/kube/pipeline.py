@@ -53,10 +53,13 @@ class Opener(Protocol):
     """What the pipeline needs from the REST client's connection pool (kube/rest.py ``_Connections``)."""
 
     timeout: float
+    tls_generation: int
 
     def encode(self, method: str, target: str, body: bytes | None, content_type: str | None) -> bytes: ...
 
     def open(self) -> http1.Http1Connection: ...
+
+    def unauthorized(self) -> None: ...
 
 
 @dataclass(slots=True)
@@ -209,7 +212,7 @@ class Pipeline:
         for request in ready:
             try:  # the bearer token is read now: it rotates
                 data = self._opener.encode(request.method, request.target, request.body, request.content_type)
-            except http1.ProtocolError as err:
+            except (http1.ProtocolError, OSError) as err:  # OSError: no credential (an exec plugin failed)
                 _call(request.done, 0, b"", f"{type(err).__name__}: {err}")
                 continue
             waiting, i = load[0]
@@ -217,8 +220,9 @@ class Pipeline:
             batches.setdefault(i, []).append((request, data))
         for i, batch in batches.items():
             lane = self._lanes[i]
-            if lane.conn is not None and not lane.waiting and lane.conn.dropped():
-                self._drop(lane, None)  # closed by the server while idle: never write on it
+            if lane.conn is not None and not lane.waiting and (
+                    lane.conn.dropped() or lane.conn.generation != self._opener.tls_generation):
+                self._drop(lane, None)  # closed by the server while idle, or an old client certificate
             if lane.conn is None:
                 try:
                     lane.conn = self._opener.open()
@@ -275,6 +279,8 @@ class Pipeline:
         request = lane.waiting.popleft()
         rest = response.decoder.rest if response.decoder is not None else b""
         lane.response = http1.Response(pipelined=True)
+        if response.status == 401:
+            self._opener.unauthorized()  # an exec plugin's credential was refused: the next request gets a new one
         _call(request.done, response.status, response.body, None)
         if response.will_close:
             self._drop(lane, "the server closed the connection after an earlier answer")

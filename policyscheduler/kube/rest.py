@@ -8,6 +8,8 @@ second. Requests and watch streams here are plain dicts in, plain dicts out.
 from __future__ import annotations
 
 import json
+import logging
+import os
 import re
 import socket
 import ssl
@@ -19,11 +21,16 @@ from typing import Any
 from urllib.parse import quote, urlencode, urlsplit
 
 from policyscheduler.kube import http1
-from policyscheduler.kube.config import Connection
+from policyscheduler.kube.config import Connection, Credential
 from policyscheduler.kube.pipeline import Pipeline
 from policyscheduler.kube.ratelimit import RateLimiter
 
 __all__ = ["ApiError", "RestClient", "Stream"]
+
+log = logging.getLogger("policyscheduler.rest")
+
+CERT_CHECK_INTERVAL = 5.0
+"""Seconds between checks of the client certificate files for new contents (a ``stat`` of each)."""
 
 
 class ApiError(RuntimeError):
@@ -143,12 +150,24 @@ class _Connections:
     (dropping one the server closed meanwhile) or opens one, and gives it back when the server keeps it
     alive; at most ``maxsize`` stay idle."""
 
-    def __init__(self, connection: Connection, *, maxsize: int, timeout: float, connect_timeout: float = 5.0) -> None:
+    def __init__(self, connection: Connection, *, maxsize: int, timeout: float, connect_timeout: float = 5.0,
+                 cert_check_interval: float = CERT_CHECK_INTERVAL) -> None:
         self.host, self.port, self.prefix = "", 0, ""
         self.context: ssl.SSLContext | None = None
         self.problem: str | None = None
         """Why no connection can be made (bad address, unreadable CA or client certificate): every request
         then fails with it as a connection error (status 0), reported and retried like one, as before."""
+        self.proxy = connection.proxy
+        self.tls_generation = 0
+        """Counts TLS context rebuilds (a rotated client certificate): connections opened under an older
+        one are not reused (kube/pipeline.py drops its idle lanes too)."""
+        self._connection = connection
+        self._cert_check_interval = cert_check_interval
+        self._tls_files: tuple[str | None, str | None] = (connection.cert_file, connection.key_file)
+        self._tls_signature = _signature(self._tls_files)
+        self._tls_checked = time.monotonic()
+        self._tls_failed: tuple[tuple[str | None, str | None], tuple[tuple[int, int, int], ...]] | None = None
+        self._https = False
         host_header = ""
         try:
             url = urlsplit(connection.server)
@@ -161,37 +180,35 @@ class _Connections:
             if url.port and url.port != (443 if url.scheme == "https" else 80):
                 host_header += f":{url.port}"
             if url.scheme == "https":
-                if connection.verify:
-                    context = ssl.create_default_context(cafile=connection.ca_file)
-                else:
-                    context = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
-                    context.check_hostname = False
-                    context.verify_mode = ssl.CERT_NONE
-                if connection.cert_file:
-                    context.load_cert_chain(connection.cert_file, connection.key_file)
-                self.context = context
+                self._https = True
+                self.context = _tls_context(connection, *self._tls_files)
+            elif self.proxy is not None:
+                self.prefix = f"http://{host_header}{self.prefix}"  # absolute-form: the proxy forwards it
         except ValueError as err:
             self.problem = str(err)
         except OSError as err:  # ssl.SSLError is one too
-            files = ", ".join(f"{what} {path}" for what, path in (("CA file", connection.ca_file),
-                              ("client certificate", connection.cert_file), ("key", connection.key_file)) if path)
-            self.problem = f"cannot set up TLS ({files or 'system CA certificates'}): {type(err).__name__}: {err}"
+            self.problem = _tls_problem(connection, self._tls_files, err)
         self.server_hostname = connection.tls_server_name
         self.maxsize = maxsize
         self.timeout = timeout
         self.connect_timeout = connect_timeout
-        self._token = connection.token
         self._fixed = f"Host: {host_header}\r\nUser-Agent: policyscheduler\r\nAccept: application/json\r\n"
+        if self.proxy is not None and self.context is None and self.proxy.authorization:
+            self._fixed += f"Proxy-Authorization: {self.proxy.authorization}\r\n"
         self._idle: list[http1.Http1Connection] = []
         self._lock = threading.Lock()
         weakref.finalize(self, _close_all, self._idle)  # a dropped client closes its sockets
 
     def encode(self, method: str, target: str, body: bytes | None, content_type: str | None) -> bytes:
-        """The whole request as one buffer: request line, headers (the token fetched now: it rotates), body."""
+        """The whole request as one buffer: request line, headers (the credential is asked for now, once:
+        tokens rotate, and a changed client certificate rebuilds the TLS context first), body."""
         if _UNSAFE.search(target):
             raise http1.ProtocolError(f"request target with a space or control character: {target[:80]!r}")
         head = f"{method} {self.prefix}{target} HTTP/1.1\r\n{self._fixed}"
-        token = self._token()
+        credential = self._connection.credential()
+        if self._https:
+            self._follow_certificate(credential)
+        token = credential.authorization
         if token:
             if "\r" in token or "\n" in token:
                 raise http1.ProtocolError("the bearer token contains a line break")
@@ -201,12 +218,56 @@ class _Connections:
         head += f"Content-Type: {content_type or 'application/json'}\r\nContent-Length: {len(body)}\r\n\r\n"
         return head.encode("latin-1") + body
 
+    def unauthorized(self) -> None:
+        """The API server answered 401: let the credential source start over (an exec plugin runs again)."""
+        if self._connection.unauthorized is not None:
+            self._connection.unauthorized()
+
+    def _follow_certificate(self, credential: Credential) -> None:
+        """Rebuild the TLS context when the client certificate changed: new paths (an exec plugin's new
+        certificate), or, checked at most every ``cert_check_interval`` seconds, new contents of the same
+        files (a rotated file on disk; client-go reloads those too). Idle connections made with the old
+        certificate are closed; a certificate that cannot be loaded (a half-written file) keeps the old
+        context until the next check."""
+        files = (credential.cert_file, credential.key_file)
+        now = time.monotonic()
+        if files == self._tls_files:
+            if now - self._tls_checked < self._cert_check_interval:
+                return
+            self._tls_checked = now
+            signature = _signature(files)
+            if signature == self._tls_signature:
+                return
+        else:
+            signature = _signature(files)
+            if (files, signature) == self._tls_failed and now - self._tls_checked < self._cert_check_interval:
+                return  # failed to load a moment ago: not again on every request
+        with self._lock:
+            if (files, signature) == (self._tls_files, self._tls_signature):
+                return  # another thread rebuilt it meanwhile
+            try:
+                context = _tls_context(self._connection, *files)
+            except OSError as err:
+                log.warning("client certificate changed but cannot be loaded; keeping the previous one: %s",
+                            _tls_problem(self._connection, files, err))
+                self._tls_checked, self._tls_failed = now, (files, signature)
+                return
+            self.context, self._tls_files, self._tls_signature, self._tls_checked = context, files, signature, now
+            self.problem = None
+            self.tls_generation += 1
+            idle = list(self._idle)
+            self._idle.clear()
+        for conn in idle:
+            conn.close()
+        log.info("client certificate changed: TLS rebuilt (generation %d)", self.tls_generation)
+
     def open(self) -> http1.Http1Connection:
         """A new kept-alive connection (``OSError`` when none can be made)."""
         if self.problem is not None:
             raise OSError(self.problem)
+        generation = self.tls_generation
         return http1.Http1Connection(http1.open_socket(self.host, self.port, self.context, self.server_hostname,
-                                                       self.connect_timeout, self.timeout))
+                                                       self.connect_timeout, self.timeout, self.proxy), generation)
 
     def _take(self) -> tuple[http1.Http1Connection, bool]:
         """An idle connection still open (True: reused) or a new one (False)."""
@@ -223,10 +284,10 @@ class _Connections:
 
     def _give_back(self, conn: http1.Http1Connection) -> None:
         with self._lock:
-            if len(self._idle) < self.maxsize:
+            if len(self._idle) < self.maxsize and conn.generation == self.tls_generation:
                 self._idle.append(conn)
                 return
-        conn.close()
+        conn.close()  # no room, or made with a client certificate that has been replaced since
 
     def _exchange(self, conn: http1.Http1Connection, data: bytes, timeout: float | None) -> http1.Response:
         try:
@@ -268,7 +329,7 @@ class _Connections:
             raise OSError(self.problem)
         data = self.encode("GET", target, None, None)
         sock = http1.open_socket(self.host, self.port, self.context, self.server_hostname,
-                                 self.connect_timeout, read_timeout)
+                                 self.connect_timeout, read_timeout, self.proxy)
         try:
             sock.sendall(data)
             response = http1.Response()
@@ -301,15 +362,47 @@ def _close_all(connections: list[http1.Http1Connection]) -> None:
     connections.clear()
 
 
+def _signature(files: tuple[str | None, str | None]) -> tuple[tuple[int, int, int], ...]:
+    """What identifies the contents of the certificate and key files cheaply: inode, size, mtime."""
+    out = []
+    for path in files:
+        try:
+            st = os.stat(path) if path else None
+        except OSError:
+            st = None
+        out.append((st.st_ino, st.st_size, st.st_mtime_ns) if st else (0, 0, 0))
+    return tuple(out)
+
+
+def _tls_context(connection: Connection, cert_file: str | None, key_file: str | None) -> ssl.SSLContext:
+    if connection.verify:
+        context = ssl.create_default_context(cafile=connection.ca_file)
+    else:
+        context = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+        context.check_hostname = False
+        context.verify_mode = ssl.CERT_NONE
+    if cert_file:
+        context.load_cert_chain(cert_file, key_file)
+    return context
+
+
+def _tls_problem(connection: Connection, files: tuple[str | None, str | None], err: OSError) -> str:
+    named = ", ".join(f"{what} {path}" for what, path in (("CA file", connection.ca_file),
+                      ("client certificate", files[0]), ("key", files[1])) if path)
+    return f"cannot set up TLS ({named or 'system CA certificates'}): {type(err).__name__}: {err}"
+
+
 class RestClient:
     """JSON requests to one API server with the resolved TLS settings and credentials: plain requests on
     kept connections (:class:`_Connections`), watch streams on a connection each (:class:`Stream`)."""
 
-    def __init__(self, connection: Connection, *, maxsize: int = 32, timeout: float = 30.0) -> None:
+    def __init__(self, connection: Connection, *, maxsize: int = 32, timeout: float = 30.0,
+                 cert_check_interval: float = CERT_CHECK_INTERVAL) -> None:
         self.connection = connection
         self.server = connection.server
         self.limiter: RateLimiter | None = None
-        self._connections = _Connections(connection, maxsize=maxsize, timeout=timeout)
+        self._connections = _Connections(connection, maxsize=maxsize, timeout=timeout,
+                                         cert_check_interval=cert_check_interval)
 
     def request(self, method: str, path: str, body: Any = None, *, query: Mapping[str, Any] | None = None,
                 content_type: str = "application/json", timeout: float | None = None) -> Any:
@@ -325,6 +418,8 @@ class RestClient:
         except (OSError, http1.ProtocolError) as err:
             raise ApiError(method, path, 0, detail=f"{self.server}: {type(err).__name__}: {err}") from err
         if not 200 <= status < 300:
+            if status == 401:
+                self._connections.unauthorized()  # an exec plugin's credential was refused: get a new one
             raise ApiError(method, path, status, raw.decode("utf-8", errors="replace"))
         return json.loads(raw) if raw else None
 
@@ -355,6 +450,8 @@ class RestClient:
             raise ApiError("GET", path, 0, detail=f"{self.server}: {type(err).__name__}: {err}") from err
         if not 200 <= response.status < 300:
             sock.close()
+            if response.status == 401:
+                self._connections.unauthorized()
             raise ApiError("GET", path, response.status, response.body.decode("utf-8", errors="replace"))
         assert response.decoder is not None  # the head was read
         return Stream(sock, response.decoder, response.take_body(), path)

@@ -26,3 +26,6 @@ def test_http_bench_smoke() -> None:
     assert sections["binder-3x2"]["server_cpu_us_per_bind"] > 0
     assert sections["seq"]["cpu_us_per_bind"] > 0
     assert sections["watch"]["replay"]["cpu_us_per_event"] > 0 and sections["watch"]["live"]["cpu_us_per_event"] > 0
+    baselines = {line.split(" ", 1)[0] for line in done.stdout.splitlines()
+                 if line.startswith(("seq-urllib3 ", "seq-kubernetes ", "watch-urllib3 "))}
+    assert baselines == {"seq-urllib3", "seq-kubernetes", "watch-urllib3"}, done.stdout

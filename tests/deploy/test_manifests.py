@@ -171,7 +171,7 @@ def test_pod_is_locked_down() -> None:
 
 def test_dockerfile_is_slim_wheel_and_non_root() -> None:
     text = (DEPLOY / "Dockerfile").read_text()
-    assert re.search(r"^FROM python:3\.11-slim$", text, re.M)
+    assert re.search(r"^ARG PYTHON_IMAGE=python:3\.11-slim@sha256:[0-9a-f]{64}$", text, re.M)
     assert re.search(r"pip install /tmp/wheels/policyscheduler-\*\.whl", text)
     user = re.findall(r"^USER (\S+)$", text, re.M)
     assert user and not user[-1].startswith(("root", "0"))
@@ -197,10 +197,34 @@ def test_kustomize_renders_every_object_once() -> None:
     docs = [d for d in yaml.safe_load_all(out) if d]
     kinds = sorted(d["kind"] for d in docs)
     assert kinds == sorted(["Namespace", "ServiceAccount", "ClusterRole", "ClusterRoleBinding", "ClusterRoleBinding", "Role",
-                            "RoleBinding", "ConfigMap", "Deployment", "Service", "PodDisruptionBudget"])
+                            "RoleBinding", "ConfigMap", "Deployment", "Service", "PodDisruptionBudget",
+                            "ResourceQuota"])
     cm = next(d for d in docs if d["kind"] == "ConfigMap")
     assert cm["metadata"] == {**cm["metadata"], "name": CONFIGMAP, "namespace": NAMESPACE}
     assert cm["data"] == {p.name: p.read_text() for p in (DEPLOY / "policies").glob("*.policy")}
     for d in docs:
         if d["kind"] not in ("Namespace", "ClusterRole", "ClusterRoleBinding"):
             assert d["metadata"]["namespace"] == NAMESPACE, d["kind"]
+
+
+def test_every_from_is_pinned_by_digest() -> None:
+    """A tag moves (every CPython or Debian patch): each FROM is a digest, directly or through an ARG whose
+    default is one."""
+    text = (DEPLOY / "Dockerfile").read_text()
+    args = dict(re.findall(r"^ARG (\w+)=(\S+)$", text, re.M))
+    froms = re.findall(r"^FROM\s+(\S+)", text, re.M)
+    assert froms
+    for image in froms:
+        ref = re.fullmatch(r"\$\{?(\w+)\}?", image)
+        resolved = args.get(ref.group(1), "") if ref else image
+        assert re.fullmatch(r"[\w./:-]+@sha256:[0-9a-f]{64}", resolved), f"FROM {image} is not pinned by digest"
+
+
+def test_the_scheduler_pods_have_a_critical_priority_the_quota_admits() -> None:
+    spec = _one("Deployment")["spec"]["template"]["spec"]
+    assert spec["priorityClassName"] == "system-cluster-critical"
+    quota = _one("ResourceQuota")
+    assert quota["metadata"]["namespace"] == NAMESPACE
+    [expr] = quota["spec"]["scopeSelector"]["matchExpressions"]
+    assert (expr["scopeName"], expr["operator"], expr["values"]) == ("PriorityClass", "In", [spec["priorityClassName"]])
+    assert int(quota["spec"]["hard"]["pods"]) >= _one("Deployment")["spec"]["replicas"]

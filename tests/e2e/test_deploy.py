@@ -70,7 +70,24 @@ def test_apply_k_deploy_server_dry_run(control_plane: ControlPlane, tmp_path: Pa
                     "clusterrolebinding.rbac.authorization.k8s.io/policyscheduler:policy-scheduler",
                     "clusterrolebinding.rbac.authorization.k8s.io/policyscheduler:policy-scheduler:auth-delegator",
                     f"configmap/{CONFIGMAP}", "service/policy-scheduler-metrics", "deployment.apps/policy-scheduler",
-                    "poddisruptionbudget.policy/policy-scheduler"}
+                    "poddisruptionbudget.policy/policy-scheduler", "resourcequota/policy-scheduler-critical-pods"}
+
+
+def test_the_scheduler_pod_is_admitted_with_its_critical_priority(control_plane: ControlPlane, tmp_path: Path) -> None:
+    """The Deployment's pod template as a Pod (server dry run): the Priority admission resolves
+    system-cluster-critical outside kube-system, and PodSecurity "restricted" admits it."""
+    _ensure_namespace(control_plane, tmp_path)
+    deployment = next(d for d in _rendered() if d["kind"] == "Deployment")
+    pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "priority-probe", "namespace": NS,
+                                                            **deployment["spec"]["template"]["metadata"]},
+           "spec": {**deployment["spec"]["template"]["spec"], "serviceAccountName": "default"}}
+    manifest = tmp_path / "pod.yaml"
+    manifest.write_text(yaml.safe_dump(pod))
+    proc = kubectl(control_plane.kubeconfig, "create", "-f", str(manifest), "--dry-run=server", "-o", "json")
+    created = json.loads(proc.stdout)
+    assert created["spec"]["priorityClassName"] == "system-cluster-critical"
+    assert created["spec"]["priority"] == 2000000000
+    assert "Warning" not in proc.stderr, proc.stderr
 
 
 @pytest.fixture(scope="module")

@@ -27,6 +27,7 @@ class Server(ThreadingHTTPServer):
         self.requests: list[tuple[str, str, dict[str, str], Any]] = []
         self.close_next = False  # answer the next request with "Connection: close", then close
         self.drop_next = False  # answer the next request as if keeping the connection, then close it
+        self.unauthorized_once = False  # answer the next request 401 (a credential the server refuses)
 
 
 class Handler(BaseHTTPRequestHandler):
@@ -41,7 +42,11 @@ class Handler(BaseHTTPRequestHandler):
         length = int(self.headers.get("Content-Length") or 0)
         body = json.loads(self.rfile.read(length)) if length else None
         self.server.requests.append((self.command, self.path, dict(self.headers), body))
-        if self.path.endswith("/missing"):
+        doc: dict[str, Any]
+        if self.server.unauthorized_once:
+            self.server.unauthorized_once = False
+            status, doc = 401, {"kind": "Status", "reason": "Unauthorized", "message": "Unauthorized"}
+        elif self.path.endswith("/missing"):
             status, doc = 404, {"kind": "Status", "reason": "NotFound", "message": 'pods "missing" not found'}
         else:
             status, doc = 201 if self.command == "POST" else 200, {"echo": body, "path": self.path}
