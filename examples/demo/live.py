@@ -230,7 +230,7 @@ def main(argv: list[str] | None = None) -> int:
         _say("  kubectl get pods -A -o wide --field-selector spec.schedulerName=policy-scheduler")
         _say("  kubectl get events -A --field-selector reason=FailedScheduling")
         _say("  kubectl describe pod -n <namespace> <pod>      # Events: Scheduled / FailedScheduling")
-        _say(f"  curl -s http://{status}/metrics | grep -E "^(scheduler|policyscheduler)_"")
+        _say(f"  curl -s http://{status}/metrics | grep -E '^(scheduler|policyscheduler)_'")
         if args.keep:
             _say("the cluster and the scheduler stay up (--keep); Ctrl-C stops them")
             try:
