@@ -14,7 +14,7 @@ from policyscheduler.diagnostics import PolicyRuntimeError
 from policyscheduler.loader import load_policy_texts
 from policyscheduler.source import SourceFile
 from policyscheduler.syntax import ast, parse
-from tests.language.schema_fixture import sample_env
+from tests.schema_fixture import sample_env
 
 
 def ev(schema: Schema, expr: str, env: dict[str, Any] | None = None) -> Any:

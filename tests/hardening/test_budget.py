@@ -15,7 +15,7 @@ from policyscheduler.cli import main
 from policyscheduler.compiler import closures, program
 from policyscheduler.diagnostics import PolicyRuntimeError
 from policyscheduler.loader import load_policy_texts
-from tests.language.schema_fixture import sample_env, test_schema
+from tests.schema_fixture import sample_env, test_schema
 
 SCHEMA = test_schema()
 

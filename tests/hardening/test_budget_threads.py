@@ -7,7 +7,7 @@ import threading
 
 from policyscheduler.compiler import closures
 from policyscheduler.loader import load_policy_texts
-from tests.language.schema_fixture import sample_env, test_schema
+from tests.schema_fixture import sample_env, test_schema
 
 SCHEMA = test_schema()
 TEXT = "score s weight 1 normalize minmax\n  value count(x in [1, 2, 3] + [4] where x > 0) % 100\n"

@@ -3,8 +3,7 @@
 from fractions import Fraction
 
 from policyscheduler.state import ClusterSnapshot
-
-from .conftest import make_node, make_pod
+from tests.objects.conftest import make_node, make_pod
 
 Mi = 1024**2
 
