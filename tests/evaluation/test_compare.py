@@ -18,12 +18,12 @@ def decision(**changes) -> Decision:
     return dataclasses.replace(base, **changes)
 
 
-def test_equal_decisions_have_no_diff():
+def test_equal_decisions_have_no_diff() -> None:
     assert diff_decisions(decision(), decision()) == []
     assert decision() == decision()
 
 
-def test_differences_are_located():
+def test_differences_are_located() -> None:
     left = decision()
     right = decision(
         verdicts={"a": FEASIBLE, "b": NodeVerdict("g", ("no",))},
@@ -38,6 +38,6 @@ def test_differences_are_located():
     assert len(diff) == 4
 
 
-def test_missing_entries_are_reported():
+def test_missing_entries_are_reported() -> None:
     right = decision(scores={})
     assert diff_decisions(decision(), right) == ["scores['s']['a']: left has RuleScore(raw=3, normalized=100, weighted=200, ignored=False), missing on the right"]

@@ -36,7 +36,7 @@ def public_fields(cls):
 
 
 @pytest.mark.parametrize("name", sorted(schema.RECORDS))
-def test_record_annotations_use_vocabulary(name):
+def test_record_annotations_use_vocabulary(name) -> None:
     cls = schema.RECORDS[name]
     for field, tp in public_fields(cls).items():
         assert allowed(tp), f"{name}.{field}: {tp}"
@@ -49,7 +49,7 @@ def test_record_annotations_use_vocabulary(name):
             assert fn.__doc__, f"{name}.{attr} has no docstring"
 
 
-def test_builtins_and_roots():
+def test_builtins_and_roots() -> None:
     assert set(schema.ROOTS) == {"pod", "node", "cluster"}
     for name, fn in schema.BUILTINS.items():
         for param, tp in typing.get_type_hints(fn).items():
@@ -57,6 +57,6 @@ def test_builtins_and_roots():
 
 
 @pytest.mark.parametrize("name", sorted(schema.RECORDS))
-def test_records_are_frozen(name):
+def test_records_are_frozen(name) -> None:
     params = schema.RECORDS[name].__dataclass_params__
     assert params.frozen

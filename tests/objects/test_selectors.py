@@ -21,7 +21,7 @@ from policyscheduler.state import ClusterSnapshot
         ({"matchLabels": {"a": "1"}, "matchExpressions": [{"key": "b", "operator": "Exists"}]}, {"a": "1"}, False),
     ],
 )
-def test_label_selector(selector, labels, ok):
+def test_label_selector(selector, labels, ok) -> None:
     sel, problem = compile_label_selector(selector)
     assert problem is None
     assert sel.matches(labels) is ok
@@ -36,12 +36,12 @@ def test_label_selector(selector, labels, ok):
         {"matchLabels": "a=1"},
     ],
 )
-def test_invalid_label_selector_matches_nothing(bad):
+def test_invalid_label_selector_matches_nothing(bad) -> None:
     sel, problem = compile_label_selector(bad)
     assert sel is None and problem
 
 
-def test_nil_selector_is_nothing():
+def test_nil_selector_is_nothing() -> None:
     assert compile_label_selector(None) == (None, None)
 
 
@@ -91,13 +91,13 @@ def expr(key, op, *values):
         ({"a": "1"}, [{"matchFields": [expr("metadata.name", "In", "n1", "n2")]}], False),  # one value only
     ],
 )
-def test_node_affinity_terms(labels, terms, ok):
+def test_node_affinity_terms(labels, terms, ok) -> None:
     snap, node = _node(None, "n1", labels)
     pod = _pod(snap, terms)
     assert pod.matches_node_affinity(node) is ok
 
 
-def test_node_selector_and_affinity_both_required():
+def test_node_selector_and_affinity_both_required() -> None:
     snap, node = _node(None, "n1", {"a": "1", "b": "2"})
     assert _pod(snap, None, {"a": "1"}).matches_node_affinity(node)
     assert not _pod(snap, None, {"a": "2"}).matches_node_affinity(node)
@@ -105,7 +105,7 @@ def test_node_selector_and_affinity_both_required():
     assert not _pod(snap, [{"matchExpressions": [expr("b", "In", "3")]}], {"a": "1"}).matches_node_affinity(node)
 
 
-def test_pinned_node_names():
+def test_pinned_node_names() -> None:
     snap, _ = _node(None, "n1", {})
     pod = _pod(snap, [{"matchFields": [expr("metadata.name", "In", "n1", "n2")]},
                       {"matchFields": [expr("metadata.name", "In", "n3")]}])

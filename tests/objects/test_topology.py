@@ -40,7 +40,7 @@ def context(objects, pod):
     return snap, rec, snap.context(rec)
 
 
-def test_filter_counts_domains_and_minimum():
+def test_filter_counts_domains_and_minimum() -> None:
     snap, pod, cl = context(world(), make_pod("p", labels=WEB, topologySpreadConstraints=[spread()]))
     (c,) = cl.hard_spread_constraints
     n1, n2, n3, n4 = snap.nodes
@@ -50,13 +50,13 @@ def test_filter_counts_domains_and_minimum():
     assert c.node_affinity_policy == "Honor" and c.node_taints_policy == "Ignore"
 
 
-def test_min_domains_recorded():
+def test_min_domains_recorded() -> None:
     _, _, cl = context(world(), make_pod("p", labels=WEB, topologySpreadConstraints=[spread(minDomains=3)]))
     assert cl.hard_spread_constraints[0].min_domains == 3
     assert cl.spread_domain_count(cl.hard_spread_constraints[0]) == 2
 
 
-def test_node_affinity_policy_honor_and_ignore():
+def test_node_affinity_policy_honor_and_ignore() -> None:
     sel = {"topology.kubernetes.io/zone": "b"}
     _, _, honor = context(world(), make_pod("p", labels=WEB, nodeSelector=sel, topologySpreadConstraints=[spread()]))
     c = honor.hard_spread_constraints[0]
@@ -67,7 +67,7 @@ def test_node_affinity_policy_honor_and_ignore():
     assert ignore.spread_domain_count(c) == 2 and ignore.spread_min_count(c) == 1
 
 
-def test_node_taints_policy_honor_skips_untolerated_nodes():
+def test_node_taints_policy_honor_skips_untolerated_nodes() -> None:
     taint = [{"key": "t", "value": "", "effect": "NoSchedule"}]
     snap, _, cl = context(world(n3_taints=taint),
                           make_pod("p", labels=WEB, topologySpreadConstraints=[spread(nodeTaintsPolicy="Honor")]))
@@ -76,7 +76,7 @@ def test_node_taints_policy_honor_skips_untolerated_nodes():
     assert cl.spread_count(c, snap.nodes[2]) == 0
 
 
-def test_match_label_keys_narrow_the_selector():
+def test_match_label_keys_narrow_the_selector() -> None:
     objs = world()
     objs[4]["metadata"]["labels"] = {"app": "web", "version": "v1"}
     objs[5]["metadata"]["labels"] = {"app": "web", "version": "v1"}
@@ -89,7 +89,7 @@ def test_match_label_keys_narrow_the_selector():
     assert c.selects(pod)
 
 
-def test_constraints_split_by_action_and_require_all():
+def test_constraints_split_by_action_and_require_all() -> None:
     _, _, cl = context(world(), make_pod("p", labels=WEB, topologySpreadConstraints=[
         spread(), spread(2, "kubernetes.io/hostname", "ScheduleAnyway")]))
     assert [c.max_skew for c in cl.hard_spread_constraints] == [1]
@@ -97,7 +97,7 @@ def test_constraints_split_by_action_and_require_all():
     assert cl.spread_require_all_topologies
 
 
-def test_score_counts_domains_and_ignored_nodes():
+def test_score_counts_domains_and_ignored_nodes() -> None:
     snap, _, cl = context(world(), make_pod("p", labels=WEB, topologySpreadConstraints=[
         spread(when="ScheduleAnyway"), spread(1, "kubernetes.io/hostname", "ScheduleAnyway")]))
     zone_c, host_c = cl.soft_spread_constraints
@@ -110,7 +110,7 @@ def test_score_counts_domains_and_ignored_nodes():
     assert cl.spread_score_count(host_c, n1) == 2 and cl.spread_score_count(host_c, n3) == 1
 
 
-def test_score_domain_only_from_feasible_nodes():
+def test_score_domain_only_from_feasible_nodes() -> None:
     snap, _, cl = context(world(), make_pod("p", labels=WEB, topologySpreadConstraints=[spread(when="ScheduleAnyway")]))
     (c,) = cl.soft_spread_constraints
     cl.set_feasible(["n3"])
@@ -118,7 +118,7 @@ def test_score_domain_only_from_feasible_nodes():
     assert cl.spread_score_count(c, snap.nodes[2]) == 1
 
 
-def test_system_default_constraints_from_service():
+def test_system_default_constraints_from_service() -> None:
     svc = {"kind": "Service", "metadata": {"name": "s", "namespace": "default"}, "spec": {"selector": {"app": "web"}}}
     _snap, _pod, cl = context(world([svc]), make_pod("p", labels={"app": "web", "x": "y"}))
     assert cl.hard_spread_constraints == ()
@@ -132,7 +132,7 @@ def test_system_default_constraints_from_service():
     assert cl.spread_score_domain_count(host_c) == 4
 
 
-def test_default_selector_from_replicaset_owner():
+def test_default_selector_from_replicaset_owner() -> None:
     rs = {"kind": "ReplicaSet", "apiVersion": "apps/v1", "metadata": {"name": "rs1", "namespace": "default"},
           "spec": {"selector": {"matchExpressions": [{"key": "app", "operator": "In", "values": ["web"]}]}}}
     pod = make_pod("p", labels=WEB)
@@ -143,14 +143,14 @@ def test_default_selector_from_replicaset_owner():
     assert cl.spread_score_count(cl.soft_spread_constraints[0], snap.nodes[0]) == 2
 
 
-def test_no_default_constraints_without_selecting_objects():
+def test_no_default_constraints_without_selecting_objects() -> None:
     svc = {"kind": "Service", "metadata": {"name": "s", "namespace": "other"}, "spec": {"selector": {"app": "web"}}}
     nil = {"kind": "Service", "metadata": {"name": "n", "namespace": "default"}, "spec": {}}
     _, _, cl = context(world([svc, nil]), make_pod("p", labels=WEB))
     assert cl.soft_spread_constraints == () and cl.hard_spread_constraints == ()
 
 
-def test_nil_selector_with_match_label_keys_stays_nothing():
+def test_nil_selector_with_match_label_keys_stays_nothing() -> None:
     c = {"maxSkew": 1, "topologyKey": "topology.kubernetes.io/zone", "whenUnsatisfiable": "DoNotSchedule",
          "matchLabelKeys": ["app"]}
     snap, pod, cl = context(world(), make_pod("p", labels=WEB, topologySpreadConstraints=[c]))
@@ -159,7 +159,7 @@ def test_nil_selector_with_match_label_keys_stays_nothing():
     assert [cl.spread_count(sc, n) for n in snap.nodes] == [0, 0, 0, 0]
 
 
-def test_empty_selector_counts_nothing_but_selects_itself():
+def test_empty_selector_counts_nothing_but_selects_itself() -> None:
     c = {"maxSkew": 1, "topologyKey": "topology.kubernetes.io/zone", "whenUnsatisfiable": "DoNotSchedule",
          "labelSelector": {}}
     snap, pod, cl = context(world(), make_pod("p", labels=WEB, topologySpreadConstraints=[c]))

@@ -22,7 +22,7 @@ def names(pods):
     return [p["metadata"]["name"] for p in pods]
 
 
-def test_priority_first_then_time_then_input():
+def test_priority_first_then_time_then_input() -> None:
     pods = [
         _pod("late-low", created="2026-01-01T00:00:09Z"),
         _pod("early-low", created="2026-01-01T00:00:01Z"),
@@ -34,7 +34,7 @@ def test_priority_first_then_time_then_input():
     assert names(queue_order(pods)) == ["high", "early-low", "tie-a", "tie-b", "late-low", "negative"]
 
 
-def test_missing_timestamp_sorts_first_within_priority_and_keeps_input_order():
+def test_missing_timestamp_sorts_first_within_priority_and_keeps_input_order() -> None:
     pods = [
         _pod("dated", created="2026-01-01T00:00:00Z"),
         _pod("undated-1"),
@@ -44,7 +44,7 @@ def test_missing_timestamp_sorts_first_within_priority_and_keeps_input_order():
     assert names(queue_order(pods)) == ["undated-1", "garbage", "undated-2", "dated"]
 
 
-def test_timestamps_compare_as_instants_not_strings():
+def test_timestamps_compare_as_instants_not_strings() -> None:
     pods = [
         _pod("utc-later", created="2026-01-01T10:30:00Z"),
         _pod("offset-earlier", created="2026-01-01T11:00:00+01:00"),  # 10:00Z
@@ -53,12 +53,12 @@ def test_timestamps_compare_as_instants_not_strings():
     assert creation_instant(pods[1]) < creation_instant(pods[0])
 
 
-def test_bool_priority_is_not_an_int():
+def test_bool_priority_is_not_an_int() -> None:
     pods = [_pod("a", created="2026-01-01T00:00:01Z"), _pod("b", priority=True, created="2026-01-01T00:00:02Z")]
     assert names(queue_order(pods)) == ["a", "b"]
 
 
-def test_is_pending():
+def test_is_pending() -> None:
     assert is_pending(_pod("p"))
     assert not is_pending(_pod("bound", node="n1"))
     assert not is_pending(_pod("done", phase="Succeeded"))

@@ -48,7 +48,7 @@ def build(nodes, pods):
 
 @settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(nodes_st, pods_st, st.integers(0, 3))
-def test_no_node_is_overcommitted_and_every_pod_is_reported_once(nodes, pods, seed):
+def test_no_node_is_overcommitted_and_every_pod_is_reported_once(nodes, pods, seed) -> None:
     objs = build(nodes, pods)
     sim = simulate(default_policies(), objs, seed=seed)
     assert sorted(d.pod for d in sim.decisions) == sorted(f"default/p{i}" for i in range(len(pods)))

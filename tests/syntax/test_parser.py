@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
+import pytest
+
 from policyscheduler.diagnostics import Span
 from policyscheduler.source import SourceFile
 from policyscheduler.syntax import ast, parse
@@ -129,7 +133,7 @@ def test_empty_and_comment_only_files() -> None:
     assert diags == [] and module is not None and module.rules == ()
 
 
-def test_grammar_prefers_the_packaged_copy(tmp_path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+def test_grammar_prefers_the_packaged_copy(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:  # type: ignore[no-untyped-def]
     """An installed wheel carries policyscheduler/grammar/policy.lark; a checkout falls back to grammar/."""
     import importlib.resources
 
