@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+from typing import Any
+
+from policyscheduler.objects.cluster import Cluster
+from policyscheduler.objects.records import Node, Pod
 from policyscheduler.state import ClusterSnapshot
 
 from .conftest import make_node, make_pod
@@ -10,13 +14,13 @@ ZONE = "topology.kubernetes.io/zone"
 HOST = "kubernetes.io/hostname"
 
 
-def term(labels, key=ZONE, **extra):
+def term(labels: dict[str, str], key: str = ZONE, **extra: Any) -> dict[str, Any]:
     t = {"labelSelector": {"matchLabels": labels}, "topologyKey": key}
     t.update(extra)
     return t
 
 
-def base(extra=()):
+def base(extra: tuple[dict[str, Any], ...] | list[dict[str, Any]] = ()) -> list[dict[str, Any]]:
     e3 = make_pod("e3", node="n2", labels={"app": "cache"},
                   affinity={"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [term({"app": "web"})]}})
     return [
@@ -32,13 +36,13 @@ def base(extra=()):
     ]
 
 
-def ctx(pod, objects=None):
+def ctx(pod: dict[str, Any], objects: list[dict[str, Any]] | None = None) -> tuple[list[Node], Pod, Cluster]:
     snap = ClusterSnapshot.from_objects(objects if objects is not None else base())
     rec = snap.pod_record(pod)
     return snap.nodes, rec, snap.context(rec)
 
 
-def web(affinity):
+def web(affinity: dict[str, Any]) -> dict[str, Any]:
     return make_pod("web", labels={"app": "web"}, affinity=affinity)
 
 

@@ -17,7 +17,7 @@ from tests.objects.conftest import NodeFactory, PodFactory
         (HostPort("0.0.0.0", "TCP", 80), HostPort("0.0.0.0", "TCP", 81), False),
     ],
 )
-def test_host_port_conflict(a, b, conflict) -> None:
+def test_host_port_conflict(a: HostPort, b: HostPort, conflict: bool) -> None:
     assert a.conflicts(b) is conflict
 
 

@@ -1,28 +1,31 @@
 """PodRequests and the non-zero variant, expected values from kube's rules worked by hand."""
 
 from fractions import Fraction
+from typing import Any
 
 import pytest
 
+from policyscheduler.objects.records import Pod
 from policyscheduler.objects.requests import is_scalar_resource
 from policyscheduler.state import ClusterSnapshot
 
 Mi = 1024**2
 
 
-def record(spec):
+def record(spec: dict[str, Any]) -> Pod:
     snap = ClusterSnapshot.from_objects([])
     return snap.pod_record({"kind": "Pod", "metadata": {"name": "p"}, "spec": spec})
 
 
-def c(cpu=None, mem=None, restart=None, limits=None, **extra):
-    requests = {}
+def c(cpu: str | None = None, mem: str | None = None, restart: str | None = None,
+      limits: dict[str, str] | None = None, **extra: str) -> dict[str, Any]:
+    requests: dict[str, str] = {}
     if cpu is not None:
         requests["cpu"] = cpu
     if mem is not None:
         requests["memory"] = mem
     requests.update(extra)
-    out = {"name": "x", "image": "i", "resources": {"requests": requests}}
+    out: dict[str, Any] = {"name": "x", "image": "i", "resources": {"requests": requests}}
     if limits:
         out["resources"]["limits"] = limits
     if restart:
@@ -97,7 +100,8 @@ def test_cpu_rounded_up_per_pod() -> None:
 
 
 def test_scalar_resources_listed() -> None:
-    p = record({"containers": [c("1", **{"nvidia.com/gpu": "2", "example.com/zero": "0", "foo": "1"})]})
+    # ** of a literal dict: mypy cannot see that its keys miss c()'s other (non-str) parameters
+    p = record({"containers": [c("1", **{"nvidia.com/gpu": "2", "example.com/zero": "0", "foo": "1"})]})  # type: ignore[arg-type]
     assert p.scalar_resources == ("nvidia.com/gpu",)
 
 
@@ -106,7 +110,7 @@ def test_scalar_resources_listed() -> None:
     [("nvidia.com/gpu", True), ("hugepages-2Mi", True), ("cpu", False), ("foo", False),
      ("kubernetes.io/something", True), ("attachable-volumes-aws-ebs", True), ("requests.x/y", False)],
 )
-def test_is_scalar_resource(name, scalar) -> None:
+def test_is_scalar_resource(name: str, scalar: bool) -> None:
     assert is_scalar_resource(name) is scalar
 
 
@@ -118,8 +122,8 @@ def test_bad_quantity_is_a_warning_not_a_crash() -> None:
     assert any("Pod ns/bad" in w and "lots" in w for w in snap.warnings)
 
 
-def _running(status_requests, allocated=None, infeasible=False):
-    status = {"containerStatuses": [{"name": "x", "resources": {"requests": status_requests},
+def _running(status_requests: dict[str, str], allocated: dict[str, str] | None = None, infeasible: bool = False) -> Pod:
+    status: dict[str, Any] = {"containerStatuses": [{"name": "x", "resources": {"requests": status_requests},
                                      **({"allocatedResources": allocated} if allocated else {})}]}
     if infeasible:
         status["conditions"] = [{"type": "PodResizePending", "status": "True", "reason": "Infeasible"}]

@@ -21,7 +21,7 @@ T = Taint("dedicated", "gpu", "NoSchedule")
         (Toleration("k", "Equal", "", "PreferNoSchedule"), Taint("k", "", "PreferNoSchedule"), True),
     ],
 )
-def test_toleration_matches_taint(tol, taint, ok) -> None:
+def test_toleration_matches_taint(tol: Toleration, taint: Taint, ok: bool) -> None:
     assert tol.tolerates(taint) is ok
 
 

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+from typing import Any
+
+from policyscheduler.objects.cluster import Cluster
+from policyscheduler.objects.records import Pod
 from policyscheduler.state import ClusterSnapshot
 
 from .conftest import make_node, make_pod
@@ -9,14 +13,16 @@ from .conftest import make_node, make_pod
 WEB = {"app": "web"}
 
 
-def spread(max_skew=1, key="topology.kubernetes.io/zone", when="DoNotSchedule", **extra):
-    c = {"maxSkew": max_skew, "topologyKey": key, "whenUnsatisfiable": when,
+def spread(max_skew: int = 1, key: str = "topology.kubernetes.io/zone", when: str = "DoNotSchedule",
+           **extra: Any) -> dict[str, Any]:
+    c: dict[str, Any] = {"maxSkew": max_skew, "topologyKey": key, "whenUnsatisfiable": when,
          "labelSelector": {"matchLabels": {"app": "web"}}}
     c.update(extra)
     return c
 
 
-def world(extra_objects=(), n3_taints=None):
+def world(extra_objects: tuple[dict[str, Any], ...] | list[dict[str, Any]] = (),
+          n3_taints: list[dict[str, Any]] | None = None) -> list[dict[str, Any]]:
     zone = "topology.kubernetes.io/zone"
     terminating = make_pod("gone", node="n2", labels=WEB)
     terminating["metadata"]["deletionTimestamp"] = "2024-01-01T00:00:00Z"
@@ -34,7 +40,7 @@ def world(extra_objects=(), n3_taints=None):
     ]
 
 
-def context(objects, pod):
+def context(objects: list[dict[str, Any]], pod: dict[str, Any]) -> tuple[ClusterSnapshot, Pod, Cluster]:
     snap = ClusterSnapshot.from_objects(objects)
     rec = snap.pod_record(pod)
     return snap, rec, snap.context(rec)

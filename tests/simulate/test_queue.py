@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from policyscheduler.simulate.queue import creation_instant, is_pending, queue_order
 
 
-def _pod(name, *, priority=None, created=None, node=None, phase=None):
-    pod = {"kind": "Pod", "metadata": {"name": name, "namespace": "default"}, "spec": {"containers": []}}
+def _pod(name: str, *, priority: int | None = None, created: str | None = None, node: str | None = None,
+         phase: str | None = None) -> dict[str, Any]:
+    pod: dict[str, Any] = {"kind": "Pod", "metadata": {"name": name, "namespace": "default"}, "spec": {"containers": []}}
     if priority is not None:
         pod["spec"]["priority"] = priority
     if created is not None:
@@ -18,7 +21,7 @@ def _pod(name, *, priority=None, created=None, node=None, phase=None):
     return pod
 
 
-def names(pods):
+def names(pods: list[dict[str, Any]]) -> list[str]:
     return [p["metadata"]["name"] for p in pods]
 
 
@@ -50,7 +53,8 @@ def test_timestamps_compare_as_instants_not_strings() -> None:
         _pod("offset-earlier", created="2026-01-01T11:00:00+01:00"),  # 10:00Z
     ]
     assert names(queue_order(pods)) == ["offset-earlier", "utc-later"]
-    assert creation_instant(pods[1]) < creation_instant(pods[0])
+    earlier, later = creation_instant(pods[1]), creation_instant(pods[0])
+    assert earlier is not None and later is not None and earlier < later
 
 
 def test_bool_priority_is_not_an_int() -> None:
