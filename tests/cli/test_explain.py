@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import random
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -20,7 +21,7 @@ REPO = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture(scope="module")
-def demo() -> tuple[object, object, list[dict], dict]:
+def demo() -> tuple[object, object, list[dict[str, Any]], dict[str, Any]]:
     loaded = load_layered([])
     assert loaded.policy_set is not None
     objects = read_objects([demo_cluster_dir()]).objects

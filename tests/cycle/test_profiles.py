@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import random
+from typing import Any
 
 import pytest
 
@@ -15,13 +16,13 @@ SSD = 'score prefer_ssd weight 50 normalize none\n  value if node.labels["disk"]
 ONLY_NVME = 'filter only_nvme\n  reason "node(s) are not nvme"\n  require node.labels["disk"] == "nvme"\n'
 
 
-def node(name: str, disk: str, cpu: str = "4") -> dict:
+def node(name: str, disk: str, cpu: str = "4") -> dict[str, Any]:
     return {"kind": "Node", "metadata": {"name": name, "labels": {"kubernetes.io/hostname": name, "disk": disk}},
             "status": {"allocatable": {"cpu": cpu, "memory": "8Gi", "pods": "110"}}}
 
 
-def pod(name: str, scheduler: str | None, cpu: str = "1") -> dict:
-    spec: dict = {"containers": [{"name": "c", "image": "x", "resources": {"requests": {"cpu": cpu}}}]}
+def pod(name: str, scheduler: str | None, cpu: str = "1") -> dict[str, Any]:
+    spec: dict[str, Any] = {"containers": [{"name": "c", "image": "x", "resources": {"requests": {"cpu": cpu}}}]}
     if scheduler:
         spec["schedulerName"] = scheduler
     return {"kind": "Pod", "metadata": {"name": name, "namespace": "default", "uid": f"uid-{name}"}, "spec": spec}
@@ -34,7 +35,7 @@ class Clock:
         return self.now
 
 
-def make(sets: dict) -> tuple[Cycle, list[Attempt]]:
+def make(sets: dict[str, Any]) -> tuple[Cycle, list[Attempt]]:
     bound: list[Attempt] = []
     # hdd-0 is emptier than ssd-0: the default LeastAllocated score prefers it.
     objects = [node("ssd-0", "ssd", cpu="2"), node("hdd-0", "hdd", cpu="8")]

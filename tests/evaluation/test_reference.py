@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import random
+from typing import Any
 
 import pytest
 
@@ -11,7 +12,7 @@ from policyscheduler.evaluation.decision import ScoreError
 from tests.evaluation.policies import load
 
 
-def snapshot(*nodes: tuple[str, dict[str, str]], pods: tuple[dict, ...] = ()):
+def snapshot(*nodes: tuple[str, dict[str, str]], pods: tuple[dict[str, Any], ...] = ()):
     from policyscheduler.state import ClusterSnapshot
 
     objs = [
@@ -22,7 +23,7 @@ def snapshot(*nodes: tuple[str, dict[str, str]], pods: tuple[dict, ...] = ()):
     return ClusterSnapshot.from_objects([*objs, *pods])
 
 
-def pod(name: str = "p", labels: dict[str, str] | None = None) -> dict:
+def pod(name: str = "p", labels: dict[str, str] | None = None) -> dict[str, Any]:
     return {"kind": "Pod", "metadata": {"name": name, "namespace": "ns", "labels": labels or {}},
             "spec": {"containers": [{"name": "c", "image": "x"}]}}
 

@@ -2,16 +2,18 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from policyscheduler.simulate import simulate
 from tests.evaluation.policies import default_policies, load
 
 
-def node(name: str, zone: str = "z1", cpu: str = "2", pods: str = "110") -> dict:
+def node(name: str, zone: str = "z1", cpu: str = "2", pods: str = "110") -> dict[str, Any]:
     return {"kind": "Node", "metadata": {"name": name, "labels": {"kubernetes.io/hostname": name, "topology.kubernetes.io/zone": zone}},
             "status": {"allocatable": {"cpu": cpu, "memory": "8Gi", "pods": pods}}}
 
 
-def pod(name: str, cpu: str = "1", *, labels=None, priority=None, created=None, **spec) -> dict:
+def pod(name: str, cpu: str = "1", *, labels=None, priority=None, created=None, **spec) -> dict[str, Any]:
     meta = {"name": name, "namespace": "default", "labels": labels or {"app": name}}
     if created:
         meta["creationTimestamp"] = created

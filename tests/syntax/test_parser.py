@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -12,7 +13,7 @@ from policyscheduler.syntax import ast, parse
 from policyscheduler.syntax.grammar import get_parser, grammar_text
 
 
-def _parse(text: str) -> tuple[ast.Module | None, list]:
+def _parse(text: str) -> tuple[ast.Module | None, list[Any]]:
     return parse(SourceFile("t.policy", text))
 
 
