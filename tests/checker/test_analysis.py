@@ -122,8 +122,9 @@ def test_every_pass_over_expressions_is_an_exhaustive_visitor() -> None:
     import policyscheduler.syntax.format
 
     def concrete(cls: type) -> set[str]:
-        out = set() if cls.__dict__.get("partial", False) else {cls.__qualname__}
-        for sub in cls.__subclasses__():
+        out: set[str] = set() if cls.__dict__.get("partial", False) else {cls.__qualname__}
+        subclasses: list[type] = cls.__subclasses__()
+        for sub in subclasses:
             out |= concrete(sub)
         return out
 

@@ -18,7 +18,8 @@ REPO = Path(__file__).resolve().parents[2]
 
 def _lint_json(path: Path, *extra: str, capsys: pytest.CaptureFixture[str]) -> dict[str, Any]:
     lint.main([str(path), "--format", "json", *extra])
-    return json.loads(capsys.readouterr().out)
+    out: dict[str, Any] = json.loads(capsys.readouterr().out)
+    return out
 
 
 def test_every_code_has_an_entry_and_an_example() -> None:
@@ -82,7 +83,8 @@ def _sarif(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> dict[str, Any]
     f.write_text('filter f\n  reason "r"\n  require "kubernetes.io/hostnmae" in node.labels\n'
                  '  require node.lables["x"] == "y"\n')
     assert lint.main([str(f), "--format", "sarif"]) == 1
-    return json.loads(capsys.readouterr().out)
+    out: dict[str, Any] = json.loads(capsys.readouterr().out)
+    return out
 
 
 def test_sarif_structure(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

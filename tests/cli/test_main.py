@@ -27,7 +27,7 @@ def test_public_names_resolve() -> None:
 
 
 def test_internal_error_is_one_line_and_exit_70(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
-    def boom(args):  # stands in for a bug anywhere below the CLI
+    def boom(args: object) -> int:  # stands in for a bug anywhere below the CLI
         raise RuntimeError("kaboom")
 
     monkeypatch.delenv("POLICYSCHEDULER_DEBUG", raising=False)

@@ -165,7 +165,8 @@ def demo_json() -> dict[str, Any]:
     proc = run("simulate", "--output", "json", "--seed", "7")
     assert proc.returncode == 0, proc.stderr
     assert "Traceback" not in proc.stderr
-    return json.loads(proc.stdout)
+    out: dict[str, Any] = json.loads(proc.stdout)
+    return out
 
 
 def test_default_demo_cluster_runs_and_covers_the_interesting_cases(demo_json: dict[str, Any]) -> None:

@@ -194,7 +194,7 @@ def test_reject_pod_is_decided_once_per_pod(schema: Schema) -> None:
     assert pinned.reasons(env) == ["node-level reason"]  # node-level clauses are separate
 
 
-def test_digest_depends_on_content_not_location(schema: Schema, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+def test_digest_depends_on_content_not_location(schema: Schema, tmp_path: Path) -> None:
     """lint in CI, simulate from the wheel and the ConfigMap in the cluster must agree on the digest."""
     text = "filter one\n  reason \"r\"\n  require true\n"
     for d in ("a", "b/c"):

@@ -182,7 +182,8 @@ def scheduler(installed: Path, tmp_path: Path) -> Iterator[RunProcess]:
 
 def _lease(kube: Kube) -> dict[str, Any]:
     try:
-        return kube.api.get(f"/apis/coordination.k8s.io/v1/namespaces/{NS}/leases/{SCHEDULER}")
+        lease: dict[str, Any] = kube.api.get(f"/apis/coordination.k8s.io/v1/namespaces/{NS}/leases/{SCHEDULER}")
+        return lease
     except ApiError:
         return {}
 

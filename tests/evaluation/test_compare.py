@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import dataclasses
+from typing import Any
 
 from policyscheduler.evaluation import FEASIBLE, Decision, NodeVerdict, RuleScore
 from policyscheduler.evaluation.compare import diff_decisions
 
 
-def decision(**changes) -> Decision:
+def decision(**changes: Any) -> Decision:
     base = Decision(
         pod="ns/p", node="a",
         verdicts={"a": FEASIBLE, "b": NodeVerdict("f", ("no",))},

@@ -83,7 +83,7 @@ def test_unknown_mode_rejected() -> None:
         ("minmax", -3000, True),
     ],
 )
-def test_raw_error(mode, raw, ok) -> None:
+def test_raw_error(mode: str, raw: int, ok: bool) -> None:
     assert (raw_error(mode, raw) is None) is ok
 
 
@@ -95,7 +95,7 @@ def test_go_div_truncates_toward_zero() -> None:
 
 
 @given(st.sampled_from(["none", "scale", "reverse", "minmax", "spread"]), st.lists(st.integers(-1000, 1000), min_size=1, max_size=20))
-def test_results_always_in_range_for_accepted_raws(mode, raws) -> None:
+def test_results_always_in_range_for_accepted_raws(mode: str, raws: list[int]) -> None:
     accepted = [r for r in raws if raw_error(mode, r) is None]
     for value in normalize(mode, accepted):
         assert 0 <= value <= 100
@@ -105,7 +105,7 @@ _BIG = st.one_of(st.integers(-1000, 1000), st.integers(-(2**70), 2**70), st.inte
 
 
 @given(st.sampled_from(["none", "scale", "reverse", "minmax", "spread"]), st.lists(_BIG, min_size=1, max_size=20))
-def test_array_normalisation_equals_the_list_version(mode, raws) -> None:
+def test_array_normalisation_equals_the_list_version(mode: str, raws: list[int]) -> None:
     import numpy as np
 
     from policyscheduler.evaluation.normalize import normalize_array
@@ -123,7 +123,7 @@ _INT64 = st.one_of(st.integers(-1000, 1000), st.integers(-(2**63), 2**63 - 1), s
 
 
 @given(st.sampled_from(["none", "scale", "reverse", "minmax", "spread"]), st.lists(_INT64, min_size=1, max_size=20))
-def test_bounded_normalisation_equals_the_list_version(mode, raws) -> None:
+def test_bounded_normalisation_equals_the_list_version(mode: str, raws: list[int]) -> None:
     """normalize_bounded (the driver's path when min and max are known) gives normalize's values; one
     int when every raw value is equal. Also normalize_array at the int64 edges (-2**63 has no abs)."""
     import numpy as np

@@ -3,18 +3,19 @@
 from __future__ import annotations
 
 import random
-from typing import Any
+from typing import Any, cast
 
 import pytest
 
+from policyscheduler.compiler import PolicySet
+from policyscheduler.compiler.program import Env
 from policyscheduler.evaluation import Decision, NodeVerdict, RuleScore, evaluate
 from policyscheduler.evaluation.decision import ScoreError
+from policyscheduler.state import ClusterSnapshot
 from tests.evaluation.policies import load
 
 
-def snapshot(*nodes: tuple[str, dict[str, str]], pods: tuple[dict[str, Any], ...] = ()):
-    from policyscheduler.state import ClusterSnapshot
-
+def snapshot(*nodes: tuple[str, dict[str, str]], pods: tuple[dict[str, Any], ...] = ()) -> ClusterSnapshot:
     objs = [
         {"kind": "Node", "metadata": {"name": name, "labels": labels},
          "status": {"allocatable": {"cpu": "4", "memory": "8Gi", "pods": "110"}}}
@@ -58,7 +59,7 @@ score green_best weight 2 normalize scale
 '''
 
 
-def run(policy_set, snap, p, seed: int = 0) -> Decision:
+def run(policy_set: PolicySet, snap: ClusterSnapshot, p: dict[str, Any], seed: int = 0) -> Decision:
     return evaluate(policy_set, snap, p, rng=random.Random(seed))
 
 
@@ -98,19 +99,19 @@ def test_applies_when_false_passes_every_node() -> None:
 def test_applies_is_evaluated_once_per_pod_not_per_node() -> None:
     ps = load(PICKY)
     rule = ps.filters[0]
-    calls = []
+    calls: list[Env] = []
 
     class Counting:  # forwards to the real compiled rule, counting `applies` calls
-        def __getattr__(self, name):
+        def __getattr__(self, name: str) -> Any:
             return getattr(rule, name)
 
-        def applies(self, env):
+        def applies(self, env: Env) -> bool:
             calls.append(env)
             return rule.applies(env)
 
     counted = type("PS", (), {"filters": (Counting(),), "scores": (), "digest": ps.digest})()
     snap = snapshot(*((f"n{i}", {"color": "green"}) for i in range(5)))
-    run(counted, snap, pod(labels={"picky": "yes"}))
+    run(cast(PolicySet, counted), snap, pod(labels={"picky": "yes"}))
     assert len(calls) == 1 and "node" not in calls[0]
 
 
@@ -219,11 +220,12 @@ filter divide
     assert v.reasons and v.reasons[0].startswith("policy error in rule divide: ")
     assert d.feasible == ["green"]
     only_blue = run(ps, snapshot(("blue", {"color": "blue"})), pod())
-    assert only_blue.node is None and only_blue.message.startswith("0/1 nodes are available: 1 policy error in rule divide: ")
+    assert only_blue.node is None and only_blue.message is not None
+    assert only_blue.message.startswith("0/1 nodes are available: 1 policy error in rule divide: ")
 
 
 @pytest.mark.parametrize("seed", [0, 1])
-def test_decision_is_plain_comparable_data(seed) -> None:
+def test_decision_is_plain_comparable_data(seed: int) -> None:
     ps = load(FILTERS, GREEN_BEST)
     snap = snapshot(("g", {"color": "green"}), ("y", {"color": "yellow"}))
     a, b = run(ps, snap, pod(), seed), run(ps, snap, pod(), seed)
@@ -257,7 +259,7 @@ filter broken_applies
     for name in ("g1", "g2"):
         v = d.verdicts[name]
         assert v.rule == "broken_applies" and v.error and v.reasons[0].startswith("policy error in rule broken_applies: ")
-    assert d.node is None
+    assert d.node is None and d.message is not None
     assert d.message.startswith("0/3 nodes are available: 1 node(s) are red, 2 policy error in rule broken_applies: ")
 
 

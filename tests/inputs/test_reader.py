@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from policyscheduler.inputs import read_objects, read_texts
+from policyscheduler.inputs import ReadResult, read_objects, read_texts
 
 
-def kinds(result):
+def kinds(result: ReadResult) -> list[tuple[str, str]]:
     return [(o["kind"], o["metadata"]["name"]) for o in result.objects]
 
 

@@ -41,6 +41,7 @@ class Handler(BaseHTTPRequestHandler):
         length = int(self.headers.get("Content-Length") or 0)
         body = json.loads(self.rfile.read(length)) if length else None
         self.server.requests.append((self.command, self.path, dict(self.headers), body))
+        doc: dict[str, Any]
         if self.path.endswith("/missing"):
             status, doc = 404, {"kind": "Status", "reason": "NotFound", "message": 'pods "missing" not found'}
         else:

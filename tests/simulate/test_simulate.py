@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from policyscheduler.simulate import simulate
+from policyscheduler.simulate import Simulation, simulate
 from tests.evaluation.policies import default_policies, load
 
 
@@ -13,17 +13,18 @@ def node(name: str, zone: str = "z1", cpu: str = "2", pods: str = "110") -> dict
             "status": {"allocatable": {"cpu": cpu, "memory": "8Gi", "pods": pods}}}
 
 
-def pod(name: str, cpu: str = "1", *, labels=None, priority=None, created=None, **spec) -> dict[str, Any]:
-    meta = {"name": name, "namespace": "default", "labels": labels or {"app": name}}
+def pod(name: str, cpu: str = "1", *, labels: dict[str, str] | None = None, priority: int | None = None,
+        created: str | None = None, **spec: Any) -> dict[str, Any]:
+    meta: dict[str, Any] = {"name": name, "namespace": "default", "labels": labels or {"app": name}}
     if created:
         meta["creationTimestamp"] = created
-    body = {"containers": [{"name": "c", "image": "x", "resources": {"requests": {"cpu": cpu}}}], **spec}
+    body: dict[str, Any] = {"containers": [{"name": "c", "image": "x", "resources": {"requests": {"cpu": cpu}}}], **spec}
     if priority is not None:
         body["priority"] = priority
     return {"kind": "Pod", "metadata": meta, "spec": body}
 
 
-def placements(sim):
+def placements(sim: Simulation) -> list[tuple[str, str | None]]:
     return [(d.pod.split("/")[1], d.node) for d in sim.decisions]
 
 

@@ -61,7 +61,7 @@ def test_api_list_responses_and_nested_lists() -> None:
 
 def test_malformed_objects_become_warnings() -> None:
     snap = ClusterSnapshot.from_objects([
-        "not an object",
+        "not an object",  # type: ignore[list-item]  # a malformed input, on purpose
         {"kind": "Node", "metadata": {"name": "n1", "labels": ["oops"]}, "spec": {"taints": "bad"},
          "status": {"allocatable": {"cpu": "four", "memory": "1Gi"}, "images": [{"names": "x"}]}},
         {"kind": "Node", "metadata": {"name": "n1"}},

@@ -134,7 +134,7 @@ def test_empty_and_comment_only_files() -> None:
     assert diags == [] and module is not None and module.rules == ()
 
 
-def test_grammar_prefers_the_packaged_copy(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:  # type: ignore[no-untyped-def]
+def test_grammar_prefers_the_packaged_copy(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """An installed wheel carries policyscheduler/grammar/policy.lark; a checkout falls back to grammar/."""
     import importlib.resources
 

@@ -53,7 +53,7 @@ def _cluster(n: int) -> list[Obj]:
     return objs
 
 
-SHAPES = [
+SHAPES: list[dict[str, Any]] = [
     dict(labels={"app": "web", "zone": "a"}, cpu="100m", memory="128Mi"),
     dict(labels={"app": "db", "zone": "b"}, cpu="300m", memory="512Mi"),
     dict(labels={"app": "web", "zone": "a"}, cpu="100m", memory="128Mi",
