@@ -157,7 +157,8 @@ def test_compiled_rules(schema: Schema) -> None:
     with pytest.raises(PolicyRuntimeError) as info:
         boom.reasons(env)
     assert info.value.rule == "boom" and info.value.span is not None and info.value.span.line == 16
-    assert r.policy_set.digest == load_policy_texts([("t.policy", text)], schema=schema).policy_set.digest  # type: ignore[union-attr]
+    again = load_policy_texts([("t.policy", text)], schema=schema).policy_set
+    assert again is not None and r.policy_set.digest == again.digest
 
 
 def test_policy_set_order_and_digest(schema: Schema) -> None:

@@ -38,7 +38,9 @@ def make(objects: list[dict[str, Any]]) -> tuple[Cycle, list[Attempt]]:
 
 def later(cycle: Cycle, seconds: float = 1.0) -> None:
     """Let the first backoff (1 s) pass."""
-    cycle.queue._clock.now += seconds  # type: ignore[attr-defined]
+    clock = cycle.queue._clock
+    assert isinstance(clock, Clock)
+    clock.now += seconds
 
 
 def test_assumed_pod_occupies_its_node_until_the_bind_fails() -> None:

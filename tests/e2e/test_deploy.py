@@ -170,7 +170,7 @@ def _run_flags() -> list[str]:
 
 @pytest.fixture
 def scheduler(installed: Path, tmp_path: Path) -> Iterator[RunProcess]:
-    run = RunProcess(types.SimpleNamespace(kubeconfig=installed), tmp_path / "run.log",  # type: ignore[arg-type]
+    run = RunProcess(types.SimpleNamespace(kubeconfig=installed), tmp_path / "run.log",  # type: ignore[arg-type]  # only .kubeconfig is read
                      *_run_flags(), name=SCHEDULER)
     try:
         run.wait_log("started", timeout=60)
