@@ -26,7 +26,8 @@ def test_public_names_resolve() -> None:
         assert getattr(policyscheduler, name) is not None
 
 
-def test_internal_error_is_one_line_and_exit_70(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+def test_internal_error_is_one_line_and_exit_70(monkeypatch: pytest.MonkeyPatch,
+                                                capsys: pytest.CaptureFixture[str]) -> None:
     def boom(args: object) -> int:  # stands in for a bug anywhere below the CLI
         raise RuntimeError("kaboom")
 

@@ -32,7 +32,8 @@ def node(name: str, cpu: str = "2", labels: dict[str, str] | None = None,
     return obj
 
 
-def pod(name: str, cpu: str = "1", selector: dict[str, str] | None = None, node_name: str | None = None) -> dict[str, Any]:
+def pod(name: str, cpu: str = "1", selector: dict[str, str] | None = None,
+        node_name: str | None = None) -> dict[str, Any]:
     spec: dict[str, Any] = {"containers": [{"name": "c", "image": "x", "resources": {"requests": {"cpu": cpu}}}]}
     if selector:
         spec["nodeSelector"] = selector
@@ -41,7 +42,8 @@ def pod(name: str, cpu: str = "1", selector: dict[str, str] | None = None, node_
     return {"kind": "Pod", "metadata": {"name": name, "namespace": "default", "uid": f"uid-{name}"}, "spec": spec}
 
 
-def unschedulable(objects: list[dict[str, Any]], pending: dict[str, Any], policy_set: PolicySet | None = None) -> tuple[Cycle, SchedulingQueue]:
+def unschedulable(objects: list[dict[str, Any]], pending: dict[str, Any],
+                  policy_set: PolicySet | None = None) -> tuple[Cycle, SchedulingQueue]:
     queue = SchedulingQueue(clock=Clock())
     cycle = Cycle(queue, ClusterCache(objects), make_evaluator("reference"), policy_set or default_policies(),
                   lambda a: None, rng=random.Random(0))
