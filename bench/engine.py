@@ -51,8 +51,9 @@ sys.path.insert(0, str(HERE))
 if str(ROOT) not in sys.path:  # run from a checkout without installing: policyscheduler from the repo
     sys.path.append(str(ROOT))
 
-from pngchart import Bar, bar_chart  # noqa: E402  (bench/ is a folder of scripts, not a package)
-from workloads import (  # noqa: E402
+# bench/ is a folder of scripts, not a package: its siblings are imported as bench.* (ROOT is on sys.path)
+from bench.pngchart import Bar, bar_chart  # noqa: E402
+from bench.workloads import (  # noqa: E402
     SCHEDULER_PERF_THRESHOLDS,
     TARGETS,
     TERMED_WORKLOADS,

@@ -259,9 +259,9 @@ def bench_binder(cp: Any, client: Any, namespace: str, n: int, lanes: int, depth
 
     pods = create_pods(client, namespace, f"b{tag}", n)
     cycle = _Cycle()
-    binder = Binder(client, lambda: cycle, lanes=lanes,  # type: ignore[arg-type,return-value]
+    binder = Binder(client, lambda: cycle, lanes=lanes,
                     depth=DEFAULT_DEPTH if depth is None else depth)
-    binder.bind(SimpleNamespace(pod=pods[0], node="node-0", key="warm"))  # type: ignore[arg-type]  # warm: a connection
+    binder.bind(SimpleNamespace(pod=pods[0], node="node-0", key="warm"))  # warm: a connection
     binder.drain(10)
     before = {t.native_id: switches(t.native_id) for t in threading.enumerate()}
     producer: dict[str, float] = {}
@@ -271,7 +271,7 @@ def bench_binder(cp: Any, client: Any, namespace: str, n: int, lanes: int, depth
         sw, cpu = switches(me), time.thread_time()
         for p in pods[1:]:
             _spin(work_ms / 1e3)
-            binder.bind(SimpleNamespace(pod=p, node="node-0", key=p["metadata"]["name"]))  # type: ignore[arg-type]
+            binder.bind(SimpleNamespace(pod=p, node="node-0", key=p["metadata"]["name"]))
         producer["cpu"] = time.thread_time() - cpu
         producer["switches"] = switches(me) - sw
 

@@ -5,6 +5,10 @@ binaries first if needed and *fails* (never skips) with the reason when it canno
 ``namespace`` gives each test a fresh namespace, and ``kube`` adds helpers that
 create fake nodes and pods and delete them again after the test.
 Nothing here is imported or started unless a test asks for these fixtures.
+
+The language tests' fixtures live here too, because their users sit in several folders (checker, compiler,
+cli and the loader's tests at the top): ``schema`` is the small test-only object model of
+``tests/schema_fixture.py``; ``cli_schema`` makes the CLI fall back to it when the real object model is absent.
 """
 
 from __future__ import annotations
@@ -17,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 if TYPE_CHECKING:
+    from policyscheduler.checker.env import Schema
     from tests.controlplane.api import Api
     from tests.controlplane.harness import ControlPlane
 
@@ -106,3 +111,27 @@ def kube(control_plane: ControlPlane, namespace: str) -> Iterator[Kube]:
         yield helper
     finally:
         helper.cleanup()
+
+
+@pytest.fixture(scope="session")
+def schema() -> Schema:
+    from tests.schema_fixture import test_schema
+
+    return test_schema()
+
+
+@pytest.fixture
+def cli_schema(monkeypatch: pytest.MonkeyPatch) -> None:
+    """For tests that go through the CLI (no schema argument): the real object model when it is installed,
+    else the test-only schema (same field names)."""
+    from policyscheduler import loader
+    from policyscheduler.schema import ROOTS
+    from tests.schema_fixture import test_schema
+
+    try:
+        import policyscheduler.objects  # noqa: F401
+    except ModuleNotFoundError:
+        pass
+    if not ROOTS:
+        fallback = test_schema()
+        monkeypatch.setattr(loader, "global_schema", lambda: fallback)

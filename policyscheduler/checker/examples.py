@@ -1,7 +1,7 @@
 """One example per diagnostic code: a policy file (linted on top of the bundled defaults) that triggers it.
 
 Shown by ``policyscheduler lint --explain CODE`` and in grammar/REFERENCE.md; the test suite lints every
-example and checks that its code is reported (tests/language/test_catalogue.py), so the catalogue never
+example and checks that its code is reported (tests/checker/test_catalogue.py), so the catalogue never
 drifts from the checker. ``text`` is None for the codes no policy text can trigger (they are about paths
 or about a bug of ours); ``how`` says what does.
 """

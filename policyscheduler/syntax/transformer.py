@@ -23,7 +23,7 @@ stages can recurse is refused here with a located ``too-deep`` error (``TooDeep`
 in the checker. Problems found while building (``DefaultMisplaced``, ``TooDeep``) are raised only once
 the whole text has parsed, so a syntax error anywhere in the text is still reported first, as before.
 
-tests/language/test_inline_ast.py checks that this gives exactly the AST (spans included) that lark's
+tests/syntax/test_inline_ast.py checks that this gives exactly the AST (spans included) that lark's
 tree with ``propagate_positions`` gives, for every policy file of the repository.
 """
 

@@ -30,7 +30,7 @@ def scheduler() -> Iterator[tuple[LiveScheduler, io.StringIO, FakeClient]]:
     loaded = load_layered([])
     assert loaded.policy_set is not None
     client = FakeClient()
-    sched = LiveScheduler(client, loaded.policy_set, make_evaluator("reference"),  # type: ignore[arg-type]
+    sched = LiveScheduler(client, loaded.policy_set, make_evaluator("reference"),  # type: ignore[arg-type]  # a fake RestClient
                           Options(bind_address=None))
     try:
         with configured_logs() as stream:

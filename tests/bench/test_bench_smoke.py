@@ -67,11 +67,8 @@ def test_engine_benchmark_smoke(tmp_path: Path) -> None:
 def test_heterogeneous_workload_smoke(tmp_path: Path) -> None:
     """The heterogeneous workload next to basic: running pods with terms, distinct pending shapes, churn,
     and the heterogeneous / basic ratio of the same run in the output."""
-    sys.path.insert(0, str(ROOT / "bench"))
-    try:
-        import workloads
-    finally:
-        sys.path.remove(str(ROOT / "bench"))
+    from bench import workloads
+
     cluster = workloads.base_cluster(30, 6, terms=True)
     running = [o for o in cluster if o["kind"] == "Pod"]
     with_terms = [o for o in running if o["spec"].get("affinity")]

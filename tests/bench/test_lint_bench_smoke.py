@@ -9,12 +9,11 @@ import sys
 import time
 from pathlib import Path
 
+from bench import lint_bench
 from policyscheduler.source import SourceFile
 from policyscheduler.syntax import parse
 
 ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT / "bench"))
-import lint_bench  # noqa: E402
 
 
 def test_lint_benchmark_smoke() -> None:

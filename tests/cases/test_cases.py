@@ -33,7 +33,7 @@ def default_policy_set() -> Any:
     return result.policy_set
 
 
-SUITES, _, _ = collect([CASES_DIR])
+SUITES = collect([CASES_DIR])[0]
 CASES: list[Case] = [c for s in SUITES for c in s.cases]
 
 

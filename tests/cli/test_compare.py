@@ -362,7 +362,7 @@ def test_score_causes_read_from_the_changed_rules_only_equal_those_read_from_eve
     decisions give."""
     import random
 
-    from policyscheduler.evaluation import make_evaluator
+    from policyscheduler.evaluation import Decision, make_evaluator
     from policyscheduler.inputs import read_objects
     from policyscheduler.loader import load_layered
     from policyscheduler.simulate.compare import _changed_scores, _with_scores
@@ -387,6 +387,10 @@ def test_score_causes_read_from_the_changed_rules_only_equal_those_read_from_eve
         reduced = (engine.evaluate(new_scores, prepared.snapshot, pending, rng=random.Random(0)),
                    engine.evaluate(old_scores, prepared.snapshot, pending, rng=random.Random(0)))
         full = explain_move(old.node, new.node, new, old, new_set, old_set)
-        assert explain_move(old.node, new.node, new, old, new_set, old_set, lambda r=reduced: r) == full
+
+        def points(r: tuple[Decision, Decision] = reduced) -> tuple[Decision, Decision]:
+            return r
+
+        assert explain_move(old.node, new.node, new, old, new_set, old_set, points) == full
         checked += full.kind == "score"
     assert checked >= 5

@@ -5,22 +5,29 @@ from __future__ import annotations
 import json
 import random
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from policyscheduler.cli import main
 from policyscheduler.cli.explain import explain, to_json
+from policyscheduler.compiler import PolicySet
 from policyscheduler.evaluation import make_evaluator
 from policyscheduler.inputs import read_objects
 from policyscheduler.loader import load_layered
 from policyscheduler.simulate.defaults import demo_cluster_dir
 from policyscheduler.simulate.run import prepare
+from policyscheduler.source import SourceFile
+from policyscheduler.state import ClusterSnapshot
 
 REPO = Path(__file__).resolve().parents[2]
 
+# the default policy set, the demo cluster's snapshot, its pending pods, the policy sources
+Demo = tuple[PolicySet, ClusterSnapshot, list[dict[str, Any]], dict[str, SourceFile]]
+
 
 @pytest.fixture(scope="module")
-def demo() -> tuple[object, object, list[dict], dict]:
+def demo() -> Demo:
     loaded = load_layered([])
     assert loaded.policy_set is not None
     objects = read_objects([demo_cluster_dir()]).objects
@@ -29,7 +36,7 @@ def demo() -> tuple[object, object, list[dict], dict]:
     return loaded.policy_set, prepared.snapshot, pending, loaded.sources
 
 
-def test_explain_equals_the_scheduler_decision_for_every_demo_pod(demo) -> None:
+def test_explain_equals_the_scheduler_decision_for_every_demo_pod(demo: Demo) -> None:
     policy_set, snapshot, pending, sources = demo
     assert len(pending) == 200
     scheduler = make_evaluator("vector")
@@ -66,7 +73,7 @@ def test_explain_equals_the_scheduler_decision_for_every_demo_pod(demo) -> None:
     assert unschedulable > 0  # the demo has pods that fit nowhere on the empty-of-pending snapshot
 
 
-def test_reference_engine_explains_the_same(demo) -> None:
+def test_reference_engine_explains_the_same(demo: Demo) -> None:
     policy_set, snapshot, pending, sources = demo
     for pod in pending[:: 25]:
         a = to_json(explain(policy_set, snapshot, pod, engine="vector", sources=sources))

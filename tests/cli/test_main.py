@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 import policyscheduler
 import policyscheduler.cli as cli
 
@@ -24,8 +26,9 @@ def test_public_names_resolve() -> None:
         assert getattr(policyscheduler, name) is not None
 
 
-def test_internal_error_is_one_line_and_exit_70(monkeypatch, capsys) -> None:
-    def boom(args):  # stands in for a bug anywhere below the CLI
+def test_internal_error_is_one_line_and_exit_70(monkeypatch: pytest.MonkeyPatch,
+                                                capsys: pytest.CaptureFixture[str]) -> None:
+    def boom(args: object) -> int:  # stands in for a bug anywhere below the CLI
         raise RuntimeError("kaboom")
 
     monkeypatch.delenv("POLICYSCHEDULER_DEBUG", raising=False)
@@ -36,6 +39,6 @@ def test_internal_error_is_one_line_and_exit_70(monkeypatch, capsys) -> None:
     assert "Traceback" not in err and "POLICYSCHEDULER_DEBUG=1" in err
 
 
-def test_no_command_prints_help_and_exits_2(capsys) -> None:
+def test_no_command_prints_help_and_exits_2(capsys: pytest.CaptureFixture[str]) -> None:
     assert cli.main([]) == 2
     assert "simulate" in capsys.readouterr().err

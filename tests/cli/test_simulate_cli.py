@@ -7,6 +7,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
@@ -24,7 +25,7 @@ def run(*args: str, stdin: str | None = None, timeout: float = 300) -> subproces
     )
 
 
-def node(name: str, zone: str, cpu: str = "2", pods: str = "10") -> dict:
+def node(name: str, zone: str, cpu: str = "2", pods: str = "10") -> dict[str, Any]:
     return {
         "apiVersion": "v1", "kind": "Node",
         "metadata": {"name": name, "labels": {"kubernetes.io/hostname": name, "topology.kubernetes.io/zone": zone}},
@@ -32,7 +33,7 @@ def node(name: str, zone: str, cpu: str = "2", pods: str = "10") -> dict:
     }
 
 
-def pod(name: str, cpu: str = "500m", **spec: object) -> dict:
+def pod(name: str, cpu: str = "500m", **spec: object) -> dict[str, Any]:
     return {
         "apiVersion": "v1", "kind": "Pod",
         "metadata": {"name": name, "namespace": "default", "labels": {"app": name}},
@@ -160,14 +161,15 @@ def test_lint_default_policies_is_clean() -> None:
 
 
 @pytest.fixture(scope="module")
-def demo_json() -> dict:
+def demo_json() -> dict[str, Any]:
     proc = run("simulate", "--output", "json", "--seed", "7")
     assert proc.returncode == 0, proc.stderr
     assert "Traceback" not in proc.stderr
-    return json.loads(proc.stdout)
+    out: dict[str, Any] = json.loads(proc.stdout)
+    return out
 
 
-def test_default_demo_cluster_runs_and_covers_the_interesting_cases(demo_json: dict) -> None:
+def test_default_demo_cluster_runs_and_covers_the_interesting_cases(demo_json: dict[str, Any]) -> None:
     pending = 0
     node_names = set()
     for path in sorted(DEMO.glob("*.yaml")):
@@ -194,7 +196,7 @@ def test_default_demo_cluster_runs_and_covers_the_interesting_cases(demo_json: d
     assert all(p["node"] != "large-c-5" for p in placed)
 
 
-def test_seed_is_reproducible(demo_json: dict) -> None:
+def test_seed_is_reproducible(demo_json: dict[str, Any]) -> None:
     proc = run("simulate", "--output", "json", "--seed", "7")
     assert proc.returncode == 0
     assert json.loads(proc.stdout) == demo_json

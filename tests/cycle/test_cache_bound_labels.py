@@ -7,7 +7,7 @@ import copy
 import random
 from typing import Any
 
-from policyscheduler.cycle import SCHEDULED, UNSCHEDULABLE, ClusterCache, Cycle, SchedulingQueue
+from policyscheduler.cycle import SCHEDULED, UNSCHEDULABLE, Attempt, ClusterCache, Cycle, SchedulingQueue
 from policyscheduler.cycle.cache import CHANGED, RELABELED, SAME, _same_placement
 from policyscheduler.evaluation import make_evaluator
 from tests.evaluation.policies import default_policies
@@ -48,22 +48,29 @@ def make() -> tuple[Cycle, list[Any]]:
     return cycle, bound
 
 
+def one(cycle: Cycle) -> Attempt:
+    """One scheduling attempt; the queue holds a pod in these tests, so there is one."""
+    attempt = cycle.schedule_one()
+    assert attempt is not None
+    return attempt
+
+
 def test_the_bound_pods_new_labels_are_seen_by_the_next_decision() -> None:
     cycle, bound = make()
     a = pod("a", {"app": "a"}, nodeSelector={"kubernetes.io/hostname": "n1"})
     cycle.queue.add("a", a)
-    assert cycle.schedule_one().result == SCHEDULED
+    assert one(cycle).result == SCHEDULED
     cycle.binding_succeeded(bound[0])
     # before the watch shows a bound, nothing carries the zone label: b fits nowhere
     cycle.queue.add("b", affine_to_zone_labelled("b", "z1"))
-    assert cycle.schedule_one().result == UNSCHEDULABLE
+    assert one(cycle).result == UNSCHEDULABLE
     cycle.cache.upsert("Pod", bound_copy(a, "n1", "z1"))
     snap = cycle.cache.snapshot()
     record = snap.state.pod("uid-a")
     assert record is not None and record.node_name == "n1" and record.labels == {"app": "a", ZONE: "z1"}
     assert snap.nodes[0].pod_count == 1 and cycle.cache.counts()["assumed_pods"] == 0
     cycle.queue.move_all("Test")
-    cycle.queue._clock = lambda: 1e9  # type: ignore[attr-defined]  # past every backoff
+    cycle.queue._clock = lambda: 1e9  # past every backoff
     again = cycle.schedule_one()
     assert again is not None and again.result == SCHEDULED and again.node == "n1"
 
@@ -72,7 +79,8 @@ def test_a_relabelled_pod_is_freed_by_its_delete() -> None:
     cycle, _ = make()
     a = pod("a", {"app": "a"})
     cycle.queue.add("a", a)
-    attempt = cycle.schedule_one()
+    attempt = one(cycle)
+    assert attempt.node is not None
     shown = bound_copy(a, attempt.node, "z1" if attempt.node == "n1" else "z2")
     cycle.cache.upsert("Pod", shown)
     cycle.cache.forget(a)  # a late bind failure after the confirmation frees nothing
@@ -108,7 +116,8 @@ def test_a_label_keyed_pod_is_rebuilt_with_its_bound_labels() -> None:
     k = pod("k", {"app": "k"}, affinity={"podAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [
         {"weight": 1, "podAffinityTerm": term}]}})
     cycle.queue.add("k", k)
-    attempt = cycle.schedule_one()
+    attempt = one(cycle)
+    assert attempt.node is not None
     zone = "z1" if attempt.node == "n1" else "z2"
     cycle.cache.upsert("Pod", bound_copy(k, attempt.node, zone))
     record = cycle.cache.snapshot().state.pod("uid-k")
@@ -125,7 +134,7 @@ def test_a_confirmed_relabel_changes_only_the_nodes_pods() -> None:
     cycle, _ = make()
     a = pod("a", {"app": "a"}, nodeSelector={"kubernetes.io/hostname": "n1"})
     cycle.queue.add("a", a)
-    assert cycle.schedule_one().node == "n1"
+    assert one(cycle).node == "n1"
     tables = Tables(Interner())
     snap = cycle.cache.snapshot()
     tables.sync(snap)
@@ -139,7 +148,7 @@ def test_a_confirmed_relabel_changes_only_the_nodes_pods() -> None:
     assert [p.labels for p in after.pods] == [{"app": "a", ZONE: "z1"}]
     # the label index counts the new labels: a pod requiring a zone-labelled pod in z1 now fits
     cycle.queue.add("b", affine_to_zone_labelled("b", "z1"))
-    assert cycle.schedule_one().node == "n1"
+    assert one(cycle).node == "n1"
 
 
 def test_a_relabel_with_other_requests_falls_back_to_a_full_replace() -> None:

@@ -3,19 +3,20 @@
 from __future__ import annotations
 
 import random
+from typing import Any
 
 from policyscheduler.cycle import SCHEDULED, UNSCHEDULABLE, Attempt, ClusterCache, Cycle, SchedulingQueue
 from policyscheduler.evaluation import make_evaluator
 from tests.evaluation.policies import default_policies
 
 
-def node(name: str, cpu: str = "2") -> dict:
+def node(name: str, cpu: str = "2") -> dict[str, Any]:
     return {"kind": "Node", "metadata": {"name": name, "labels": {"kubernetes.io/hostname": name}},
             "status": {"allocatable": {"cpu": cpu, "memory": "8Gi", "pods": "110"}}}
 
 
-def pod(name: str, cpu: str = "1", node_name: str | None = None) -> dict:
-    spec = {"containers": [{"name": "c", "image": "x", "resources": {"requests": {"cpu": cpu}}}]}
+def pod(name: str, cpu: str = "1", node_name: str | None = None) -> dict[str, Any]:
+    spec: dict[str, Any] = {"containers": [{"name": "c", "image": "x", "resources": {"requests": {"cpu": cpu}}}]}
     if node_name:
         spec["nodeName"] = node_name
     return {"kind": "Pod", "metadata": {"name": name, "namespace": "default", "uid": f"uid-{name}"}, "spec": spec}
@@ -28,7 +29,7 @@ class Clock:
         return self.now
 
 
-def make(objects: list[dict]) -> tuple[Cycle, list[Attempt]]:
+def make(objects: list[dict[str, Any]]) -> tuple[Cycle, list[Attempt]]:
     bound: list[Attempt] = []
     cycle = Cycle(SchedulingQueue(clock=Clock()), ClusterCache(objects), make_evaluator("reference"),
                   default_policies(), bound.append, rng=random.Random(0))
@@ -37,7 +38,9 @@ def make(objects: list[dict]) -> tuple[Cycle, list[Attempt]]:
 
 def later(cycle: Cycle, seconds: float = 1.0) -> None:
     """Let the first backoff (1 s) pass."""
-    cycle.queue._clock.now += seconds  # type: ignore[attr-defined]
+    clock = cycle.queue._clock
+    assert isinstance(clock, Clock)
+    clock.now += seconds
 
 
 def test_assumed_pod_occupies_its_node_until_the_bind_fails() -> None:
@@ -45,8 +48,10 @@ def test_assumed_pod_occupies_its_node_until_the_bind_fails() -> None:
     for name in ("a", "b", "c"):
         cycle.queue.add(name, pod(name))
     results = [cycle.schedule_one() for _ in range(3)]
-    assert [r.result for r in results] == [SCHEDULED, SCHEDULED, UNSCHEDULABLE]
-    assert results[2].decision.message == "0/1 nodes are available: 1 Insufficient cpu. preemption: 0/1 nodes are available: 1 No preemption victims found for incoming pod."
+    assert [r.result if r else None for r in results] == [SCHEDULED, SCHEDULED, UNSCHEDULABLE]
+    last = results[2]
+    assert last is not None and last.decision is not None
+    assert last.decision.message == "0/1 nodes are available: 1 Insufficient cpu. preemption: 0/1 nodes are available: 1 No preemption victims found for incoming pod."
     # a's bind fails: its cpu is free again and c (unschedulable) is moved back
     assert cycle.binding_failed(bound[0], retry=False, reason="409") == "gone"
     later(cycle)
@@ -75,7 +80,8 @@ def test_unchanged_cluster_reuses_the_previous_decision() -> None:
     cycle.queue.move_all("Test")
     later(cycle)
     second = cycle.schedule_one()
-    assert second is not None and second.reused and second.decision is first.decision
+    assert first is not None and second is not None
+    assert second.reused and second.decision is first.decision
     cycle.cache.upsert("Node", node("n2", cpu="8"))
     cycle.queue.move_all("NodeAdd")
     later(cycle, 2.0)

@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from policyscheduler.simulate.output import render_table
 from policyscheduler.simulate.run import simulate
 from tests.cycle.test_preemption import node, pdb, pod
 from tests.evaluation.policies import default_policies
 
 
-def objects() -> list[dict]:
+def objects() -> list[dict[str, Any]]:
     return [node("n1", cpu="2"), node("n2", cpu="2"),
             pod("old", cpu="2", priority=10, on="n1", start=1), pod("young", cpu="2", priority=10, on="n2", start=9),
             pod("big", cpu="2", priority=1000), pod("never", cpu="2", priority=1000, preemptionPolicy="Never"),

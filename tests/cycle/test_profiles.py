@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import random
+from typing import Any
 
 import pytest
 
+from policyscheduler.compiler import PolicySet
 from policyscheduler.cycle import SCHEDULED, UNSCHEDULABLE, Attempt, ClusterCache, Cycle, SchedulingQueue
 from policyscheduler.cycle.queue import scheduler_name_of
 from policyscheduler.evaluation import make_evaluator
@@ -15,13 +17,13 @@ SSD = 'score prefer_ssd weight 50 normalize none\n  value if node.labels["disk"]
 ONLY_NVME = 'filter only_nvme\n  reason "node(s) are not nvme"\n  require node.labels["disk"] == "nvme"\n'
 
 
-def node(name: str, disk: str, cpu: str = "4") -> dict:
+def node(name: str, disk: str, cpu: str = "4") -> dict[str, Any]:
     return {"kind": "Node", "metadata": {"name": name, "labels": {"kubernetes.io/hostname": name, "disk": disk}},
             "status": {"allocatable": {"cpu": cpu, "memory": "8Gi", "pods": "110"}}}
 
 
-def pod(name: str, scheduler: str | None, cpu: str = "1") -> dict:
-    spec: dict = {"containers": [{"name": "c", "image": "x", "resources": {"requests": {"cpu": cpu}}}]}
+def pod(name: str, scheduler: str | None, cpu: str = "1") -> dict[str, Any]:
+    spec: dict[str, Any] = {"containers": [{"name": "c", "image": "x", "resources": {"requests": {"cpu": cpu}}}]}
     if scheduler:
         spec["schedulerName"] = scheduler
     return {"kind": "Pod", "metadata": {"name": name, "namespace": "default", "uid": f"uid-{name}"}, "spec": spec}
@@ -34,7 +36,7 @@ class Clock:
         return self.now
 
 
-def make(sets: dict) -> tuple[Cycle, list[Attempt]]:
+def make(sets: PolicySet | dict[str, PolicySet]) -> tuple[Cycle, list[Attempt]]:
     bound: list[Attempt] = []
     # hdd-0 is emptier than ssd-0: the default LeastAllocated score prefers it.
     objects = [node("ssd-0", "ssd", cpu="2"), node("hdd-0", "hdd", cpu="8")]
@@ -70,7 +72,9 @@ def test_a_reload_of_one_profile_moves_only_its_unschedulable_pods_and_keeps_the
     assert cycle.set_policy_set(relaxed, "strict") == 1  # s moved, p stays in the pool
     assert [e.key for e in cycle.queue.unschedulable()] == ["p"]
     assert cycle.policy_sets["plain"] is default_policies() and cycle.policy_sets["strict"] is relaxed
-    cycle.queue._clock.now += 2  # type: ignore[attr-defined]  # backoff over
+    clock = cycle.queue._clock
+    assert isinstance(clock, Clock)
+    clock.now += 2  # backoff over
     again = cycle.schedule_one()
     assert again is not None and again.entry.key == "s" and again.result == SCHEDULED
     assert cycle.set_policy_set(relaxed, "strict") == 0  # the same digest: nothing moves
@@ -94,7 +98,7 @@ def test_requeue_by_reads_uses_the_pods_own_policy_set() -> None:
 
 
 def test_one_policy_set_decides_every_pod_as_before() -> None:
-    cycle, _ = make(default_policies())  # type: ignore[arg-type]
+    cycle, _ = make(default_policies())
     cycle.queue.add("a", pod("a", "anyone"))
     attempt = cycle.schedule_one()
     assert attempt is not None and attempt.node == "hdd-0"

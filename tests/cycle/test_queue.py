@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
-from policyscheduler.cycle import SchedulingQueue
+from collections.abc import Hashable
+from typing import Any
+
+from policyscheduler.cycle import QueuedPod, SchedulingQueue
 
 
 class Clock:
@@ -13,17 +16,24 @@ class Clock:
         return self.now
 
 
-def pod(name: str, priority: int | None = None) -> dict:
+def pod(name: str, priority: int | None = None) -> dict[str, Any]:
     spec = {} if priority is None else {"priority": priority}
     return {"metadata": {"name": name, "namespace": "default"}, "spec": spec}
 
 
-def drain(q: SchedulingQueue) -> list[str]:
-    out = []
+def drain(q: SchedulingQueue) -> list[Hashable]:
+    out: list[Hashable] = []
     while (e := q.pop()) is not None:
         out.append(e.key)
         q.done(e)
     return out
+
+
+def popped(q: SchedulingQueue) -> QueuedPod:
+    """The next pod; these tests only pop when one is due."""
+    e = q.pop()
+    assert e is not None
+    return e
 
 
 def test_higher_priority_first_then_oldest() -> None:
@@ -45,13 +55,13 @@ def test_unschedulable_waits_for_an_event_then_backs_off() -> None:
     clock = Clock()
     q = SchedulingQueue(clock=clock)
     q.add("p", pod("p"))
-    e = q.pop()
+    e = popped(q)
     assert q.add_unschedulable(e) == "unschedulable"
     clock.now += 60
     assert q.pop() is None  # no event: it stays
     assert q.pending() == {"active": 0, "backoff": 0, "unschedulable": 1, "gated": 0}
     assert q.move_all("NodeAdd") == 1
-    e = q.pop()
+    e = popped(q)
     assert e is not None and e.attempts == 2
     q.add_unschedulable(e)
     q.move_all("NodeAdd")  # moved right after failing: still backing off (2 s after the 2nd attempt)
@@ -64,7 +74,7 @@ def test_event_during_the_attempt_sends_the_failed_pod_to_backoff_not_the_pool()
     clock = Clock()
     q = SchedulingQueue(clock=clock)
     q.add("p", pod("p"))
-    e = q.pop()
+    e = popped(q)
     q.move_all("NodeAdd")  # arrives while p is in flight: its verdict may be stale
     assert q.add_unschedulable(e) == "backoff"
     clock.now += 1
@@ -75,7 +85,7 @@ def test_unschedulable_flushed_after_five_minutes() -> None:
     clock = Clock()
     q = SchedulingQueue(clock=clock)
     q.add("p", pod("p"))
-    q.add_unschedulable(q.pop())
+    q.add_unschedulable(popped(q))
     clock.now += 299
     assert q.pop() is None
     clock.now += 1
@@ -91,12 +101,12 @@ def test_delete_and_update() -> None:
     assert q.delete("a")
     assert drain(q) == ["b"]
     q.add("c", pod("c"))
-    e = q.pop()
+    e = popped(q)
     q.add_unschedulable(e)
     updated = pod("c", priority=5)
     assert q.add("c", updated) is False  # an update moves it back at once (no backoff left: 1 s passed? no)
     clock.now += 1
-    e = q.pop()
+    e = popped(q)
     assert e is not None and e.pod is updated and e.priority == 5
     q.delete("c")  # deleted while in flight: a failure does not requeue it
     assert q.add_unschedulable(e) == "gone" and len(q) == 0
@@ -106,7 +116,7 @@ def test_failed_bind_retries_after_backoff() -> None:
     clock = Clock()
     q = SchedulingQueue(clock=clock)
     q.add("p", pod("p"))
-    e = q.pop()
+    e = popped(q)
     assert q.add_backoff(e) == "backoff"
     assert q.pop() is None
     clock.now += 1
@@ -117,7 +127,7 @@ def test_a_status_only_update_leaves_an_unschedulable_pod_in_the_pool() -> None:
     clock = Clock()
     q = SchedulingQueue(clock=clock)
     q.add("p", pod("p"))
-    q.add_unschedulable(q.pop())
+    q.add_unschedulable(popped(q))
     # our own PodScheduled=False patch comes back through the watch: status and resourceVersion differ
     patched = pod("p")
     patched["metadata"]["resourceVersion"] = "42"

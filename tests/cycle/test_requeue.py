@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import random
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+from policyscheduler.compiler import PolicySet
 from policyscheduler.cycle import UNSCHEDULABLE, ClusterCache, Cycle, SchedulingQueue
 from policyscheduler.cycle.events import ClusterEvent, Interest, facets_of_reads, node_facets_changed
 from policyscheduler.evaluation import make_evaluator
@@ -21,16 +23,18 @@ class Clock:
         return self.now
 
 
-def node(name: str, cpu: str = "2", labels: dict | None = None, taints: list | None = None) -> dict:
-    obj = {"kind": "Node", "metadata": {"name": name, "labels": {"kubernetes.io/hostname": name, **(labels or {})}},
+def node(name: str, cpu: str = "2", labels: dict[str, str] | None = None,
+         taints: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+    obj: dict[str, Any] = {"kind": "Node", "metadata": {"name": name, "labels": {"kubernetes.io/hostname": name, **(labels or {})}},
            "spec": {}, "status": {"allocatable": {"cpu": cpu, "memory": "8Gi", "pods": "110"}}}
     if taints:
         obj["spec"]["taints"] = taints
     return obj
 
 
-def pod(name: str, cpu: str = "1", selector: dict | None = None, node_name: str | None = None) -> dict:
-    spec: dict = {"containers": [{"name": "c", "image": "x", "resources": {"requests": {"cpu": cpu}}}]}
+def pod(name: str, cpu: str = "1", selector: dict[str, str] | None = None,
+        node_name: str | None = None) -> dict[str, Any]:
+    spec: dict[str, Any] = {"containers": [{"name": "c", "image": "x", "resources": {"requests": {"cpu": cpu}}}]}
     if selector:
         spec["nodeSelector"] = selector
     if node_name:
@@ -38,7 +42,8 @@ def pod(name: str, cpu: str = "1", selector: dict | None = None, node_name: str 
     return {"kind": "Pod", "metadata": {"name": name, "namespace": "default", "uid": f"uid-{name}"}, "spec": spec}
 
 
-def unschedulable(objects: list[dict], pending: dict, policy_set=None) -> tuple[Cycle, SchedulingQueue]:
+def unschedulable(objects: list[dict[str, Any]], pending: dict[str, Any],
+                  policy_set: PolicySet | None = None) -> tuple[Cycle, SchedulingQueue]:
     queue = SchedulingQueue(clock=Clock())
     cycle = Cycle(queue, ClusterCache(objects), make_evaluator("reference"), policy_set or default_policies(),
                   lambda a: None, rng=random.Random(0))
@@ -136,12 +141,14 @@ def test_event_during_the_attempt_is_checked_against_the_pods_interest() -> None
                   lambda a: None, rng=random.Random(0))
     queue.add("p", pod("p", cpu="2"))
     entry = queue.pop()
+    assert entry is not None
     queue.move(ClusterEvent.node_updated("n1", frozenset({"labels", "cluster", "node"})))  # irrelevant
     attempt = cycle.attempt(entry)
     assert attempt.queue == "unschedulable"
     queue.move(ClusterEvent.node_added("n2"))
     Clock.now += 5
     entry = queue.pop()
+    assert entry is not None
     queue.move(ClusterEvent.assigned_pod("AssignedPodDelete", "n1"))  # relevant, arrives mid-attempt
     assert cycle.attempt(entry).queue == "backoff"
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import shutil
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -29,7 +30,7 @@ BAD_LINE = '  require node.allocatable["memory"] >= 5Xi'
 BAD_RULE = f'## Planted error.\nfilter planted\n  reason "x"\n{BAD_LINE}\n'
 
 
-def _errors(capsys: pytest.CaptureFixture[str], *argv: str) -> list[dict[str, object]]:
+def _errors(capsys: pytest.CaptureFixture[str], *argv: str) -> list[dict[str, Any]]:
     assert lint.main([*argv, "--format", "json"]) == 1
     doc = json.loads(capsys.readouterr().out)
     return [d for d in doc["diagnostics"] if d["severity"] == "error"]
@@ -109,7 +110,7 @@ def test_block_scalar_error_at_yaml_line_and_column(tmp_path: Path, capsys: pyte
     lines = MANIFEST.splitlines()
     line = next(i for i, text in enumerate(lines, 1) if "5Xi" in text)
     assert (err["file"], err["line"], err["col"]) == (str(f), line, lines[line - 1].index("5Xi") + 1)
-    assert err["code"] == "bad-quantity" and err["end_col"] == err["col"] + 3  # type: ignore[operator]
+    assert err["code"] == "bad-quantity" and err["end_col"] == err["col"] + 3
     # The text report shows the YAML line itself under file:line:col, caret on 5Xi.
     assert lint.main([str(f)]) == 1
     out = capsys.readouterr().out

@@ -190,7 +190,7 @@ def _run_flags() -> list[str]:
 
 @pytest.fixture
 def scheduler(installed: Path, tmp_path: Path) -> Iterator[RunProcess]:
-    run = RunProcess(types.SimpleNamespace(kubeconfig=installed), tmp_path / "run.log",  # type: ignore[arg-type]
+    run = RunProcess(types.SimpleNamespace(kubeconfig=installed), tmp_path / "run.log",  # type: ignore[arg-type]  # only .kubeconfig is read
                      *_run_flags(), name=SCHEDULER)
     try:
         run.wait_log("started", timeout=60)
@@ -202,7 +202,8 @@ def scheduler(installed: Path, tmp_path: Path) -> Iterator[RunProcess]:
 
 def _lease(kube: Kube) -> dict[str, Any]:
     try:
-        return kube.api.get(f"/apis/coordination.k8s.io/v1/namespaces/{NS}/leases/{SCHEDULER}")
+        lease: dict[str, Any] = kube.api.get(f"/apis/coordination.k8s.io/v1/namespaces/{NS}/leases/{SCHEDULER}")
+        return lease
     except ApiError:
         return {}
 

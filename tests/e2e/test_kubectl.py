@@ -43,7 +43,8 @@ def test_kubectl_is_cluster_admin_on_the_pinned_version(control_plane: ControlPl
 def test_python_client_loads_the_kubeconfig(control_plane: ControlPlane) -> None:
     from kubernetes import client, config
 
-    api_client = config.new_client_from_config(config_file=str(control_plane.kubeconfig))
+    # the kubernetes client package is not annotated
+    api_client = config.new_client_from_config(config_file=str(control_plane.kubeconfig))  # type: ignore[no-untyped-call]
     try:
         names = {ns.metadata.name for ns in client.CoreV1Api(api_client).list_namespace().items if ns.metadata}
     finally:

@@ -9,6 +9,7 @@ import sys
 import textwrap
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -34,14 +35,14 @@ def _env(control_plane: ControlPlane) -> dict[str, str]:
 
 
 def test_exception_inside_the_harness_stops_everything(control_plane: ControlPlane) -> None:
-    seen: dict[str, object] = {}
+    seen: dict[str, Any] = {}
     with pytest.raises(RuntimeError, match="boom"), ControlPlane.start(control_plane.binaries) as cp:
         cp.start_scheduler()
         seen["pids"], seen["workdir"] = cp.pids(), cp.workdir
         assert len(cp.pids()) == 3 and all(procs.process_alive(p) for p in cp.pids())
         raise RuntimeError("boom")
-    assert _survivors(seen["pids"]) == []  # type: ignore[arg-type]
-    assert not Path(seen["workdir"]).exists()  # type: ignore[arg-type]
+    assert _survivors(seen["pids"]) == []
+    assert not Path(seen["workdir"]).exists()
 
 
 def test_sigkilled_parent_leaves_no_processes(control_plane: ControlPlane) -> None:

@@ -174,7 +174,8 @@ class Stream:
     """Creates a pod every ``every`` seconds in the background (the scheduler must never pause)."""
 
     def __init__(self, env: Env, every: float = 0.2) -> None:
-        self.env, self.every, self.names = env, every, []  # type: ignore[var-annotated]
+        self.env, self.every = env, every
+        self.names: list[str] = []
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
 

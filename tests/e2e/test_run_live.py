@@ -134,7 +134,7 @@ def test_unschedulable_pod_gets_kube_schedulers_text_then_binds_when_a_node_fits
                                     "percentageOfNodesToScore": 100})
     try:
         run = env.start()
-        big = {"cpu": "6", "memory": "1Gi"}
+        big: dict[str, Any] = {"cpu": "6", "memory": "1Gi"}
         env.pods([fakes.make_pod("big", scheduler_name="policy-scheduler", **big),
                   fakes.make_pod("big-ref", scheduler_name="kube-ref", **big)])
 

@@ -10,6 +10,7 @@ import time
 from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -31,7 +32,7 @@ def cp() -> Iterator[ControlPlane]:
         plane.stop()
 
 
-def _pods(prefix: str, count: int, ns: str) -> list[dict]:
+def _pods(prefix: str, count: int, ns: str) -> list[dict[str, Any]]:
     return fakes.make_pods(count, ns, prefix=prefix, scheduler_name="policy-scheduler", cpu="100m", memory="64Mi")
 
 

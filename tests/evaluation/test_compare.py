@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import dataclasses
+from typing import Any
 
 from policyscheduler.evaluation import FEASIBLE, Decision, NodeVerdict, RuleScore
 from policyscheduler.evaluation.compare import diff_decisions
 
 
-def decision(**changes) -> Decision:
+def decision(**changes: Any) -> Decision:
     base = Decision(
         pod="ns/p", node="a",
         verdicts={"a": FEASIBLE, "b": NodeVerdict("f", ("no",))},
@@ -18,12 +19,12 @@ def decision(**changes) -> Decision:
     return dataclasses.replace(base, **changes)
 
 
-def test_equal_decisions_have_no_diff():
+def test_equal_decisions_have_no_diff() -> None:
     assert diff_decisions(decision(), decision()) == []
     assert decision() == decision()
 
 
-def test_differences_are_located():
+def test_differences_are_located() -> None:
     left = decision()
     right = decision(
         verdicts={"a": FEASIBLE, "b": NodeVerdict("g", ("no",))},
@@ -38,6 +39,6 @@ def test_differences_are_located():
     assert len(diff) == 4
 
 
-def test_missing_entries_are_reported():
+def test_missing_entries_are_reported() -> None:
     right = decision(scores={})
     assert diff_decisions(decision(), right) == ["scores['s']['a']: left has RuleScore(raw=3, normalized=100, weighted=200, ignored=False), missing on the right"]

@@ -3,17 +3,19 @@
 from __future__ import annotations
 
 import random
+from typing import Any, cast
 
 import pytest
 
+from policyscheduler.compiler import PolicySet
+from policyscheduler.compiler.program import Env
 from policyscheduler.evaluation import Decision, NodeVerdict, RuleScore, evaluate
 from policyscheduler.evaluation.decision import ScoreError
+from policyscheduler.state import ClusterSnapshot
 from tests.evaluation.policies import load
 
 
-def snapshot(*nodes: tuple[str, dict[str, str]], pods: tuple[dict, ...] = ()):
-    from policyscheduler.state import ClusterSnapshot
-
+def snapshot(*nodes: tuple[str, dict[str, str]], pods: tuple[dict[str, Any], ...] = ()) -> ClusterSnapshot:
     objs = [
         {"kind": "Node", "metadata": {"name": name, "labels": labels},
          "status": {"allocatable": {"cpu": "4", "memory": "8Gi", "pods": "110"}}}
@@ -22,7 +24,7 @@ def snapshot(*nodes: tuple[str, dict[str, str]], pods: tuple[dict, ...] = ()):
     return ClusterSnapshot.from_objects([*objs, *pods])
 
 
-def pod(name: str = "p", labels: dict[str, str] | None = None) -> dict:
+def pod(name: str = "p", labels: dict[str, str] | None = None) -> dict[str, Any]:
     return {"kind": "Pod", "metadata": {"name": name, "namespace": "ns", "labels": labels or {}},
             "spec": {"containers": [{"name": "c", "image": "x"}]}}
 
@@ -57,11 +59,11 @@ score green_best weight 2 normalize scale
 '''
 
 
-def run(policy_set, snap, p, seed: int = 0) -> Decision:
+def run(policy_set: PolicySet, snap: ClusterSnapshot, p: dict[str, Any], seed: int = 0) -> Decision:
     return evaluate(policy_set, snap, p, rng=random.Random(seed))
 
 
-def test_first_failing_filter_is_the_verdict_and_reasons_accumulate():
+def test_first_failing_filter_is_the_verdict_and_reasons_accumulate() -> None:
     ps = load(FILTERS)
     snap = snapshot(("red", {"color": "red", "temp": "cold"}), ("blue", {"color": "blue", "temp": "cold"}),
                     ("green", {"color": "green"}))
@@ -74,7 +76,7 @@ def test_first_failing_filter_is_the_verdict_and_reasons_accumulate():
     assert d.message is None and d.policy_digest == ps.digest
 
 
-def test_message_when_nothing_fits():
+def test_message_when_nothing_fits() -> None:
     ps = load(FILTERS)
     snap = snapshot(("r1", {"color": "red"}), ("r2", {"color": "red"}), ("b", {"color": "blue", "temp": "cold"}))
     d = run(ps, snap, pod())
@@ -82,38 +84,38 @@ def test_message_when_nothing_fits():
     assert d.message == "0/3 nodes are available: 1 node(s) are blue, 1 node(s) are cold, 2 node(s) are red."
 
 
-def test_zero_nodes():
+def test_zero_nodes() -> None:
     d = run(load(FILTERS), snapshot(), pod())
     assert d.node is None and d.message == "no nodes available to schedule pods"
 
 
-def test_applies_when_false_passes_every_node():
+def test_applies_when_false_passes_every_node() -> None:
     ps = load(PICKY)
     snap = snapshot(("g", {"color": "green"}), ("r", {"color": "red"}))
     assert run(ps, snap, pod()).feasible == ["g", "r"]
     assert run(ps, snap, pod(labels={"picky": "yes"})).feasible == ["g"]
 
 
-def test_applies_is_evaluated_once_per_pod_not_per_node():
+def test_applies_is_evaluated_once_per_pod_not_per_node() -> None:
     ps = load(PICKY)
     rule = ps.filters[0]
-    calls = []
+    calls: list[Env] = []
 
     class Counting:  # forwards to the real compiled rule, counting `applies` calls
-        def __getattr__(self, name):
+        def __getattr__(self, name: str) -> Any:
             return getattr(rule, name)
 
-        def applies(self, env):
+        def applies(self, env: Env) -> bool:
             calls.append(env)
             return rule.applies(env)
 
     counted = type("PS", (), {"filters": (Counting(),), "scores": (), "digest": ps.digest})()
     snap = snapshot(*((f"n{i}", {"color": "green"}) for i in range(5)))
-    run(counted, snap, pod(labels={"picky": "yes"}))
+    run(cast(PolicySet, counted), snap, pod(labels={"picky": "yes"}))
     assert len(calls) == 1 and "node" not in calls[0]
 
 
-def test_scores_are_normalised_weighted_and_summed():
+def test_scores_are_normalised_weighted_and_summed() -> None:
     ps = load(GREEN_BEST, '''
 score taste weight 1 normalize reverse
   value if node.labels["color"] == "green" then 1 else 0
@@ -128,7 +130,7 @@ score taste weight 1 normalize reverse
     assert d.top == ["g", "r"] and d.score == 200 and d.node in {"g", "r"}
 
 
-def test_scores_only_over_feasible_nodes():
+def test_scores_only_over_feasible_nodes() -> None:
     ps = load(FILTERS, GREEN_BEST)
     snap = snapshot(("red", {"color": "red"}), ("g", {"color": "green"}), ("y", {"color": "yellow"}))
     d = run(ps, snap, pod())
@@ -136,7 +138,7 @@ def test_scores_only_over_feasible_nodes():
     assert d.node == "g" and d.top == ["g"] and d.score == 200
 
 
-def test_ignored_nodes_get_zero_and_leave_normalisation():
+def test_ignored_nodes_get_zero_and_leave_normalisation() -> None:
     ps = load('''
 score spread_like weight 1 normalize spread
   ignore node when node.labels["color"] == "yellow"
@@ -150,7 +152,7 @@ score spread_like weight 1 normalize spread
     assert d.node == "r"
 
 
-def test_score_applies_false_gives_zero_everywhere():
+def test_score_applies_false_gives_zero_everywhere() -> None:
     ps = load('''
 score only_special weight 5 normalize scale
   applies when pod.labels["special"] == "yes"
@@ -163,7 +165,7 @@ score only_special weight 5 normalize scale
     assert run(ps, snap, pod(labels={"special": "yes"})).top == ["g"]
 
 
-def test_ties_are_broken_by_the_rng_reproducibly():
+def test_ties_are_broken_by_the_rng_reproducibly() -> None:
     ps = load(GREEN_BEST)
     snap = snapshot(*((f"n{i}", {"color": "green"}) for i in range(8)))
     chosen = {run(ps, snap, pod(), seed=s).node for s in range(40)}
@@ -172,7 +174,7 @@ def test_ties_are_broken_by_the_rng_reproducibly():
     assert run(ps, snap, pod(), seed=3).node == random.Random(3).choice([f"n{i}" for i in range(8)])
 
 
-def test_out_of_range_raw_score_costs_the_rules_points_and_is_reported():
+def test_out_of_range_raw_score_costs_the_rules_points_and_is_reported() -> None:
     ps = load('''
 score too_big weight 1
   value if node.labels["color"] == "red" then 150 else 40
@@ -186,7 +188,7 @@ score too_big weight 1
     assert "out of range 0..100" in e.message
 
 
-def test_division_by_zero_in_a_score_leaves_the_node_feasible_with_zero_and_says_where():
+def test_division_by_zero_in_a_score_leaves_the_node_feasible_with_zero_and_says_where() -> None:
     """The issue's example: a preference dividing by a resource some nodes lack must not filter them."""
     ps = load('''
 score gpu_share weight 1 normalize scale
@@ -205,7 +207,7 @@ score gpu_share weight 1 normalize scale
                                             "message": "integer division by zero"}]
 
 
-def test_runtime_error_in_filter_makes_the_node_infeasible_with_a_reason():
+def test_runtime_error_in_filter_makes_the_node_infeasible_with_a_reason() -> None:
     ps = load('''
 filter divide
   reason "never"
@@ -218,11 +220,12 @@ filter divide
     assert v.reasons and v.reasons[0].startswith("policy error in rule divide: ")
     assert d.feasible == ["green"]
     only_blue = run(ps, snapshot(("blue", {"color": "blue"})), pod())
-    assert only_blue.node is None and only_blue.message.startswith("0/1 nodes are available: 1 policy error in rule divide: ")
+    assert only_blue.node is None and only_blue.message is not None
+    assert only_blue.message.startswith("0/1 nodes are available: 1 policy error in rule divide: ")
 
 
 @pytest.mark.parametrize("seed", [0, 1])
-def test_decision_is_plain_comparable_data(seed):
+def test_decision_is_plain_comparable_data(seed: int) -> None:
     ps = load(FILTERS, GREEN_BEST)
     snap = snapshot(("g", {"color": "green"}), ("y", {"color": "yellow"}))
     a, b = run(ps, snap, pod(), seed), run(ps, snap, pod(), seed)
@@ -230,7 +233,7 @@ def test_decision_is_plain_comparable_data(seed):
     assert a.to_json() == {"pod": "ns/p", "node": "g", "score": 200, "top": ["g"], "message": None}
 
 
-def test_pod_level_rejection_beats_earlier_node_verdicts():
+def test_pod_level_rejection_beats_earlier_node_verdicts() -> None:
     """A `reject pod` clause rejects the pod before any node, even where an earlier filter failed."""
     ps = load(FILTERS, PICKY_POD)
     snap = snapshot(("red", {"color": "red"}), ("green", {"color": "green"}))
@@ -243,7 +246,7 @@ def test_pod_level_rejection_beats_earlier_node_verdicts():
 
 
 
-def test_runtime_error_in_a_filters_applies_fails_every_node_that_reaches_it():
+def test_runtime_error_in_a_filters_applies_fails_every_node_that_reaches_it() -> None:
     ps = load(FILTERS, '''
 filter broken_applies
   reason "never"
@@ -256,11 +259,11 @@ filter broken_applies
     for name in ("g1", "g2"):
         v = d.verdicts[name]
         assert v.rule == "broken_applies" and v.error and v.reasons[0].startswith("policy error in rule broken_applies: ")
-    assert d.node is None
+    assert d.node is None and d.message is not None
     assert d.message.startswith("0/3 nodes are available: 1 node(s) are red, 2 policy error in rule broken_applies: ")
 
 
-def test_runtime_error_in_a_scores_applies_gives_zero_everywhere_and_is_reported_once():
+def test_runtime_error_in_a_scores_applies_gives_zero_everywhere_and_is_reported_once() -> None:
     ps = load(FILTERS, GREEN_BEST, '''
 score broken_applies weight 1
   applies when 10 / (len(pod.labels["x"]) - 1) > 0
@@ -276,7 +279,7 @@ score broken_applies weight 1
                                                        "integer division by zero")
 
 
-def test_node_failing_one_score_rule_keeps_its_other_rules():
+def test_node_failing_one_score_rule_keeps_its_other_rules() -> None:
     ps = load('''
 score too_big weight 1
   value if node.labels["color"] == "red" then 150 else 40

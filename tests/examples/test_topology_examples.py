@@ -92,7 +92,9 @@ def skews(doc: dict[str, Any], rack: dict[str, str | None], racks: tuple[str, ..
     out = []
     for placement in doc["placements"]:
         if placement["node"] is not None:
-            counts[rack[placement["node"]]] += 1  # type: ignore[index]
+            where = rack[placement["node"]]
+            assert where is not None, placement
+            counts[where] += 1
             out.append(max(counts.values()) - min(counts.values()))
     return out
 

@@ -15,7 +15,7 @@ from policyscheduler.cli import main
 from policyscheduler.compiler import closures, program
 from policyscheduler.diagnostics import PolicyRuntimeError
 from policyscheduler.loader import load_policy_texts
-from tests.language.schema_fixture import sample_env, test_schema
+from tests.schema_fixture import sample_env, test_schema
 
 SCHEMA = test_schema()
 
@@ -95,7 +95,9 @@ def test_measured_steps_never_exceed_the_static_bound(text: str) -> None:
 
 def test_steps_are_counted() -> None:
     text = "score s weight 1 normalize minmax\n  value count(x in [1, 2, 3] + [4] where x > 0) % 100\n"
-    (rule,) = load_policy_texts([("s.policy", text)], schema=SCHEMA).policy_set.scores  # type: ignore[union-attr]
+    policy_set = load_policy_texts([("s.policy", text)], schema=SCHEMA).policy_set
+    assert policy_set is not None
+    (rule,) = policy_set.scores
     assert rule.raw(sample_env()) == 4
     assert closures.steps_used() == 4 + 4  # the concatenation built 4 items, the loop visited 4
 

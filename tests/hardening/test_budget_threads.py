@@ -7,7 +7,7 @@ import threading
 
 from policyscheduler.compiler import closures
 from policyscheduler.loader import load_policy_texts
-from tests.language.schema_fixture import sample_env, test_schema
+from tests.schema_fixture import sample_env, test_schema
 
 SCHEMA = test_schema()
 TEXT = "score s weight 1 normalize minmax\n  value count(x in [1, 2, 3] + [4] where x > 0) % 100\n"
@@ -15,8 +15,10 @@ SMALL = "score t weight 1 normalize minmax\n  value count(x in [1, 2] where x > 
 
 
 def test_another_threads_evaluation_leaves_this_threads_budget_alone() -> None:
-    (rule,) = load_policy_texts([("s.policy", TEXT)], schema=SCHEMA).policy_set.scores  # type: ignore[union-attr]
-    (small,) = load_policy_texts([("t.policy", SMALL)], schema=SCHEMA).policy_set.scores  # type: ignore[union-attr]
+    big_set = load_policy_texts([("s.policy", TEXT)], schema=SCHEMA).policy_set
+    small_set = load_policy_texts([("t.policy", SMALL)], schema=SCHEMA).policy_set
+    assert big_set is not None and small_set is not None
+    (rule,), (small,) = big_set.scores, small_set.scores
     assert rule.raw(sample_env()) == 4
     assert closures.steps_used() == 8  # this thread's evaluation: 4 items built, 4 visited
 

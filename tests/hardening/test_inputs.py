@@ -10,6 +10,7 @@ import json
 import os
 import subprocess
 import sys
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 import pytest
@@ -39,7 +40,7 @@ def pod(name: str = "p1", **spec: object) -> dict[str, object]:
             "spec": {"schedulerName": "policy-scheduler", "containers": [{"name": "c", "image": "nginx"}], **spec}}
 
 
-def write(tmp_path: Path, name: str, objs: list[dict[str, object]]) -> Path:
+def write(tmp_path: Path, name: str, objs: Sequence[Mapping[str, object]]) -> Path:
     f = tmp_path / name
     f.write_text(json.dumps({"apiVersion": "v1", "kind": "List", "items": objs}))
     return f

@@ -62,7 +62,8 @@ class RunProcess:
                                      + self.child.log_tail(40))
             found = self.find(msg)
             return found[0] if found else None
-        return wait_for(check, timeout=timeout, interval=0.1, what=f"log line {msg!r}")
+        line: dict[str, Any] = wait_for(check, timeout=timeout, interval=0.1, what=f"log line {msg!r}")
+        return line
 
     def terminate(self, timeout: float = 60.0) -> int:
         """SIGTERM and wait; the exit status."""
@@ -97,7 +98,8 @@ def wait_all_bound(api: Api, namespace: str, names: Iterable[str], timeout: floa
         return {k: v for k, v in bound.items() if v} if all(bound.get(n) for n in wanted) else None
 
     try:
-        return wait_for(check, timeout=timeout, interval=0.25, what="pods to be bound")
+        placed: dict[str, str] = wait_for(check, timeout=timeout, interval=0.25, what="pods to be bound")
+        return placed
     except TimeoutError:
         bound = {p["metadata"]["name"] for p in pods(api, namespace) if p["spec"].get("nodeName")}
         raise AssertionError(f"{len(wanted - bound)} of {len(wanted)} pods not bound after {timeout}s: "
@@ -112,7 +114,7 @@ def scheduled_events(api: Api, namespace: str, controller: str) -> Counter[str]:
 
 # -- the independent checker ----------------------------------------------------------------------------
 
-_SUFFIX = {"m": Fraction(1, 1000), "k": 10**3, "M": 10**6, "G": 10**9, "T": 10**12,
+_SUFFIX: dict[str, Fraction | int] = {"m": Fraction(1, 1000), "k": 10**3, "M": 10**6, "G": 10**9, "T": 10**12,
            "Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40}
 
 

@@ -50,7 +50,7 @@ class Binding:
 
 
 def bind_all(client: RestClient, nodes: list[dict[str, Any]], pods: list[dict[str, Any]],
-             ) -> tuple[dict[str, tuple[str, str | None, str | None]], Binder, Cycle]:
+             ) -> tuple[dict[str, tuple[str, str | None, str | None]], Binder[Any], Cycle]:
     """Schedule ``pods`` on ``nodes`` and bind them; the results, the binder and the cycle."""
     binding = Binding(client, nodes)
     binding.run(pods)

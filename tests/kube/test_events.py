@@ -40,7 +40,7 @@ def test_scheduled_events_wait_while_busy_then_go() -> None:
     busy = threading.Event()
     busy.set()
     client = FakeClient()
-    recorder = EventRecorder(client, "policy-scheduler", busy=busy.is_set, max_delay=30)  # type: ignore[arg-type]
+    recorder = EventRecorder(client, "policy-scheduler", busy=busy.is_set, max_delay=30)  # type: ignore[arg-type]  # a fake RestClient
     recorder.scheduled(POD, "n1")
     recorder.failed(POD, "0/1 nodes are available: 1 Insufficient cpu.")
     wait(lambda: len(client.posts) == 1 and len(client.patches) == 1)  # the failure is not held back
@@ -57,7 +57,7 @@ def test_scheduled_events_wait_while_busy_then_go() -> None:
 
 def test_max_delay_and_shutdown_flush() -> None:
     client = FakeClient()
-    recorder = EventRecorder(client, "s", busy=lambda: True, max_delay=0.1)  # type: ignore[arg-type]
+    recorder = EventRecorder(client, "s", busy=lambda: True, max_delay=0.1)  # type: ignore[arg-type]  # a fake RestClient
     recorder.scheduled(POD, "n1")
     wait(lambda: len(client.posts) == 1)  # busy forever, but not later than max_delay
     recorder.max_delay = 3600

@@ -10,11 +10,12 @@ import pytest
 
 from policyscheduler.kube import RestClient, load_connection
 from policyscheduler.kube.lease import LeaderElector
+from tests.controlplane.harness import ControlPlane
 
 pytestmark = pytest.mark.e2e
 
 
-def test_one_leader_and_a_stolen_lease_stops_the_leader(control_plane) -> None:  # type: ignore[no-untyped-def]
+def test_one_leader_and_a_stolen_lease_stops_the_leader(control_plane: ControlPlane) -> None:
     client = RestClient(load_connection(str(control_plane.kubeconfig)))
     name = f"lease-{uuid.uuid4().hex[:6]}"
     stopped = threading.Event()

@@ -11,6 +11,7 @@ import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -44,8 +45,8 @@ def logger() -> Iterator[logging.Logger]:
     log.handlers[:] = []
 
 
-def _handler(logger: logging.Logger, stream: io.StringIO, **kw: float) -> BufferedStreamHandler:
-    handler = BufferedStreamHandler(stream, **kw)  # type: ignore[arg-type]
+def _handler(logger: logging.Logger, stream: io.StringIO, **kw: Any) -> BufferedStreamHandler:
+    handler = BufferedStreamHandler(stream, **kw)
     handler.setFormatter(JsonFormatter())
     logger.handlers[:] = [handler]
     return handler

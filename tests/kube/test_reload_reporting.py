@@ -12,7 +12,7 @@ from tests.kube.test_events import FakeClient, wait
 
 def test_reload_events_regard_the_object_and_decision_events_carry_the_digest() -> None:
     client = FakeClient()
-    recorder = EventRecorder(client, "policy-scheduler")  # type: ignore[arg-type]
+    recorder = EventRecorder(client, "policy-scheduler")  # type: ignore[arg-type]  # a fake RestClient
     cm = {"apiVersion": "v1", "kind": "ConfigMap", "namespace": "sys", "name": "pols", "uid": "u9"}
     recorder.object_event(cm, "Warning", "PolicyLoadFailed", "Reload", "x" * 5000)
     pod = {"metadata": {"name": "p", "namespace": "ns", "uid": "u1"}, "status": {}}

@@ -39,7 +39,7 @@ class Session:
         self.changed: asyncio.Event | None = None
         self.versions: dict[str, int] = {}
 
-        @self.client.feature(types.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS)  # type: ignore[untyped-decorator,unused-ignore]
+        @self.client.feature(types.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS)  # type: ignore[untyped-decorator,unused-ignore]  # pygls: typed in some versions
         def on_diagnostics(params: types.PublishDiagnosticsParams) -> None:
             self.received.append((time.monotonic(), params.uri, list(params.diagnostics)))
             if self.changed is not None:
@@ -59,7 +59,7 @@ class Session:
     async def stop(self) -> None:
         await self.client.shutdown_async(None)
         self.client.exit(None)
-        await self.client.stop()  # type: ignore[no-untyped-call,unused-ignore]
+        await self.client.stop()  # type: ignore[no-untyped-call,unused-ignore]  # pygls: typed in some versions
 
     def open(self, path: Path, text: str) -> str:
         u = uri(path)

@@ -13,6 +13,7 @@ import re
 import time
 from collections.abc import Iterator, Sequence
 from pathlib import Path
+from typing import Any
 
 import pytest
 from lsprotocol import types
@@ -53,18 +54,19 @@ def folder(tmp_path: Path) -> Path:
     return tmp_path
 
 
-def lint_json(folder: Path) -> dict[str, object]:
+def lint_json(folder: Path) -> dict[str, Any]:
     out = io.StringIO()
     with contextlib.redirect_stdout(out):
         cli_main(["lint", "--format", "json", str(folder)])
-    return json.loads(out.getvalue())  # type: ignore[no-any-return]
+    doc: dict[str, Any] = json.loads(out.getvalue())
+    return doc
 
 
 def lint_ranges(folder: Path, file: Path) -> list[tuple[str, int, int, int, int]]:
     """lint's diagnostics for ``file`` as (code, 0-based start line, col, end line, col) -- the LSP shape."""
     doc = lint_json(folder)
     return sorted((d["code"], d["line"] - 1, d["col"] - 1, d["end_line"] - 1, d["end_col"] - 1)
-                  for d in doc["diagnostics"] if d["file"] == str(file))  # type: ignore[attr-defined]
+                  for d in doc["diagnostics"] if d["file"] == str(file))
 
 
 def lsp_ranges(ds: list[types.Diagnostic]) -> list[tuple[str, int, int, int, int]]:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Protocol
 
 import pytest
 
@@ -33,11 +33,27 @@ def make_pod(name: str, *, node: str | None = None, namespace: str = "default",
     return {"kind": "Pod", "metadata": {"name": name, "namespace": namespace, "labels": labels or {}}, "spec": body}
 
 
+class NodeFactory(Protocol):
+    """The type of ``make_node``, for tests that take it as the ``node_factory`` fixture."""
+
+    def __call__(self, name: str, labels: dict[str, str] | None = None, *, cpu: str = "4", memory: str = "8Gi",
+                 pods: str = "110", taints: list[dict[str, Any]] | None = None,
+                 images: list[dict[str, Any]] | None = None, unschedulable: bool = False) -> dict[str, Any]: ...
+
+
+class PodFactory(Protocol):
+    """The type of ``make_pod``, for tests that take it as the ``pod_factory`` fixture."""
+
+    def __call__(self, name: str, *, node: str | None = None, namespace: str = "default",
+                 labels: dict[str, str] | None = None, requests: dict[str, str] | None = None,
+                 **spec: Any) -> dict[str, Any]: ...
+
+
 @pytest.fixture
-def node_factory():
+def node_factory() -> NodeFactory:
     return make_node
 
 
 @pytest.fixture
-def pod_factory():
+def pod_factory() -> PodFactory:
     return make_pod

@@ -4,9 +4,13 @@ from __future__ import annotations
 
 import random
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+from policyscheduler.compiler import PolicySet
+from policyscheduler.evaluation import Decision, evaluate
+from policyscheduler.loader import load_policy_set
 from policyscheduler.state import ClusterSnapshot
 
 from .conftest import make_node, make_pod
@@ -16,21 +20,19 @@ MiB = 1024 * 1024
 
 
 @pytest.fixture(scope="module")
-def policy_set():
-    loader = pytest.importorskip("policyscheduler.loader")
-    result = loader.load_policy_set([POLICIES])
+def policy_set() -> PolicySet:
+    result = load_policy_set([POLICIES])
     assert result.policy_set is not None, [str(d) for d in result.diagnostics]
     assert result.diagnostics == []
     return result.policy_set
 
 
-def run(policy_set, objects, pod):
-    evaluation = pytest.importorskip("policyscheduler.evaluation")
+def run(policy_set: PolicySet, objects: list[dict[str, Any]], pod: dict[str, Any]) -> Decision:
     snap = ClusterSnapshot.from_objects(objects)
-    return evaluation.evaluate(policy_set, snap, pod, rng=random.Random(0))
+    return evaluate(policy_set, snap, pod, rng=random.Random(0))
 
 
-def test_rule_names_and_weights(policy_set):
+def test_rule_names_and_weights(policy_set: PolicySet) -> None:
     assert [r.name for r in policy_set.filters] == [
         "node_affinity_node_names", "node_unschedulable", "node_name", "taint_toleration", "node_affinity",
         "node_ports", "node_resources_fit", "pod_topology_spread", "inter_pod_affinity"]
@@ -40,7 +42,7 @@ def test_rule_names_and_weights(policy_set):
         ("node_resources_balanced_allocation", 1, "none"), ("image_locality", 1, "none")]
 
 
-def test_fit_reports_every_shortage(policy_set):
+def test_fit_reports_every_shortage(policy_set: PolicySet) -> None:
     objects = [make_node("n1", cpu="1", memory="1Gi", pods="2"),
                make_pod("a", node="n1"), make_pod("b", node="n1")]
     objects[0]["status"]["allocatable"]["example.com/foo"] = "1"
@@ -53,7 +55,7 @@ def test_fit_reports_every_shortage(policy_set):
                          "1 Insufficient example.com/foo, 1 Too many pods.")
 
 
-def test_filters_in_kube_order(policy_set):
+def test_filters_in_kube_order(policy_set: PolicySet) -> None:
     objects = [
         make_node("cordoned", unschedulable=True),
         make_node("tainted", taints=[{"key": "k", "value": "v", "effect": "NoSchedule"}]),
@@ -65,7 +67,7 @@ def test_filters_in_kube_order(policy_set):
     assert d.node == "ok"
 
 
-def test_daemonset_pinning_reason(policy_set):
+def test_daemonset_pinning_reason(policy_set: PolicySet) -> None:
     pod = make_pod("ds", affinity={"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
         {"matchFields": [{"key": "metadata.name", "operator": "In", "values": ["n2"]}]}]}}})
     tainted = make_node("n1", taints=[{"key": "node-role.kubernetes.io/control-plane", "effect": "NoSchedule"}])
@@ -75,7 +77,7 @@ def test_daemonset_pinning_reason(policy_set):
     assert d.node == "n2"
 
 
-def test_spread_filter_reasons(policy_set):
+def test_spread_filter_reasons(policy_set: PolicySet) -> None:
     zone = "topology.kubernetes.io/zone"
     web = {"app": "web"}
     objects = [make_node("n1", {zone: "a"}), make_node("n2", {zone: "b"}), make_node("n3"),
@@ -91,7 +93,7 @@ def test_spread_filter_reasons(policy_set):
     assert d.feasible == ["n2"]
 
 
-def test_scores_by_hand(policy_set):
+def test_scores_by_hand(policy_set: PolicySet) -> None:
     zone = "topology.kubernetes.io/zone"
     web = {"app": "web"}
     objects = [
@@ -127,7 +129,7 @@ def test_scores_by_hand(policy_set):
     assert d.totals == {"a": 595, "b": 581, "c": 574} and d.node == "a"
 
 
-def test_balanced_allocation_skips_best_effort(policy_set):
+def test_balanced_allocation_skips_best_effort(policy_set: PolicySet) -> None:
     d = run(policy_set, [make_node("a"), make_node("b")], make_pod("p"))
     scores = d.scores["node_resources_balanced_allocation"]
     assert {n: s.raw for n, s in scores.items()} == {"a": 0, "b": 0}

@@ -7,7 +7,7 @@ from .conftest import make_node, make_pod
 MiB = 1024 * 1024
 
 
-def test_scaled_sizes_and_normalised_names():
+def test_scaled_sizes_and_normalised_names() -> None:
     img = [{"names": ["registry/app:1", "registry/app@sha256:abc"], "sizeBytes": 300 * MiB}]
     snap = ClusterSnapshot.from_objects([
         make_node("a", images=img),
@@ -25,7 +25,7 @@ def test_scaled_sizes_and_normalised_names():
     assert cl.node_count == 3
 
 
-def test_image_size_from_first_reporting_node():
+def test_image_size_from_first_reporting_node() -> None:
     snap = ClusterSnapshot.from_objects([
         make_node("a", images=[{"names": ["x:1"], "sizeBytes": 1000}]),
         make_node("b", images=[{"names": ["x:1"], "sizeBytes": 5000}]),

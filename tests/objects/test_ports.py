@@ -2,6 +2,7 @@ import pytest
 
 from policyscheduler.objects import HostPort
 from policyscheduler.state import ClusterSnapshot
+from tests.objects.conftest import NodeFactory, PodFactory
 
 
 @pytest.mark.parametrize(
@@ -16,11 +17,11 @@ from policyscheduler.state import ClusterSnapshot
         (HostPort("0.0.0.0", "TCP", 80), HostPort("0.0.0.0", "TCP", 81), False),
     ],
 )
-def test_host_port_conflict(a, b, conflict):
+def test_host_port_conflict(a: HostPort, b: HostPort, conflict: bool) -> None:
     assert a.conflicts(b) is conflict
 
 
-def test_ports_from_pod_spec(node_factory, pod_factory):
+def test_ports_from_pod_spec(node_factory: NodeFactory, pod_factory: PodFactory) -> None:
     ports_pod = pod_factory(
         "web", node="n1",
         containers=[{"name": "c", "ports": [{"containerPort": 8080, "hostPort": 80},
@@ -37,7 +38,7 @@ def test_ports_from_pod_spec(node_factory, pod_factory):
     assert snap.nodes[0].port_conflict(other.host_ports[0])
 
 
-def test_host_network_defaults_host_port(pod_factory):
+def test_host_network_defaults_host_port(pod_factory: PodFactory) -> None:
     snap = ClusterSnapshot.from_objects([])
     pod = snap.pod_record(pod_factory("h", hostNetwork=True, containers=[{"name": "c", "ports": [{"containerPort": 8080}]}]))
     assert [(p.port, p.protocol) for p in pod.host_ports] == [(8080, "TCP")]

@@ -6,6 +6,7 @@ import dataclasses
 import inspect
 import typing
 from fractions import Fraction
+from typing import Any
 
 import pytest
 
@@ -30,13 +31,13 @@ def allowed(tp: object) -> bool:
     return False
 
 
-def public_fields(cls):
+def public_fields(cls: type) -> dict[str, Any]:
     hints = typing.get_type_hints(cls, include_extras=True)
     return {f.name: hints[f.name] for f in dataclasses.fields(cls) if not f.name.startswith("_")}
 
 
 @pytest.mark.parametrize("name", sorted(schema.RECORDS))
-def test_record_annotations_use_vocabulary(name):
+def test_record_annotations_use_vocabulary(name: str) -> None:
     cls = schema.RECORDS[name]
     for field, tp in public_fields(cls).items():
         assert allowed(tp), f"{name}.{field}: {tp}"
@@ -49,7 +50,7 @@ def test_record_annotations_use_vocabulary(name):
             assert fn.__doc__, f"{name}.{attr} has no docstring"
 
 
-def test_builtins_and_roots():
+def test_builtins_and_roots() -> None:
     assert set(schema.ROOTS) == {"pod", "node", "cluster"}
     for name, fn in schema.BUILTINS.items():
         for param, tp in typing.get_type_hints(fn).items():
@@ -57,6 +58,7 @@ def test_builtins_and_roots():
 
 
 @pytest.mark.parametrize("name", sorted(schema.RECORDS))
-def test_records_are_frozen(name):
-    params = schema.RECORDS[name].__dataclass_params__
+def test_records_are_frozen(name: str) -> None:
+    # the dataclass machinery's own attribute: not declared on `type` in typeshed
+    params = schema.RECORDS[name].__dataclass_params__  # type: ignore[attr-defined]
     assert params.frozen

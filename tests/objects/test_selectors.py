@@ -1,7 +1,10 @@
 """Label selectors and node affinity operators, per apimachinery semantics."""
 
+from typing import Any
+
 import pytest
 
+from policyscheduler.objects.records import Node, Pod
 from policyscheduler.objects.selectors import compile_label_selector
 from policyscheduler.state import ClusterSnapshot
 
@@ -21,9 +24,9 @@ from policyscheduler.state import ClusterSnapshot
         ({"matchLabels": {"a": "1"}, "matchExpressions": [{"key": "b", "operator": "Exists"}]}, {"a": "1"}, False),
     ],
 )
-def test_label_selector(selector, labels, ok):
+def test_label_selector(selector: dict[str, Any], labels: dict[str, str], ok: bool) -> None:
     sel, problem = compile_label_selector(selector)
-    assert problem is None
+    assert problem is None and sel is not None
     assert sel.matches(labels) is ok
 
 
@@ -36,22 +39,23 @@ def test_label_selector(selector, labels, ok):
         {"matchLabels": "a=1"},
     ],
 )
-def test_invalid_label_selector_matches_nothing(bad):
+def test_invalid_label_selector_matches_nothing(bad: dict[str, Any]) -> None:
     sel, problem = compile_label_selector(bad)
     assert sel is None and problem
 
 
-def test_nil_selector_is_nothing():
+def test_nil_selector_is_nothing() -> None:
     assert compile_label_selector(None) == (None, None)
 
 
-def _node(snap_objs, name, labels):
+def _node(snap_objs: None, name: str, labels: dict[str, str]) -> tuple[ClusterSnapshot, Node]:
     snap = ClusterSnapshot.from_objects([{"kind": "Node", "metadata": {"name": name, "labels": labels}}])
     return snap, snap.nodes[0]
 
 
-def _pod(snap, terms=None, node_selector=None):
-    spec = {"containers": [{"name": "c"}]}
+def _pod(snap: ClusterSnapshot, terms: list[dict[str, Any]] | None = None,
+         node_selector: dict[str, str] | None = None) -> Pod:
+    spec: dict[str, Any] = {"containers": [{"name": "c"}]}
     if terms is not None:
         spec["affinity"] = {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": terms}}}
     if node_selector is not None:
@@ -59,8 +63,8 @@ def _pod(snap, terms=None, node_selector=None):
     return snap.pod_record({"kind": "Pod", "metadata": {"name": "p"}, "spec": spec})
 
 
-def expr(key, op, *values):
-    out = {"key": key, "operator": op}
+def expr(key: str, op: str, *values: str) -> dict[str, Any]:
+    out: dict[str, Any] = {"key": key, "operator": op}
     if values:
         out["values"] = list(values)
     return out
@@ -91,13 +95,13 @@ def expr(key, op, *values):
         ({"a": "1"}, [{"matchFields": [expr("metadata.name", "In", "n1", "n2")]}], False),  # one value only
     ],
 )
-def test_node_affinity_terms(labels, terms, ok):
+def test_node_affinity_terms(labels: dict[str, str], terms: list[dict[str, Any]], ok: bool) -> None:
     snap, node = _node(None, "n1", labels)
     pod = _pod(snap, terms)
     assert pod.matches_node_affinity(node) is ok
 
 
-def test_node_selector_and_affinity_both_required():
+def test_node_selector_and_affinity_both_required() -> None:
     snap, node = _node(None, "n1", {"a": "1", "b": "2"})
     assert _pod(snap, None, {"a": "1"}).matches_node_affinity(node)
     assert not _pod(snap, None, {"a": "2"}).matches_node_affinity(node)
@@ -105,7 +109,7 @@ def test_node_selector_and_affinity_both_required():
     assert not _pod(snap, [{"matchExpressions": [expr("b", "In", "3")]}], {"a": "1"}).matches_node_affinity(node)
 
 
-def test_pinned_node_names():
+def test_pinned_node_names() -> None:
     snap, _ = _node(None, "n1", {})
     pod = _pod(snap, [{"matchFields": [expr("metadata.name", "In", "n1", "n2")]},
                       {"matchFields": [expr("metadata.name", "In", "n3")]}])

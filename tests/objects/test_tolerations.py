@@ -1,6 +1,7 @@
 import pytest
 
 from policyscheduler.objects import Taint, Toleration
+from tests.objects.conftest import PodFactory
 
 T = Taint("dedicated", "gpu", "NoSchedule")
 
@@ -20,11 +21,11 @@ T = Taint("dedicated", "gpu", "NoSchedule")
         (Toleration("k", "Equal", "", "PreferNoSchedule"), Taint("k", "", "PreferNoSchedule"), True),
     ],
 )
-def test_toleration_matches_taint(tol, taint, ok):
+def test_toleration_matches_taint(tol: Toleration, taint: Taint, ok: bool) -> None:
     assert tol.tolerates(taint) is ok
 
 
-def test_pod_tolerates_any(pod_factory):
+def test_pod_tolerates_any(pod_factory: PodFactory) -> None:
     from policyscheduler.state import ClusterSnapshot
 
     snap = ClusterSnapshot.from_objects([])

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+from typing import Any
+
+from policyscheduler.objects.cluster import Cluster
+from policyscheduler.objects.records import Pod
 from policyscheduler.state import ClusterSnapshot
 
 from .conftest import make_node, make_pod
@@ -9,14 +13,16 @@ from .conftest import make_node, make_pod
 WEB = {"app": "web"}
 
 
-def spread(max_skew=1, key="topology.kubernetes.io/zone", when="DoNotSchedule", **extra):
-    c = {"maxSkew": max_skew, "topologyKey": key, "whenUnsatisfiable": when,
+def spread(max_skew: int = 1, key: str = "topology.kubernetes.io/zone", when: str = "DoNotSchedule",
+           **extra: Any) -> dict[str, Any]:
+    c: dict[str, Any] = {"maxSkew": max_skew, "topologyKey": key, "whenUnsatisfiable": when,
          "labelSelector": {"matchLabels": {"app": "web"}}}
     c.update(extra)
     return c
 
 
-def world(extra_objects=(), n3_taints=None):
+def world(extra_objects: tuple[dict[str, Any], ...] | list[dict[str, Any]] = (),
+          n3_taints: list[dict[str, Any]] | None = None) -> list[dict[str, Any]]:
     zone = "topology.kubernetes.io/zone"
     terminating = make_pod("gone", node="n2", labels=WEB)
     terminating["metadata"]["deletionTimestamp"] = "2024-01-01T00:00:00Z"
@@ -34,13 +40,13 @@ def world(extra_objects=(), n3_taints=None):
     ]
 
 
-def context(objects, pod):
+def context(objects: list[dict[str, Any]], pod: dict[str, Any]) -> tuple[ClusterSnapshot, Pod, Cluster]:
     snap = ClusterSnapshot.from_objects(objects)
     rec = snap.pod_record(pod)
     return snap, rec, snap.context(rec)
 
 
-def test_filter_counts_domains_and_minimum():
+def test_filter_counts_domains_and_minimum() -> None:
     snap, pod, cl = context(world(), make_pod("p", labels=WEB, topologySpreadConstraints=[spread()]))
     (c,) = cl.hard_spread_constraints
     n1, n2, n3, n4 = snap.nodes
@@ -50,13 +56,13 @@ def test_filter_counts_domains_and_minimum():
     assert c.node_affinity_policy == "Honor" and c.node_taints_policy == "Ignore"
 
 
-def test_min_domains_recorded():
+def test_min_domains_recorded() -> None:
     _, _, cl = context(world(), make_pod("p", labels=WEB, topologySpreadConstraints=[spread(minDomains=3)]))
     assert cl.hard_spread_constraints[0].min_domains == 3
     assert cl.spread_domain_count(cl.hard_spread_constraints[0]) == 2
 
 
-def test_node_affinity_policy_honor_and_ignore():
+def test_node_affinity_policy_honor_and_ignore() -> None:
     sel = {"topology.kubernetes.io/zone": "b"}
     _, _, honor = context(world(), make_pod("p", labels=WEB, nodeSelector=sel, topologySpreadConstraints=[spread()]))
     c = honor.hard_spread_constraints[0]
@@ -67,7 +73,7 @@ def test_node_affinity_policy_honor_and_ignore():
     assert ignore.spread_domain_count(c) == 2 and ignore.spread_min_count(c) == 1
 
 
-def test_node_taints_policy_honor_skips_untolerated_nodes():
+def test_node_taints_policy_honor_skips_untolerated_nodes() -> None:
     taint = [{"key": "t", "value": "", "effect": "NoSchedule"}]
     snap, _, cl = context(world(n3_taints=taint),
                           make_pod("p", labels=WEB, topologySpreadConstraints=[spread(nodeTaintsPolicy="Honor")]))
@@ -76,7 +82,7 @@ def test_node_taints_policy_honor_skips_untolerated_nodes():
     assert cl.spread_count(c, snap.nodes[2]) == 0
 
 
-def test_match_label_keys_narrow_the_selector():
+def test_match_label_keys_narrow_the_selector() -> None:
     objs = world()
     objs[4]["metadata"]["labels"] = {"app": "web", "version": "v1"}
     objs[5]["metadata"]["labels"] = {"app": "web", "version": "v1"}
@@ -89,7 +95,7 @@ def test_match_label_keys_narrow_the_selector():
     assert c.selects(pod)
 
 
-def test_constraints_split_by_action_and_require_all():
+def test_constraints_split_by_action_and_require_all() -> None:
     _, _, cl = context(world(), make_pod("p", labels=WEB, topologySpreadConstraints=[
         spread(), spread(2, "kubernetes.io/hostname", "ScheduleAnyway")]))
     assert [c.max_skew for c in cl.hard_spread_constraints] == [1]
@@ -97,7 +103,7 @@ def test_constraints_split_by_action_and_require_all():
     assert cl.spread_require_all_topologies
 
 
-def test_score_counts_domains_and_ignored_nodes():
+def test_score_counts_domains_and_ignored_nodes() -> None:
     snap, _, cl = context(world(), make_pod("p", labels=WEB, topologySpreadConstraints=[
         spread(when="ScheduleAnyway"), spread(1, "kubernetes.io/hostname", "ScheduleAnyway")]))
     zone_c, host_c = cl.soft_spread_constraints
@@ -110,7 +116,7 @@ def test_score_counts_domains_and_ignored_nodes():
     assert cl.spread_score_count(host_c, n1) == 2 and cl.spread_score_count(host_c, n3) == 1
 
 
-def test_score_domain_only_from_feasible_nodes():
+def test_score_domain_only_from_feasible_nodes() -> None:
     snap, _, cl = context(world(), make_pod("p", labels=WEB, topologySpreadConstraints=[spread(when="ScheduleAnyway")]))
     (c,) = cl.soft_spread_constraints
     cl.set_feasible(["n3"])
@@ -118,7 +124,7 @@ def test_score_domain_only_from_feasible_nodes():
     assert cl.spread_score_count(c, snap.nodes[2]) == 1
 
 
-def test_system_default_constraints_from_service():
+def test_system_default_constraints_from_service() -> None:
     svc = {"kind": "Service", "metadata": {"name": "s", "namespace": "default"}, "spec": {"selector": {"app": "web"}}}
     _snap, _pod, cl = context(world([svc]), make_pod("p", labels={"app": "web", "x": "y"}))
     assert cl.hard_spread_constraints == ()
@@ -132,7 +138,7 @@ def test_system_default_constraints_from_service():
     assert cl.spread_score_domain_count(host_c) == 4
 
 
-def test_default_selector_from_replicaset_owner():
+def test_default_selector_from_replicaset_owner() -> None:
     rs = {"kind": "ReplicaSet", "apiVersion": "apps/v1", "metadata": {"name": "rs1", "namespace": "default"},
           "spec": {"selector": {"matchExpressions": [{"key": "app", "operator": "In", "values": ["web"]}]}}}
     pod = make_pod("p", labels=WEB)
@@ -143,14 +149,14 @@ def test_default_selector_from_replicaset_owner():
     assert cl.spread_score_count(cl.soft_spread_constraints[0], snap.nodes[0]) == 2
 
 
-def test_no_default_constraints_without_selecting_objects():
+def test_no_default_constraints_without_selecting_objects() -> None:
     svc = {"kind": "Service", "metadata": {"name": "s", "namespace": "other"}, "spec": {"selector": {"app": "web"}}}
     nil = {"kind": "Service", "metadata": {"name": "n", "namespace": "default"}, "spec": {}}
     _, _, cl = context(world([svc, nil]), make_pod("p", labels=WEB))
     assert cl.soft_spread_constraints == () and cl.hard_spread_constraints == ()
 
 
-def test_nil_selector_with_match_label_keys_stays_nothing():
+def test_nil_selector_with_match_label_keys_stays_nothing() -> None:
     c = {"maxSkew": 1, "topologyKey": "topology.kubernetes.io/zone", "whenUnsatisfiable": "DoNotSchedule",
          "matchLabelKeys": ["app"]}
     snap, pod, cl = context(world(), make_pod("p", labels=WEB, topologySpreadConstraints=[c]))
@@ -159,7 +165,7 @@ def test_nil_selector_with_match_label_keys_stays_nothing():
     assert [cl.spread_count(sc, n) for n in snap.nodes] == [0, 0, 0, 0]
 
 
-def test_empty_selector_counts_nothing_but_selects_itself():
+def test_empty_selector_counts_nothing_but_selects_itself() -> None:
     c = {"maxSkew": 1, "topologyKey": "topology.kubernetes.io/zone", "whenUnsatisfiable": "DoNotSchedule",
          "labelSelector": {}}
     snap, pod, cl = context(world(), make_pod("p", labels=WEB, topologySpreadConstraints=[c]))

@@ -148,4 +148,5 @@ def test_the_reloader_reads_the_swapped_volume(tmp_path: Path) -> None:
     assert watcher.poll()
     ok = reloader.process("swap")
     assert ok.result == "success" and ok.changed
-    assert ok.digest == load_layered([], texts=[("site.policy", OTHER)]).policy_set.digest  # type: ignore[union-attr]
+    other = load_layered([], texts=[("site.policy", OTHER)]).policy_set
+    assert other is not None and ok.digest == other.digest

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import pytest
 
+from policyscheduler.checker import CheckedRule
 from policyscheduler.diagnostics import Span
 from policyscheduler.evaluation.vector.lower import Lowerer
 from policyscheduler.evaluation.vector.program import lower_rule
@@ -34,7 +35,7 @@ def test_a_lowering_without_a_method_for_a_class_cannot_be_defined(cls: type) ->
         type("Broken", (Lowerer,), {"_" + cls.__name__: None})
 
 
-def _checked(text: str):  # type: ignore[no-untyped-def]
+def _checked(text: str) -> CheckedRule:
     result = load_policy_texts([("t.policy", text)])
     assert result.policy_set is not None, result.diagnostics
     (rule,) = result.policy_set.rules
@@ -49,6 +50,7 @@ class _NotAnExpression:
 def test_an_object_the_visitor_does_not_know_is_an_error_not_unsupported() -> None:
     low = Lowerer(_checked('filter f\n  reason "r"\n  require node.name != ""\n'))
     with pytest.raises(TypeError, match="not an expression"):
+        # not an expression, on purpose: what the type checker would refuse must fail at run time too
         low.expr(_NotAnExpression(), {"node": NInfo("node", 0)}, 0)  # type: ignore[arg-type]
 
 

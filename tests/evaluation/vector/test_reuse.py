@@ -14,7 +14,9 @@ from typing import Any
 import pytest
 
 from policyscheduler.evaluation import diff_decisions, make_evaluator
-from policyscheduler.evaluation.vector.reuse import ALL_FIELDS, freeze, memo_fields, node_fields, pod_fields
+from policyscheduler.evaluation.driver import Driver
+from policyscheduler.evaluation.vector.backend import VectorBackend
+from policyscheduler.evaluation.vector.reuse import ALL_FIELDS, Reuse, freeze, memo_fields, node_fields, pod_fields
 from policyscheduler.objects.cluster import COLUMNS
 from policyscheduler.state import ClusterSnapshot
 from tests.evaluation.policies import default_policies, load
@@ -53,13 +55,19 @@ def _cluster(n: int) -> list[Obj]:
     return objs
 
 
-SHAPES = [
+SHAPES: list[dict[str, Any]] = [
     dict(labels={"app": "web", "zone": "a"}, cpu="100m", memory="128Mi"),
     dict(labels={"app": "db", "zone": "b"}, cpu="300m", memory="512Mi"),
     dict(labels={"app": "web", "zone": "a"}, cpu="100m", memory="128Mi",
          tolerations=[{"key": "spot", "operator": "Exists"}]),
     dict(labels={"app": "web"}, cpu="2", memory="3Gi", ports=[8080]),
 ]
+
+
+def reuse_of(driver: Driver) -> Reuse:
+    """The reuse cache of a vector evaluator (present unless a test turned it off)."""
+    assert isinstance(driver.backend, VectorBackend) and driver.backend.reuse is not None
+    return driver.backend.reuse
 
 
 def _events(rng: random.Random, n: int) -> list[tuple[str, Any]]:
@@ -105,14 +113,15 @@ def test_reused_results_equal_the_reference_through_changes(which: str, seed: in
         else:
             left.remove(obj)
             right.remove(obj)
-    reuse = vec.backend.reuse  # type: ignore[attr-defined]
-    assert reuse is not None and reuse._entries, "the cache was never used"
+    reuse = reuse_of(vec)
+    assert reuse._entries, "the cache was never used"
     assert reuse.rows.hits > 0, "the row memo was never used"
 
 
 def test_the_cache_can_be_turned_off() -> None:
     vec = make_evaluator("vector")
-    vec.backend.reuse = None  # type: ignore[attr-defined]
+    assert isinstance(vec.backend, VectorBackend)
+    vec.backend.reuse = None
     snap = ClusterSnapshot.from_objects(_cluster(4))
     d = vec.evaluate(default_policies(), snap, pod("x", cpu="100m"), rng=random.Random(0))
     assert d.node is not None
@@ -253,7 +262,7 @@ def test_memoised_cluster_rules_follow_the_cluster() -> None:
         assert a.node is not None
         left.assume(step, a.node)
         right.assume(step, a.node)
-    assert vec.backend.reuse.memo.hits >= 8  # type: ignore[attr-defined]
+    assert reuse_of(vec).memo.hits >= 8
     assert len(set(scores[0].values())) == 1 and len(set(scores[4].values())) > 1  # the image made it non-uniform
 
 
@@ -338,4 +347,4 @@ def test_row_memo_results_follow_the_values_not_the_node() -> None:
         if a.node is not None:  # 'density' lets 3 web pods on a node: the last ones fit nowhere
             left.assume(p, a.node)
             right.assume(p, a.node)
-    assert vec.backend.reuse.rows.hits > 0  # type: ignore[attr-defined]
+    assert reuse_of(vec).rows.hits > 0

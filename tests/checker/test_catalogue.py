@@ -5,6 +5,7 @@ from __future__ import annotations
 import importlib.resources
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -15,9 +16,10 @@ from policyscheduler.diagnostics import CODES, catalogue
 REPO = Path(__file__).resolve().parents[2]
 
 
-def _lint_json(path: Path, *extra: str, capsys: pytest.CaptureFixture[str]) -> dict:
+def _lint_json(path: Path, *extra: str, capsys: pytest.CaptureFixture[str]) -> dict[str, Any]:
     lint.main([str(path), "--format", "json", *extra])
-    return json.loads(capsys.readouterr().out)
+    out: dict[str, Any] = json.loads(capsys.readouterr().out)
+    return out
 
 
 def test_every_code_has_an_entry_and_an_example() -> None:
@@ -76,12 +78,13 @@ def test_new_checks_are_quiet_on_the_shipped_policies(capsys: pytest.CaptureFixt
         assert _lint_json(REPO / folder, capsys=capsys)["diagnostics"] == []
 
 
-def _sarif(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> dict:
+def _sarif(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> dict[str, Any]:
     f = tmp_path / "a.policy"
     f.write_text('filter f\n  reason "r"\n  require "kubernetes.io/hostnmae" in node.labels\n'
                  '  require node.lables["x"] == "y"\n')
     assert lint.main([str(f), "--format", "sarif"]) == 1
-    return json.loads(capsys.readouterr().out)
+    out: dict[str, Any] = json.loads(capsys.readouterr().out)
+    return out
 
 
 def test_sarif_structure(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

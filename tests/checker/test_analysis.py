@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+from policyscheduler.checker import CheckedRule
+from policyscheduler.compiler import PolicySet
 from policyscheduler.loader import load_policy_set, load_policy_texts
 from policyscheduler.syntax import ast
 from policyscheduler.syntax.visitor import EXPR_CLASSES, ExprVisitor, children, walk
@@ -26,11 +28,12 @@ score s weight 2 normalize minmax
 """
 
 
-def _rule(kind: str, name: str):  # type: ignore[no-untyped-def]
+def _rule(kind: str, name: str) -> tuple[PolicySet, CheckedRule]:
     result = load_policy_texts([("t.policy", POLICY)])
     assert result.policy_set is not None, result.diagnostics
     rule = next(r for r in result.policy_set.rules if r.name == name and (kind == "filter") == (r in result.policy_set.filters))
-    return result.policy_set, rule
+    assert rule.checked is not None
+    return result.policy_set, rule.checked
 
 
 def test_a_pass_missing_an_expression_class_fails_when_defined() -> None:
@@ -52,7 +55,7 @@ def test_every_expression_class_has_children() -> None:
     assert {ast.Quantifier, ast.Aggregate, ast.Comprehension, ast.IfExpr, ast.Call, ast.Index} <= seen
     assert len(EXPR_CLASSES) == 16
     with pytest.raises(TypeError):
-        children("not an expression")  # type: ignore[arg-type]
+        children("not an expression")  # type: ignore[arg-type]  # wrong on purpose
 
 
 def _clause_exprs(clause: ast.Clause) -> list[ast.Expr]:
@@ -64,11 +67,11 @@ def _clause_exprs(clause: ast.Clause) -> list[ast.Expr]:
 def test_node_dependence_follows_lets_and_loop_variables() -> None:
     ps, rule = _rule("filter", "f")
     analysis = ps.analyses["filter f"]
-    lets = {c.name: c for c in rule.checked.rule.clauses if isinstance(c, ast.Let)}
+    lets = {c.name: c for c in rule.rule.clauses if isinstance(c, ast.Let)}
     assert not analysis.depends_on_node(lets["team"].value)
     assert analysis.depends_on_node(lets["mine"].value)
     assert not analysis.depends_on_node(lets["quota"].value)
-    requires = [c for c in rule.checked.rule.clauses if isinstance(c, ast.Require)]
+    requires = [c for c in rule.rule.clauses if isinstance(c, ast.Require)]
     assert all(analysis.depends_on_node(r.cond) for r in requires)
     # inside the map loop, the pod-level iterable stays pod-level
     loop = requires[2].cond
@@ -79,7 +82,7 @@ def test_node_dependence_follows_lets_and_loop_variables() -> None:
 def test_score_pod_level_parts_are_not_node_dependent() -> None:
     ps, rule = _rule("score", "s")
     analysis = ps.analyses["score s"]
-    lets = {c.name: c for c in rule.checked.rule.clauses if isinstance(c, ast.Let)}
+    lets = {c.name: c for c in rule.rule.clauses if isinstance(c, ast.Let)}
     assert not analysis.depends_on_node(lets["base"].value)
     assert analysis.depends_on_node(lets["parts"].value)
 
@@ -122,8 +125,9 @@ def test_every_pass_over_expressions_is_an_exhaustive_visitor() -> None:
     import policyscheduler.syntax.format
 
     def concrete(cls: type) -> set[str]:
-        out = set() if cls.__dict__.get("partial", False) else {cls.__qualname__}
-        for sub in cls.__subclasses__():
+        out: set[str] = set() if cls.__dict__.get("partial", False) else {cls.__qualname__}
+        subclasses: list[type] = cls.__subclasses__()
+        for sub in subclasses:
             out |= concrete(sub)
         return out
 
@@ -137,4 +141,4 @@ def test_visit_of_an_unknown_object_is_a_type_error() -> None:
     from policyscheduler.syntax.format import expression_text
 
     with pytest.raises(TypeError, match="not an expression"):
-        expression_text("pod.name")  # type: ignore[arg-type]
+        expression_text("pod.name")  # type: ignore[arg-type]  # wrong on purpose

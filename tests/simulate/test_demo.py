@@ -9,6 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from policyscheduler.compiler import PolicySet
+from policyscheduler.simulate import Simulation
 from policyscheduler.simulate.defaults import default_policies_dir, demo_cluster_dir
 
 REPO = Path(__file__).resolve().parents[2]
@@ -26,7 +28,7 @@ def test_committed_demo_matches_the_generator(tmp_path: Path) -> None:
 
 
 @pytest.fixture(scope="module")
-def demo_run():
+def demo_run() -> tuple[PolicySet, Simulation]:
     from policyscheduler.inputs import read_objects
     from policyscheduler.loader import load_policy_set
     from policyscheduler.simulate import simulate
@@ -41,16 +43,16 @@ def demo_run():
     return loaded.policy_set, simulate(loaded.policy_set, read.objects, seed=0, prepared=prepared)
 
 
-def test_demo_has_the_advertised_shape(demo_run) -> None:
+def test_demo_has_the_advertised_shape(demo_run: tuple[PolicySet, Simulation]) -> None:
     _, sim = demo_run
     assert sim.node_count >= 30
     assert len(sim.decisions) >= 180
     assert 0 < len(sim.unplaced) < len(sim.decisions) // 4
 
 
-def test_every_default_filter_rejects_some_node(demo_run) -> None:
+def test_every_default_filter_rejects_some_node(demo_run: tuple[PolicySet, Simulation]) -> None:
     policy_set, sim = demo_run
-    seen = defaultdict(set)
+    seen: dict[str, set[str]] = defaultdict(set)
     for d in sim.decisions:
         for verdict in d.verdicts.values():
             assert verdict.error is None, verdict
@@ -64,7 +66,7 @@ def test_every_default_filter_rejects_some_node(demo_run) -> None:
     assert len(seen["inter_pod_affinity"]) == 3
 
 
-def test_every_default_score_discriminates_somewhere(demo_run) -> None:
+def test_every_default_score_discriminates_somewhere(demo_run: tuple[PolicySet, Simulation]) -> None:
     policy_set, sim = demo_run
     varied = {rule: False for rule in (s.name for s in policy_set.scores)}
     for d in sim.decisions:

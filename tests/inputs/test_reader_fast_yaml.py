@@ -4,6 +4,8 @@ safe loader document for document -- including the values it resolves implicitly
 from __future__ import annotations
 
 import random
+from collections.abc import Callable
+from typing import Any
 
 import pytest
 import yaml
@@ -21,7 +23,7 @@ TRICKY = [
 ]
 
 
-def _load(loader_docs):  # type: ignore[no-untyped-def]
+def _load(loader_docs: Callable[[], list[Any]]) -> tuple[str, Any]:
     try:
         return "ok", [d if d == d else "nan" for d in loader_docs()]  # nan != nan
     except yaml.YAMLError as err:

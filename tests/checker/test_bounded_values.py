@@ -7,7 +7,7 @@ import pytest
 from policyscheduler.diagnostics import ERROR, WARNING
 from policyscheduler.loader import load_policy_texts
 from policyscheduler.syntax.transformer import MAX_DEPTH
-from tests.language.schema_fixture import sample_env, test_schema
+from tests.schema_fixture import sample_env, test_schema
 
 SCHEMA = test_schema()
 

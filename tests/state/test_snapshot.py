@@ -3,13 +3,12 @@
 from fractions import Fraction
 
 from policyscheduler.state import ClusterSnapshot
-
-from .conftest import make_node, make_pod
+from tests.objects.conftest import make_node, make_pod
 
 Mi = 1024**2
 
 
-def test_aggregates_and_skipped_pods():
+def test_aggregates_and_skipped_pods() -> None:
     done = make_pod("done", node="n1", requests={"cpu": "1"})
     done["status"] = {"phase": "Succeeded"}
     snap = ClusterSnapshot.from_objects([
@@ -29,7 +28,7 @@ def test_aggregates_and_skipped_pods():
     assert any("nowhere" in w for w in snap.notes) and snap.warnings == []
 
 
-def test_assume_updates_later_contexts_only():
+def test_assume_updates_later_contexts_only() -> None:
     snap = ClusterSnapshot.from_objects([make_node("n1"), make_node("n2")])
     pod = make_pod("p", requests={"cpu": "1"})
     before = snap.context(snap.pod_record(pod))
@@ -42,14 +41,14 @@ def test_assume_updates_later_contexts_only():
     assert any("missing" in w for w in snap.warnings)
 
 
-def test_list_kind_and_namespaces():
+def test_list_kind_and_namespaces() -> None:
     snap = ClusterSnapshot.from_objects([{"kind": "List", "items": [make_node("n1"), {"kind": "Namespace", "metadata": {"name": "x"}}]}])
     assert [n.name for n in snap.nodes] == ["n1"]
     assert snap.namespace_labels("x") == {"kubernetes.io/metadata.name": "x"}
     assert snap.namespace_labels("undeclared") == {"kubernetes.io/metadata.name": "undeclared"}
 
 
-def test_api_list_responses_and_nested_lists():
+def test_api_list_responses_and_nested_lists() -> None:
     """Items of a NodeList / PodList carry no kind: they are nodes and pods all the same, at any depth."""
     nodes = {"apiVersion": "v1", "kind": "NodeList", "items": [
         {k: v for k, v in make_node(n).items() if k != "kind"} for n in ("n1", "n2")]}
@@ -60,9 +59,9 @@ def test_api_list_responses_and_nested_lists():
     assert [p.name for p in snap.nodes[1].pods] == ["a"] and snap.nodes[1].requested["cpu"] == 1
 
 
-def test_malformed_objects_become_warnings():
+def test_malformed_objects_become_warnings() -> None:
     snap = ClusterSnapshot.from_objects([
-        "not an object",
+        "not an object",  # type: ignore[list-item]  # a malformed input, on purpose
         {"kind": "Node", "metadata": {"name": "n1", "labels": ["oops"]}, "spec": {"taints": "bad"},
          "status": {"allocatable": {"cpu": "four", "memory": "1Gi"}, "images": [{"names": "x"}]}},
         {"kind": "Node", "metadata": {"name": "n1"}},
@@ -91,7 +90,7 @@ def test_malformed_objects_become_warnings():
     assert rec.name == "" and rec.namespace == "default"
 
 
-def test_pod_record_converted_once_and_reused_by_assume():
+def test_pod_record_converted_once_and_reused_by_assume() -> None:
     snap = ClusterSnapshot.from_objects([make_node("n1")])
     pod = make_pod("p", requests={"cpu": "250m"})
     rec = snap.pod_record(pod)

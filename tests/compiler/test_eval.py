@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from fractions import Fraction
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -14,7 +15,7 @@ from policyscheduler.diagnostics import PolicyRuntimeError
 from policyscheduler.loader import load_policy_texts
 from policyscheduler.source import SourceFile
 from policyscheduler.syntax import ast, parse
-from tests.language.schema_fixture import sample_env
+from tests.schema_fixture import sample_env
 
 
 def ev(schema: Schema, expr: str, env: dict[str, Any] | None = None) -> Any:
@@ -156,7 +157,8 @@ def test_compiled_rules(schema: Schema) -> None:
     with pytest.raises(PolicyRuntimeError) as info:
         boom.reasons(env)
     assert info.value.rule == "boom" and info.value.span is not None and info.value.span.line == 16
-    assert r.policy_set.digest == load_policy_texts([("t.policy", text)], schema=schema).policy_set.digest  # type: ignore[union-attr]
+    again = load_policy_texts([("t.policy", text)], schema=schema).policy_set
+    assert again is not None and r.policy_set.digest == again.digest
 
 
 def test_policy_set_order_and_digest(schema: Schema) -> None:
@@ -193,7 +195,7 @@ def test_reject_pod_is_decided_once_per_pod(schema: Schema) -> None:
     assert pinned.reasons(env) == ["node-level reason"]  # node-level clauses are separate
 
 
-def test_digest_depends_on_content_not_location(schema: Schema, tmp_path) -> None:  # type: ignore[no-untyped-def]
+def test_digest_depends_on_content_not_location(schema: Schema, tmp_path: Path) -> None:
     """lint in CI, simulate from the wheel and the ConfigMap in the cluster must agree on the digest."""
     text = "filter one\n  reason \"r\"\n  require true\n"
     for d in ("a", "b/c"):

@@ -1,4 +1,5 @@
 from fractions import Fraction
+from typing import Any
 
 import pytest
 
@@ -27,16 +28,16 @@ from policyscheduler.quantity import QuantityError, parse_quantity, round_resour
         ("+1.5Gi", Fraction(3 * 1024**3, 2)),
     ],
 )
-def test_parse_valid(text, expected):
+def test_parse_valid(text: str, expected: Fraction) -> None:
     assert parse_quantity(text) == expected
 
 
 @pytest.mark.parametrize("text", ["", "abc", "1Xi", "1.2.3", "1 Gi", "Gi", "1mi", "--1", "1e", 5])
-def test_parse_invalid_is_none(text):
+def test_parse_invalid_is_none(text: Any) -> None:  # Any: 5 checks a non-string input
     assert parse_quantity(text) is None
 
 
-def test_to_quantity_numbers_and_errors():
+def test_to_quantity_numbers_and_errors() -> None:
     assert to_quantity(2) == 2
     assert to_quantity(0.25) == Fraction(1, 4)
     with pytest.raises(QuantityError):
@@ -58,5 +59,5 @@ def test_to_quantity_numbers_and_errors():
         ("nvidia.com/gpu", Fraction(3, 2), Fraction(2)),
     ],
 )
-def test_round_resource(name, value, expected):
+def test_round_resource(name: str, value: Fraction, expected: Fraction) -> None:
     assert round_resource(name, value) == expected

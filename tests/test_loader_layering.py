@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from policyscheduler.loader import bundled_defaults_dir, load_layered, load_policy_set
+from policyscheduler.loader import LoadResult, bundled_defaults_dir, load_layered, load_policy_set
 
 pytestmark = pytest.mark.usefixtures("cli_schema")
 
@@ -24,8 +24,8 @@ def _write(tmp_path: Path, name: str, text: str) -> Path:
     return path
 
 
-def _codes(result: object) -> list[tuple[str, int, int]]:
-    return [(d.code, d.span.line if d.span else 0, d.span.col if d.span else 0) for d in result.diagnostics]  # type: ignore[attr-defined]
+def _codes(result: LoadResult) -> list[tuple[str, int, int]]:
+    return [(d.code, d.span.line if d.span else 0, d.span.col if d.span else 0) for d in result.diagnostics]
 
 
 def test_user_rules_are_added_after_the_defaults_in_argument_order(tmp_path: Path) -> None:
@@ -75,7 +75,9 @@ def test_override_weight_normalize_and_skip(tmp_path: Path) -> None:
         rec = snap.pod_record(p)
         assert ports.applies({"pod": rec, "cluster": snap.context(rec)}) is want  # no host ports: never applied
     # position kept: the overridden filter is still where the default put it
-    assert [r.name for r in ps.filters].index("node_ports") == [r.name for r in load_layered([]).policy_set.filters].index("node_ports")  # type: ignore[union-attr]
+    defaults = load_layered([]).policy_set
+    assert defaults is not None
+    assert [r.name for r in ps.filters].index("node_ports") == [r.name for r in defaults.filters].index("node_ports")
 
 
 def test_disable_and_replace_keep_the_place_of_the_rule(tmp_path: Path) -> None:

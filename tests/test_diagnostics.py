@@ -8,7 +8,7 @@ from pathlib import Path
 from policyscheduler.diagnostics import CODES, Diagnostic, Span, render_json, render_text, summary
 from policyscheduler.source import SourceFile
 
-PKG = Path(__file__).resolve().parents[2] / "policyscheduler"
+PKG = Path(__file__).resolve().parents[1] / "policyscheduler"
 
 
 def test_every_emitted_code_is_catalogued() -> None:

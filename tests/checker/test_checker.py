@@ -8,6 +8,7 @@ import pytest
 
 from policyscheduler.checker.env import Schema, build_schema
 from policyscheduler.checker.types import (
+    BOOL,
     FLOAT,
     INT,
     QUANTITY,
@@ -34,9 +35,9 @@ def test_schema_from_annotations(schema: Schema) -> None:
     pod = schema.records["Pod"]
     assert pod.fields["labels"] == MapT(STRING)
     assert pod.fields["containers"] == ListT(RecordT("Container"))
-    assert pod.fields["containers"].bound == 16  # type: ignore[union-attr]
+    assert pod.fields["containers"].bound == 16
     assert "_secret" not in pod.fields and "not_exposed" not in pod.methods
-    assert pod.methods["tolerates"].params == (RecordT("Taint"),) and pod.methods["tolerates"].ret.name == "bool"  # type: ignore[union-attr]
+    assert pod.methods["tolerates"].params == (RecordT("Taint"),) and pod.methods["tolerates"].ret == BOOL
     assert schema.records["Container"].fields["requests"] == MapT(QUANTITY)
     assert schema.builtins["scaled"].min_args == 1
     assert schema.roots["node"] == RecordT("Node")

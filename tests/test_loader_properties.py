@@ -15,7 +15,7 @@ from policyscheduler.diagnostics import (
     render_text,
 )
 from policyscheduler.loader import LoadResult, load_policy_texts
-from tests.language.schema_fixture import sample_env, test_schema
+from tests.schema_fixture import sample_env, test_schema
 
 SCHEMA = test_schema()
 
@@ -115,7 +115,7 @@ def test_random_text_never_raises(files: list[tuple[str, str]]) -> None:
     _check(load_policy_texts(files, schema=SCHEMA))
 
 
-DEFAULT_POLICIES = sorted((Path(__file__).resolve().parents[2] / "policies").glob("*.policy"))
+DEFAULT_POLICIES = sorted((Path(__file__).resolve().parents[1] / "policies").glob("*.policy"))
 
 
 @st.composite

@@ -85,7 +85,7 @@ def test_schema() -> Schema:
                         {"taint": taint, "scaled": scaled})
 
 
-test_schema.__test__ = False  # type: ignore[attr-defined]
+test_schema.__test__ = False  # type: ignore[attr-defined]  # pytest's marker; mypy has no function attributes
 
 
 def sample_env() -> dict[str, object]:

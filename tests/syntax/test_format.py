@@ -12,7 +12,7 @@ from policyscheduler.source import SourceFile
 from policyscheduler.syntax import parse
 from policyscheduler.syntax.comments import scan_comments, suppressions
 from policyscheduler.syntax.format import FormatError, format_source, same_meaning
-from tests.language.test_properties import SEEDS, mutated
+from tests.test_loader_properties import SEEDS, mutated
 
 REPO = Path(__file__).resolve().parents[2]
 ALL_POLICY_FILES = sorted(p for p in REPO.rglob("*.policy") if ".venv" not in p.parts and "broken" not in p.parts)

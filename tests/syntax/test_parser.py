@@ -2,13 +2,18 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+from typing import Any
+
+import pytest
+
 from policyscheduler.diagnostics import Span
 from policyscheduler.source import SourceFile
 from policyscheduler.syntax import ast, parse
 from policyscheduler.syntax.grammar import get_parser, grammar_text
 
 
-def _parse(text: str) -> tuple[ast.Module | None, list]:
+def _parse(text: str) -> tuple[ast.Module | None, list[Any]]:
     return parse(SourceFile("t.policy", text))
 
 
@@ -129,7 +134,7 @@ def test_empty_and_comment_only_files() -> None:
     assert diags == [] and module is not None and module.rules == ()
 
 
-def test_grammar_prefers_the_packaged_copy(tmp_path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+def test_grammar_prefers_the_packaged_copy(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """An installed wheel carries policyscheduler/grammar/policy.lark; a checkout falls back to grammar/."""
     import importlib.resources
 

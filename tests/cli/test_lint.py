@@ -120,8 +120,9 @@ def test_a_parser_failure_that_is_no_syntax_error_is_a_parse_error_diagnostic(
     import lark
 
     from policyscheduler.syntax import parser as parser_module
+    from policyscheduler.syntax.grammar import get_parser
 
-    real = parser_module.get_parser()
+    real = get_parser()
 
     class Failing:
         terminals = real.terminals

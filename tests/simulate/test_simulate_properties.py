@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from fractions import Fraction
+from typing import Any
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -24,17 +25,21 @@ pods_st = st.lists(
 )
 
 
-def build(nodes, pods):
-    objs = []
+NodeSpec = tuple[str, str, str]  # cpu, max pods, zone
+PodSpec = tuple[str, int | None, bool]  # cpu, priority, spread
+
+
+def build(nodes: list[NodeSpec], pods: list[PodSpec]) -> list[dict[str, Any]]:
+    objs: list[dict[str, Any]] = []
     for i, (cpu, max_pods, zone) in enumerate(nodes):
         objs.append({"kind": "Node", "metadata": {"name": f"n{i}", "labels": {
             "kubernetes.io/hostname": f"n{i}", "topology.kubernetes.io/zone": zone}},
             "status": {"allocatable": {"cpu": cpu, "memory": "8Gi", "pods": max_pods}}})
     for i, (cpu, priority, spread) in enumerate(pods):
-        container = {"name": "c", "image": "x"}
+        container: dict[str, Any] = {"name": "c", "image": "x"}
         if cpu != "0":
             container["resources"] = {"requests": {"cpu": cpu}}
-        spec = {"containers": [container]}
+        spec: dict[str, Any] = {"containers": [container]}
         if priority is not None:
             spec["priority"] = priority
         if spread:
@@ -48,7 +53,8 @@ def build(nodes, pods):
 
 @settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(nodes_st, pods_st, st.integers(0, 3))
-def test_no_node_is_overcommitted_and_every_pod_is_reported_once(nodes, pods, seed):
+def test_no_node_is_overcommitted_and_every_pod_is_reported_once(nodes: list[NodeSpec], pods: list[PodSpec],
+                                                                 seed: int) -> None:
     objs = build(nodes, pods)
     sim = simulate(default_policies(), objs, seed=seed)
     assert sorted(d.pod for d in sim.decisions) == sorted(f"default/p{i}" for i in range(len(pods)))
@@ -69,8 +75,9 @@ def test_no_node_is_overcommitted_and_every_pod_is_reported_once(nodes, pods, se
         assert used_pods[f"n{i}"] <= int(max_pods)
     # zone spreading (maxSkew 1, DoNotSchedule) holds among the spread pods that were placed
     zone_of = {f"n{i}": zone for i, (_, _, zone) in enumerate(nodes)}
-    counts = defaultdict(int)
+    counts: dict[str, int] = defaultdict(int)
     for d in sim.placed:
+        assert d.node is not None
         if pods[int(d.pod.split("/p")[1])][2]:
             counts[zone_of[d.node]] += 1
     zones = set(zone_of.values())
