@@ -38,8 +38,9 @@ log = logging.getLogger("policyscheduler.run")
 SHUTDOWN_BUDGET = 4.0
 """Seconds from SIGTERM to the last log line (the process exits right after: within 5 s in all)."""
 
-LOST_LEASE_BUDGET = 2.0
-"""Seconds from a lost lease to the last log line: binds in flight may still land, nothing new starts."""
+LOST_LEASE_BUDGET = 0.5
+"""Seconds from a lost lease to the last log line: nothing new starts, and what is in flight gets a moment
+at most (kube-scheduler exits at once: another replica may already lead)."""
 
 
 @dataclasses.dataclass

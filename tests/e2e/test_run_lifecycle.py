@@ -158,8 +158,15 @@ def test_sigterm_with_the_apiserver_up_is_a_clean_hand_over(own_cp: ControlPlane
 
 # -- a lost lease ----------------------------------------------------------------------------------------------
 
-def test_lost_lease_with_the_apiserver_down_exits_like_kube_scheduler(own_cp: ControlPlane, tmp_path: Path) -> None:
+@pytest.mark.parametrize("outage", ["stopped", "hanging"])
+def test_lost_lease_during_a_burst_exits_like_kube_scheduler(own_cp: ControlPlane, tmp_path: Path,
+                                                             outage: str) -> None:
+    """The API server goes away (stopped, or SIGSTOPped: connections accepted, never answered) while
+    binds, Scheduled events and FailedScheduling writes are pending: both schedulers must give up the
+    lease within the renew deadline and exit 1."""
     cp = own_cp
+    api, ns = cp.api(), "default"
+    fakes.create_all(api, fakes.make_nodes(4, prefix="n", cpu="2", memory="16Gi"))
     kube = cp.start_scheduler({"leaderElection": {
         "leaderElect": True, "leaseDuration": "6s", "renewDeadline": "4s", "retryPeriod": "1s",
         "resourceLock": "leases", "resourceName": "kube-scheduler", "resourceNamespace": "kube-system"}})
@@ -167,32 +174,41 @@ def test_lost_lease_with_the_apiserver_down_exits_like_kube_scheduler(own_cp: Co
     wait_until(lambda: _leading(run), 60, "our scheduler leading")
     wait_until(lambda: "successfully acquired lease" in kube.child.log_file.read_text(errors="replace").lower(),
                60, "kube-scheduler leading")
-    time.sleep(1.5)  # both renewed at least once
-    down = time.monotonic()  # stopping kube-apiserver takes seconds (graceful): measure from its start
-    stopper = threading.Thread(target=stop_apiserver, args=(cp,), daemon=True)
-    stopper.start()
+    fakes.create_all(api, fakes.make_pods(60, ns, prefix="fit", scheduler_name="policy-scheduler", cpu="100m",
+                                          memory="64Mi"))
+    fakes.create_all(api, fakes.make_pods(40, ns, prefix="huge", scheduler_name="policy-scheduler", cpu="64",
+                                          memory="64Mi"))
+    wait_until(lambda: run.find("bound") and run.find("unschedulable"), 30, "binds and failures")
+    down = time.monotonic()
+    assert cp.apiserver is not None
+    if outage == "hanging":
+        os.kill(cp.apiserver.pid, signal.SIGSTOP)
+    else:  # stopping kube-apiserver takes seconds (graceful): measure from the start
+        threading.Thread(target=stop_apiserver, args=(cp,), daemon=True).start()
     ours: float | None = None
     theirs: float | None = None
-    while time.monotonic() - down < 40 and (ours is None or theirs is None):
-        if ours is None and not run.child.alive():
-            ours = time.monotonic() - down
-        if theirs is None and not kube.child.alive():
-            theirs = time.monotonic() - down
-        time.sleep(0.05)
-    stopper.join(30)
-    print(f"\nAPI server down: policyscheduler exited after {ours}s (status {run.child.popen.poll()}), "
-          f"kube-scheduler after {theirs}s (status {kube.child.popen.poll()}); renew deadline 4s, retry 1s")
+    try:
+        while time.monotonic() - down < 40 and (ours is None or theirs is None):
+            if ours is None and not run.child.alive():
+                ours = time.monotonic() - down
+            if theirs is None and not kube.child.alive():
+                theirs = time.monotonic() - down
+            time.sleep(0.05)
+    finally:
+        if outage == "hanging":
+            os.kill(cp.apiserver.pid, signal.SIGCONT)
+    print(f"\nAPI server {outage}: policyscheduler exited after {ours}s (status {run.child.popen.poll()}), "
+          f"kube-scheduler after {theirs}s (status {kube.child.popen.poll()}); lease 6s, renew deadline 4s, retry 1s")
     assert theirs is not None, "kube-scheduler did not exit: the harness is not what this test assumes"
     assert kube.child.popen.returncode == 1
-    assert ours is not None, f"policyscheduler still running 40s after the API server went down:\n" \
+    assert ours is not None, f"policyscheduler still running 40s after the API server went away:\n" \
                              f"{run.child.log_tail(15)}"
     assert run.child.popen.returncode == 1  # as kube-scheduler: exit 1 on a lost lease
     assert ours <= theirs + 2.0
-    lines = run.lines()
-    lost = [line for line in lines if line.get("msg") == "leader election lost: scheduling stopped"]
-    assert lost, run.child.log_tail(15)
+    assert run.find("leader election lost: scheduling stopped"), run.child.log_tail(15)
     last = _last_line(run)
     assert last.get("reason") == "leaderelection lost" and str(last["msg"]).startswith("shutdown: "), last
+    print(f"last line: {last['msg']}")
 
 
 # -- the last good set -------------------------------------------------------------------------------------
