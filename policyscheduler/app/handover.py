@@ -7,7 +7,7 @@ steps, each with its share of the budget (:data:`SHUTDOWN_BUDGET`, measured from
 
 1. stop taking pods at once (the attempt in hand finishes);
 2. wait for in-flight binds (until 40 % of the budget);
-3. post the held-back events and condition patches (until 70 %);
+3. post the held-back events and condition patches, retrying failed ones at once (until 70 %);
 4. release the Lease, when leading, so a standby need not wait it out (until 90 %);
 5. stop the watches, the status server and the policy sources without waiting for them.
 
@@ -78,7 +78,11 @@ def _steps(scheduler: LiveScheduler, start: float, budget: float, release: bool,
     scheduler.join_loop(until(0.2))
     scheduler.binder.drain(until(0.4))
     for recorder in scheduler.recorders.values():
+        recorder.hurry()  # writes backing off after an outage try again now
+    for recorder in scheduler.recorders.values():
         recorder.flush(until(0.7))
+    while any(recorder.unsent for recorder in scheduler.recorders.values()) and until(0.7) > 0:
+        time.sleep(0.02)  # failure events and condition patches still being written
     elector = scheduler.elector
     if elector is not None:
         if release and elector.is_leader:

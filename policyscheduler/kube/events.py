@@ -105,6 +105,12 @@ class EventRecorder:
         self.dropped = 0
         self._writing = 0
         """Writes handed to a pool and not finished (with the held-back ones: :attr:`unsent`)."""
+        self._hurry = threading.Event()
+        """Set by :meth:`hurry` (shutdown): failed writes are retried without waiting."""
+
+    def hurry(self) -> None:
+        """The process stops within seconds: retry failed writes at once instead of backing off."""
+        self._hurry.set()
 
     @property
     def unsent(self) -> int:
@@ -139,7 +145,7 @@ class EventRecorder:
                 return
             except ApiError as err:
                 if (err.status == 0 or err.status >= 500) and attempt < 5:
-                    time.sleep(delay)
+                    self._hurry.wait(delay)
                     delay *= 2
                     continue
                 self._failed_write(err)
