@@ -135,7 +135,7 @@ class PolicySources:
         ``profile``, that set (:attr:`fallback` says so); otherwise PolicySourceError when the ConfigMap
         cannot be read, or the failed load."""
         if self.configmap is None:
-            return self._load(self.paths, ())
+            return self._load_source(self.paths, ())
         if client is None:
             raise PolicySourceError("a ConfigMap source needs a connection to the API server")
         try:
@@ -144,7 +144,7 @@ class PolicySources:
             return self._fall_back(profile, str(err), None, error=err)
         self._remember(obj)
         self._texts = policy_texts(obj)
-        result = self._load(self.paths, self._texts)
+        result = self._load_source(self.paths, self._texts)
         if result.ok:
             return result
         count = len(result.errors)
@@ -166,7 +166,7 @@ class PolicySources:
             if failed is None:
                 raise PolicySourceError(f"{error}; {why_not}") from error
             return failed
-        result = self._load(self.paths, record.files)
+        result = self._load_source(self.paths, record.files)
         if not result.ok:
             if failed is None:
                 raise PolicySourceError(f"{error}; the last good set does not load either") from error
@@ -177,28 +177,38 @@ class PolicySources:
                                  result.policy_set.digest)
         return result
 
-    def _load(self, paths: Sequence[str | Path], texts: Sequence[tuple[str, str]]) -> LoadResult:
+    @staticmethod
+    def _load(paths: Sequence[str | Path], texts: Sequence[tuple[str, str]]) -> LoadResult:
         """:func:`load_layered`, except that a watched folder holding no ``*.policy`` file *yet* (an empty
         ConfigMap volume, a folder to be filled later) is a warning, not an error: it is watched, and its
-        files are loaded when they appear; and a ConfigMap source with no ``*.policy`` key is an error
-        (``lint`` of that manifest says ``no-policy-files``), not the bundled defaults alone. Anything else
-        is exactly what ``lint`` says."""
-        from policyscheduler.diagnostics import Span, error, warning
+        files are loaded when they appear. Anything else is exactly what ``lint`` says."""
+        from policyscheduler.diagnostics import Span, warning
         from policyscheduler.loader import load_layered
 
         empty = [p for p in paths if Path(p).is_dir() and not fingerprint([p])]
         result = load_layered([p for p in paths if p not in empty], texts=texts)
+        if not empty:
+            return result
         notes = [warning("no-policy-files", f"{p} holds no *.policy files yet; watching it", Span(str(p), 1, 1, 1, 1))
                  for p in empty]
-        if self.configmap is not None and not texts:
-            notes.append(error("no-policy-files", f"ConfigMap {self._ref()} has no *.policy key "
-                               "(each data key ending in .policy is a policy file)", None))
-            result = dataclasses.replace(result, policy_set=None)
-        elif result.policy_set is not None and self.configmap is not None:
-            self._loaded = (tuple(texts), self._object.get("resourceVersion"), result.policy_set.digest)
-        if not notes:
-            return result
         return dataclasses.replace(result, diagnostics=[*notes, *result.diagnostics])
+
+    def _load_source(self, paths: Sequence[str | Path], texts: Sequence[tuple[str, str]]) -> LoadResult:
+        """:meth:`_load` of these sources, where a ConfigMap source with no ``*.policy`` key is an error
+        (``lint`` of that manifest says ``no-policy-files``), not the bundled defaults alone; a ConfigMap set
+        that loads is remembered, to be saved as the last good one once it is in force."""
+        from policyscheduler.diagnostics import error
+
+        result = self._load(paths, texts)
+        if self.configmap is None:
+            return result
+        if not texts:
+            missing = error("no-policy-files", f"ConfigMap {self._ref()} has no *.policy key "
+                            "(each data key ending in .policy is a policy file)", None)
+            return dataclasses.replace(result, policy_set=None, diagnostics=[missing, *result.diagnostics])
+        if result.policy_set is not None:
+            self._loaded = (tuple(texts), self._object.get("resourceVersion"), result.policy_set.digest)
+        return result
 
     def attach(self, scheduler: SchedulerHost, profile: str | None = None) -> None:
         """Wire the watches and the reloader to a scheduler's ``profile`` (default: its first), which holds
@@ -212,7 +222,7 @@ class PolicySources:
             return scheduler.set_profile_policy(own, policy_set)
 
         self.reloader = Reloader(scheduler.policy_set_of(own), apply, self._report, paths=self.paths,
-                                 texts=self._texts, load=self._load, prepare=_warm(scheduler.cycle.evaluator))
+                                 texts=self._texts, load=self._load_source, prepare=_warm(scheduler.cycle.evaluator))
         if self.configmap is not None:
             namespace, name = self.configmap
             self.reflector = Reflector(scheduler.client, "ConfigMap", self, path=configmap_path(namespace),

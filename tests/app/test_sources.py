@@ -58,12 +58,12 @@ def test_a_configmap_source_without_policy_keys_is_an_error_not_the_bare_default
     from policyscheduler.app.sources import PolicySources
 
     sources = PolicySources([], ("ns", "cm"))
-    result = sources._load([], policy_texts({"data": {"README.md": "no policies here"}}))
+    result = sources._load_source([], policy_texts({"data": {"README.md": "no policies here"}}))
     assert result.policy_set is None
     assert [d.code for d in result.errors] == ["no-policy-files"]
     assert "ConfigMap ns/cm has no *.policy key" in str(result.errors[0])
     # without a ConfigMap source the bundled defaults alone are a valid set, as before
-    assert PolicySources([])._load([], []).ok
+    assert PolicySources([])._load_source([], []).ok
 
 
 def test_a_saved_last_good_record_round_trips_and_rejects_what_is_not_one() -> None:
