@@ -204,6 +204,19 @@ class LiveScheduler:
         """Block until the scheduler stopped (lost lease or :meth:`shutdown`); True if it did."""
         return self._done.wait(timeout)
 
+    def stop_scheduling(self) -> None:
+        """Take no more pods (SIGTERM, lost lease): the loop ends after the attempt in hand
+        (:mod:`.handover` then bounds the rest of the shutdown)."""
+        self._stopping.set()
+        self.queue.close()
+        self._wake.set()
+
+    def join_loop(self, timeout: float) -> bool:
+        """Wait up to ``timeout`` for the scheduling loop to end; True when it did."""
+        if self._loop_thread.is_alive():
+            self._loop_thread.join(timeout)
+        return not self._loop_thread.is_alive()
+
     def shutdown(self, *, bind_timeout: float = 30.0) -> int:
         """SIGTERM: stop taking pods, finish in-flight binds, release the lease, stop. Exit status."""
         self._stopping.set()

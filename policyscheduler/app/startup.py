@@ -2,6 +2,10 @@
 that fails early and cheaply: policy files first (a broken file fails before any connection is made), then
 the connection, then the ConfigMap sources through it, then the engine, the logs and the scheduler itself.
 Every failure is one line on stderr and ``None`` (``run`` exits 2), never a traceback.
+
+A ConfigMap source that cannot be used (broken, no ``*.policy`` key, missing, forbidden) does not stop the
+start when the last good set of that source was saved (:mod:`.lastgood`, in the lease namespace): the
+problem is printed as a warning and the scheduler starts with the saved set.
 """
 
 from __future__ import annotations
@@ -9,6 +13,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any, TextIO
 
+from policyscheduler.app.lastgood import LastGoodStore
 from policyscheduler.app.options import RunProfile, RunSettings
 from policyscheduler.app.scheduler import LiveScheduler
 from policyscheduler.app.sources import PolicySourceError, PolicySources
@@ -44,13 +49,18 @@ def choose_evaluator(name: str | None, err: TextIO) -> tuple[Evaluator, str]:
         return make_evaluator("reference"), "reference"
 
 
-def _load_policies(sources: PolicySources, client: RestClient | None, err: TextIO) -> Any:
+def _load_policies(sources: PolicySources, client: RestClient | None, err: TextIO, profile: str = "") -> Any:
     """The start-up set of ``sources`` (None after printing why not); its diagnostics go to ``err``."""
     try:
-        loaded = sources.load_initial(client)
+        loaded = sources.load_initial(client, profile)
     except PolicySourceError as exc:
         err.write(f"policyscheduler run: {exc}\n")
         return None
+    fallback = sources.fallback
+    if fallback is not None:
+        if fallback.diagnostics:
+            err.write(render_text(list(fallback.diagnostics), {}).rstrip("\n") + "\n")
+        err.write(f"policyscheduler run: warning: {fallback.note(sources.description)}\n")
     if loaded.diagnostics:
         err.write(render_text(loaded.diagnostics, loaded.sources).rstrip("\n") + "\n")
     return loaded.policy_set
@@ -80,9 +90,11 @@ def start_scheduler(settings: RunSettings, err: TextIO) -> Started | None:
     if settings.qps is not None:
         burst = settings.burst
         client.limiter = RateLimiter(settings.qps, burst if burst is not None else max(1, int(settings.qps * 2)))
+    store = LastGoodStore(client, settings.options.lease_namespace)
     for plan in plans:
         if plan.configmap is not None:
-            loaded = _load_policies(sources[plan.name], client, err)
+            sources[plan.name].last_good = store
+            loaded = _load_policies(sources[plan.name], client, err, plan.name)
             if loaded is None:
                 err.write(f"policyscheduler run: the policies of profile {plan.name} do not load; not starting\n"
                           if several else "policyscheduler run: the policies do not load; not starting\n")
@@ -96,4 +108,5 @@ def start_scheduler(settings: RunSettings, err: TextIO) -> Started | None:
     except (OSError, ValueError) as exc:  # the status port is taken, the TLS files do not load, ...
         err.write(f"policyscheduler run: cannot serve on {settings.bind_address_text}: {exc}\n")
         return None
+    store.may_write = lambda: scheduler.leading
     return Started(scheduler, connection, client, sources, profiles, engine)

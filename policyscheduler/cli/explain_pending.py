@@ -8,6 +8,13 @@ answer differently for the same pod. With the flag, the pod is explained inside 
 wrapper lets every other pod through unchanged and, when the cycle evaluates this pod, builds the
 explanation on the cluster exactly as the run has it then, with the tie-break generator in the run's state.
 The last such attempt wins, as simulate's message comes from a pod's last attempt.
+
+Preemption runs too (the wrapper answers the cycle's what-if ``filter_nodes`` through the inner evaluator).
+A pod that preempted is placed on a later attempt on its nominated node, which the cycle checks with the
+filters alone (unscored, as kube-scheduler does): then the explanation of its last full evaluation is kept
+and its outcome (node, score, top, message) is the run's, with ``pending.nominated_node`` and
+``pending.preempted`` saying why. A pod that fits nowhere gets the run's FailedScheduling text, preemption's
+part included.
 """
 
 from __future__ import annotations
@@ -34,14 +41,19 @@ class _Watching:
         self.placed = 0
         self.placed_before = 0
 
-    def evaluate(self, policy_set: Any, snapshot: Any, pod: dict[str, Any], *, rng: random.Random) -> Any:
+    def evaluate(self, policy_set: Any, snapshot: Any, pod: dict[str, Any], *, rng: random.Random,
+                 **kwargs: Any) -> Any:
         if _key(pod) == self.target:
             self.placed_before = self.placed
             self.on_target(snapshot, pod, rng.getstate())
-        decision = self.inner.evaluate(policy_set, snapshot, pod, rng=rng)
+        decision = self.inner.evaluate(policy_set, snapshot, pod, rng=rng, **kwargs)
         if decision.node is not None:
             self.placed += 1  # simulate's binder always succeeds: every decision with a node is a placement
         return decision
+
+    def filter_nodes(self, *args: Any, **kwargs: Any) -> Any:
+        """The cycle's what-if filter checks (preemption, nominated nodes), answered by the inner evaluator."""
+        return self.inner.filter_nodes(*args, **kwargs)
 
 
 def explain_in_simulation(policy_set: Any, objects: Sequence[dict[str, Any]], pod: dict[str, Any], *,
@@ -60,7 +72,19 @@ def explain_in_simulation(policy_set: Any, objects: Sequence[dict[str, Any]], po
 
     watcher = _Watching(make_evaluator(engine), _key(pod), on_target)
     others = sum(1 for o in objects if is_pending(o) and o is not pod)
-    simulate(policy_set, objects, seed=seed, evaluator=watcher, detail=False)
+    run = simulate(policy_set, objects, seed=seed, evaluator=watcher, detail=False)
     if not found:
         return f"simulate never tried pod {'/'.join(_key(pod))} (it is not pending: finished or being deleted)"
-    return found[0], {"with_pending": True, "others": others, "placed_before": watcher.placed_before, "seed": seed}
+    doc = found[0]
+    pending: dict[str, Any] = {"with_pending": True, "others": others, "placed_before": watcher.placed_before,
+                               "seed": seed}
+    key = "/".join(_key(pod))
+    preempted = run.preemptions.get(key)
+    final = next((d for d in run.decisions if d.pod == key), None)
+    if preempted is not None and final is not None:
+        pending["nominated_node"], pending["preempted"] = preempted[0], list(preempted[1])
+        if final.node is not None and final.node != doc.get("node"):  # placed on its nomination, unscored
+            doc["node"], doc["score"], doc["top"], doc["message"] = final.node, final.score, list(final.top), None
+    if final is not None and final.node is None:
+        doc["message"] = final.message  # the FailedScheduling text with its "preemption: ..." part
+    return doc, pending

@@ -1,15 +1,22 @@
 """``policyscheduler run``: the live scheduler (watch, decide with the policies, bind).
 
 Flags are named as kube-scheduler users know them. Exit status: 0 after SIGTERM/SIGINT and a clean
-hand-over (in-flight binds finished, lease released), 1 when the lease was lost (like kube-scheduler,
-a replica that cannot renew stops and lets its Deployment restart it), 2 for bad flags, a policy set
-that does not load or no usable cluster configuration -- with the reason on stderr.
+hand-over (in-flight binds finished, events posted, lease released), 1 when the lease was lost (like
+kube-scheduler, a replica that cannot renew stops at once and lets its Deployment restart it), 2 for bad
+flags, a policy set that does not load (and no last good set to fall back on) or no usable cluster
+configuration -- with the reason on stderr --, 3 after SIGTERM when the hand-over could not complete
+within its 4 s budget (an unreachable API server: the last log line counts the binds and events dropped).
+SIGTERM always ends the process within 5 s (:mod:`policyscheduler.app.handover`).
 
 Policies: the bundled defaults, ``--policies`` paths and the ``--policies-configmap`` ConfigMap's
 ``*.policy`` keys, layered as ``lint`` layers them. The paths and the ConfigMap are watched and reloaded
 live (:mod:`policyscheduler.app.sources`); SIGHUP reloads at once. A set that loads replaces the
-running one between two scheduling cycles (unschedulable pods get another chance); a broken one is
-reported (event, log, metrics) and the last good set stays in force.
+running one between two scheduling cycles (unschedulable pods get another chance); a broken one -- or a
+ConfigMap left without any ``*.policy`` key -- is reported (event, log, metrics) and the last good set
+stays in force. The last good ConfigMap set is also saved in the ConfigMap ``policyscheduler-last-good``
+of the lease namespace (:mod:`policyscheduler.app.lastgood`): a restart while the ConfigMap is broken,
+missing or forbidden starts from it, with a Warning. ``--policies-configmap`` names one ConfigMap;
+given twice it is refused (exit 2): put several ``*.policy`` keys in one ConfigMap, or use profiles.
 
 Profiles (``--config FILE``): every profile of the file runs in this one process (only the one
 ``--scheduler-name`` names, when given), sharing one cache, one queue and one lease; each has its own
@@ -39,7 +46,22 @@ __all__ = ["add_arguments", "main", "run", "settings_from"]
 EXIT_OK = 0
 EXIT_LOST_LEASE = 1
 EXIT_USAGE = 2
+EXIT_INCOMPLETE = 3
 """The exit statuses (the same as :mod:`policyscheduler.app.lifecycle`'s)."""
+
+
+class _Once(argparse.Action):
+    """A flag that takes one value and refuses a second one (exit 2, with both values), rather than letting
+    the last silently win: ``--policies-configmap`` given twice would otherwise run half the policies."""
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, values: object,
+                 option_string: str | None = None) -> None:
+        previous = getattr(namespace, self.dest, None)
+        if previous is not None:
+            raise argparse.ArgumentError(self, f"given twice ({previous}, {values}); a scheduler reads one "
+                                               "ConfigMap: put several *.policy keys in it, or run one profile "
+                                               "per ConfigMap (--config)")
+        setattr(namespace, self.dest, values)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -53,9 +75,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--policies", metavar="DIR", action="append",
                         help="policy folder or file (repeatable), layered on the bundled defaults; "
                              "watched and reloaded live")
-    parser.add_argument("--policies-configmap", metavar="NAMESPACE/NAME",
+    parser.add_argument("--policies-configmap", metavar="NAMESPACE/NAME", action=_Once,
                         help="a ConfigMap whose *.policy keys are policy files (in key order); watched and "
-                             "reloaded live")
+                             "reloaded live; its last good set is kept in ConfigMap policyscheduler-last-good "
+                             "(lease namespace). Once only: several policy files go in one ConfigMap")
     parser.add_argument("--policies-poll-interval", type=float, default=1.0, metavar="SECONDS",
                         help="how often --policies paths are checked for changes (default: 1)")
     parser.add_argument("--leader-elect", action="store_true", help="run as one of several replicas behind a Lease")
@@ -165,7 +188,8 @@ def run(args: argparse.Namespace, *, stderr: TextIO | None = None, ready: thread
     except ValueError as exc:
         err.write(f"policyscheduler run: {exc}\n")
         return EXIT_USAGE
-    return run_app(settings, err, ready=ready)
+    # the command line itself (no caller waiting on ``ready``): the process ends with the last log line
+    return run_app(settings, err, ready=ready, exit_process=ready is None and stderr is None)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

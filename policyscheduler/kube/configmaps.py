@@ -1,7 +1,9 @@
-"""Reading one ConfigMap through the API server (the policies' ConfigMap of ``run`` and ``explain``).
+"""Reading and writing one ConfigMap through the API server (the policies' ConfigMap of ``run`` and
+``explain``; the last good set ``run`` keeps).
 
-Only the API side lives here: where a ConfigMap is, and a GET that waits out a restarting API server. What
-the keys mean (``*.policy`` files) is the application's business (:mod:`policyscheduler.app.sources`).
+Only the API side lives here: where a ConfigMap is, a GET that waits out a restarting API server, and a
+create-or-update of some keys. What the keys mean (``*.policy`` files, saved sets) is the application's
+business (:mod:`policyscheduler.app.sources`, :mod:`policyscheduler.app.lastgood`).
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ from urllib.parse import quote
 
 from policyscheduler.kube.rest import ApiError, RestClient
 
-__all__ = ["ConfigMapError", "configmap_path", "read_configmap"]
+__all__ = ["ConfigMapError", "configmap_path", "read_configmap", "update_configmap_keys"]
 
 
 class ConfigMapError(RuntimeError):
@@ -41,3 +43,26 @@ def read_configmap(client: RestClient, namespace: str, name: str, *, wait: float
                 delay = min(delay * 2, 5.0)
                 continue
             raise ConfigMapError(f"cannot read ConfigMap {namespace}/{name}: {err}") from err
+
+
+def update_configmap_keys(client: RestClient, namespace: str, name: str, data: dict[str, str], *,
+                          labels: dict[str, str] | None = None, timeout: float = 10.0) -> dict[str, Any]:
+    """Set ``data``'s keys in the ConfigMap (other keys kept), creating it when absent; an optimistic
+    update (``resourceVersion``), so of two concurrent writers one gets ConfigMapError (409) and retries.
+    ConfigMapError on any failure (no retry here: the caller decides when to try again)."""
+    path = configmap_path(namespace, name)
+    try:
+        try:
+            current = dict(client.request("GET", path, timeout=timeout))
+        except ApiError as err:
+            if err.status != 404:
+                raise
+            body = {"apiVersion": "v1", "kind": "ConfigMap",
+                    "metadata": {"name": name, "namespace": namespace, "labels": dict(labels or {})}, "data": data}
+            return dict(client.request("POST", configmap_path(namespace), body, timeout=timeout))
+        merged = {**(current.get("data") or {}), **data}
+        if merged == current.get("data"):
+            return current
+        return dict(client.request("PUT", path, {**current, "data": merged}, timeout=timeout))
+    except ApiError as err:
+        raise ConfigMapError(f"cannot write ConfigMap {namespace}/{name}: {err}") from err

@@ -103,11 +103,39 @@ class EventRecorder:
         self.sent = 0
         self.errors = 0
         self.dropped = 0
+        self._writing = 0
+        """Writes handed to a pool and not finished (with the held-back ones: :attr:`unsent`)."""
+        self._hurry = threading.Event()
+        """Set by :meth:`hurry` (shutdown): failed writes are retried without waiting."""
+
+    def hurry(self) -> None:
+        """The process stops within seconds: retry failed writes at once instead of backing off."""
+        self._hurry.set()
+
+    @property
+    def unsent(self) -> int:
+        """Events and condition patches not written yet: what a bounded shutdown reports as dropped."""
+        with self._lock:
+            return len(self._lazy) + self._writing
 
     def _submit(self, fn: Any, *args: Any) -> None:
-        self._pool.submit(self._guard, fn, *args)
+        with self._lock:
+            self._writing += 1
+        try:
+            self._pool.submit(self._guard, fn, *args)
+        except RuntimeError:  # shut down: never written
+            with self._lock:
+                self._writing -= 1
+            raise
 
     def _guard(self, fn: Any, *args: Any) -> None:
+        try:
+            self._guarded(fn, *args)
+        finally:
+            with self._lock:
+                self._writing -= 1
+
+    def _guarded(self, fn: Any, *args: Any) -> None:
         delay = 1.0
         for attempt in range(6):  # the API server may be restarting: retry ~30 s, like client-go's broadcaster
             try:
@@ -117,7 +145,7 @@ class EventRecorder:
                 return
             except ApiError as err:
                 if (err.status == 0 or err.status >= 500) and attempt < 5:
-                    time.sleep(delay)
+                    self._hurry.wait(delay)
                     delay *= 2
                     continue
                 self._failed_write(err)
@@ -171,11 +199,14 @@ class EventRecorder:
                 if not self._lazy:
                     continue
                 self._lazy.popleft()
+                self._writing += 1
             self._lazy_slots.acquire()  # posted on the pool, a few at a time: a backlog drains fast
             try:
                 self._lazy_pool.submit(self._lazy_post, pod, note, tries, digest)
             except RuntimeError:  # the pool is shut down (shutdown without wait)
                 self._lazy_slots.release()
+                with self._lock:
+                    self._writing -= 1
                 return
 
     def _lazy_post(self, pod: Mapping[str, Any], note: str, tries: int, digest: str | None = None) -> None:
@@ -194,6 +225,8 @@ class EventRecorder:
             else:
                 self._failed_write(err)
         finally:
+            with self._lock:
+                self._writing -= 1
             self._lazy_slots.release()
 
     def failed(self, pod: Mapping[str, Any], message: str, *, reason: str = "Unschedulable",

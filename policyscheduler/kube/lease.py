@@ -7,8 +7,12 @@ never have to agree). Writes are optimistic (``resourceVersion``): of two candid
 
 The leader renews every ``retry_period``; when no renewal succeeded for ``renew_deadline`` (or someone
 else holds the lease) it has lost: ``on_stopped_leading`` runs at once, so scheduling stops before
-another replica can take over (renew_deadline < lease_duration). :meth:`release` (SIGTERM) clears the
-holder so a standby takes over without waiting out the lease.
+another replica can take over (renew_deadline < lease_duration). Every request of a renewal is cut off
+at the renew deadline (client-go renews under a context with that deadline), so an API server that
+accepts connections and never answers cannot keep a leader that lost its lease leading: it stops within
+``renew_deadline`` + ``retry_period`` of its last renewal whatever the server does. :meth:`release`
+(SIGTERM) clears the holder so a standby takes over without waiting out the lease; it is bounded by its
+``timeout`` (a shutdown must not wait for an unreachable server).
 """
 
 from __future__ import annotations
@@ -126,10 +130,18 @@ class LeaderElector:
         holder = spec.get("holderIdentity")
         return bool(holder) and holder != self.identity
 
+    def _timeout(self) -> float:
+        """How long one request may take: while leading, until the renew deadline (at least 0.1 s);
+        while acquiring, one retry period."""
+        if self._leading.is_set():
+            return max(0.1, self.renew_deadline - (self._clock() - self._last_renew))
+        return max(0.1, self.retry_period)
+
     def _try_acquire_or_renew(self) -> bool:
         now_wall = time.time()
+        timeout = self._timeout()
         try:
-            lease = self.client.get(self.path)
+            lease = self.client.request("GET", self.path, timeout=timeout)
         except ApiError as err:
             if err.status != 404:
                 log.warning("reading lease failed: %s", err)
@@ -138,8 +150,9 @@ class LeaderElector:
                     "metadata": {"name": self.name, "namespace": self.namespace},
                     "spec": self._spec(now_wall, acquire=True, transitions=0)}
             try:
-                self._observed = self.client.post(
-                    f"/apis/coordination.k8s.io/v1/namespaces/{quote(self.namespace, safe='')}/leases", body)
+                self._observed = self.client.request(
+                    "POST", f"/apis/coordination.k8s.io/v1/namespaces/{quote(self.namespace, safe='')}/leases", body,
+                    timeout=timeout)
                 self._observed_at = self._clock()
                 self.transitions += 1
                 return True
@@ -160,7 +173,8 @@ class LeaderElector:
             new_spec["acquireTime"] = spec.get("acquireTime") or new_spec["acquireTime"]
         body = {**lease, "spec": new_spec}
         try:
-            self._observed = self.client.put(self.path, body)  # resourceVersion inside: optimistic
+            # resourceVersion inside: optimistic
+            self._observed = self.client.request("PUT", self.path, body, timeout=self._timeout())
             self._observed_at = self._clock()
             if taking:
                 self.transitions += 1
@@ -174,20 +188,21 @@ class LeaderElector:
         return {"holderIdentity": self.identity, "leaseDurationSeconds": round(self.lease_duration),
                 "acquireTime": _micro(now), "renewTime": _micro(now), "leaseTransitions": transitions}
 
-    def release(self) -> bool:
-        """Give the lease up (clean shutdown): clear the holder so a standby need not wait it out."""
+    def release(self, timeout: float = 5.0) -> bool:
+        """Give the lease up (clean shutdown): clear the holder so a standby need not wait it out. Each
+        request waits at most ``timeout`` seconds; False when the lease was not released."""
         self._stop.set()
         if not self._leading.is_set():
             return False
         self._leading.clear()
         try:
-            lease = self.client.get(self.path)
+            lease = self.client.request("GET", self.path, timeout=timeout)
             if (lease.get("spec") or {}).get("holderIdentity") != self.identity:
                 return False
             now = time.time()
             lease["spec"] = {**lease["spec"], "holderIdentity": "", "leaseDurationSeconds": 1,
                              "renewTime": _micro(now), "acquireTime": _micro(now)}
-            self.client.put(self.path, lease)
+            self.client.request("PUT", self.path, lease, timeout=timeout)
             log.info("released lease %s/%s", self.namespace, self.name)
             return True
         except ApiError as err:

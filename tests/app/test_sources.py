@@ -50,3 +50,37 @@ def test_error_note_keeps_whole_diagnostic_lines_within_the_note_limit() -> None
     ok = Outcome("success", "edit", "b" * 64, "a" * 64, loaded="b" * 64, rules=17, requeued=2)
     assert reload_note(ok, "ConfigMap ns/cm") == ("policy set bbbbbbbbbbbb in force (was aaaaaaaaaaaa): 17 rules "
                                                   "from ConfigMap ns/cm; 2 unschedulable pod(s) retried")
+
+
+# -- a ConfigMap with no *.policy key; the saved last good set ---------------------------------------------
+
+def test_a_configmap_source_without_policy_keys_is_an_error_not_the_bare_defaults() -> None:
+    from policyscheduler.app.sources import PolicySources
+
+    sources = PolicySources([], ("ns", "cm"))
+    result = sources._load_source([], policy_texts({"data": {"README.md": "no policies here"}}))
+    assert result.policy_set is None
+    assert [d.code for d in result.errors] == ["no-policy-files"]
+    assert "ConfigMap ns/cm has no *.policy key" in str(result.errors[0])
+    # without a ConfigMap source the bundled defaults alone are a valid set, as before
+    assert PolicySources([])._load_source([], []).ok
+
+
+def test_a_saved_last_good_record_round_trips_and_rejects_what_is_not_one() -> None:
+    from policyscheduler.app.lastgood import LastGood
+
+    record = LastGood("d" * 64, "ns/cm", "42", (("a.policy", "x"), ("b.policy", "y")), "2026-01-01T00:00:00Z")
+    again = LastGood.decode(record.encode())
+    assert again is not None and again.same_as(record) and again.saved_at == record.saved_at
+    for text in ("", "[]", '{"files": ["a"]}', '{"files": {"a.policy": 3}}', "{not json"):
+        assert LastGood.decode(text) is None
+
+
+def test_the_last_shutdown_line_counts_what_was_dropped() -> None:
+    from policyscheduler.app.handover import Handover
+
+    assert Handover(released=True).clean and Handover().summary() == "shutdown: clean hand-over"
+    dropped = Handover(binds_not_sent=3, events_not_sent=12, released=False)
+    assert not dropped.clean
+    assert dropped.summary() == "shutdown: 12 events and 3 binds not sent; lease not released"
+    assert not Handover(events_not_sent=1).clean

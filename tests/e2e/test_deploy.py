@@ -131,6 +131,9 @@ ALLOWED = [
     ("get", f"configmaps/{CONFIGMAP}", "-n", NS), ("watch", f"configmaps/{CONFIGMAP}", "-n", NS),
     # delegated authn/authz of the HTTPS status port (system:auth-delegator), as kube-scheduler
     ("create", "tokenreviews.authentication.k8s.io"), ("create", "subjectaccessreviews.authorization.k8s.io"),
+    # the last good policy set (app/lastgood.py): created once, then read and updated by name
+    ("create", "configmaps", "-n", NS), ("get", "configmaps/policyscheduler-last-good", "-n", NS),
+    ("update", "configmaps/policyscheduler-last-good", "-n", NS),
 ]
 REFUSED = [
     ("get", "secrets", "-n", NS), ("list", "secrets", "-A"),
@@ -139,7 +142,7 @@ REFUSED = [
     ("create", "events", "-n", "default"),  # core/v1 events: we post events.k8s.io/v1 only
     ("patch", "events.events.k8s.io", "-n", "default"),
     ("get", "configmaps", "-n", NS), ("get", "configmaps/other", "-n", NS), ("get", "configmaps", "-n", "kube-system"),
-    ("update", f"configmaps/{CONFIGMAP}", "-n", NS),
+    ("update", f"configmaps/{CONFIGMAP}", "-n", NS), ("update", "configmaps/other", "-n", NS),
     ("get", "leases.coordination.k8s.io/kube-scheduler", "-n", "kube-system"),
     ("update", "leases.coordination.k8s.io/other", "-n", NS), ("delete", f"leases.coordination.k8s.io/{SCHEDULER}", "-n", NS),
     ("create", "leases.coordination.k8s.io", "-n", "kube-system"),
