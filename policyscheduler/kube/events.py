@@ -307,6 +307,8 @@ class EventRecorder:
             if series is None:
                 body = self._body(regarding, type_, reason, action, note, digest)
                 self._series[key] = series = _Series(body, pod=pod, written=now)
+                if self._lazy_idle:  # it waits without a timeout while no series is kept: it has one to tend now
+                    self._lazy_ready.notify()
                 return series, dict(body)
             series.count += 1
             series.last_observed = _now()
