@@ -142,6 +142,8 @@ class EventRecorder:
         self._lazy_slots = threading.BoundedSemaphore(workers)
         self._closing = False
         self._flush = False
+        self._release = 0
+        """Held-back events to post regardless of ``busy`` (the rest of a batch that reached ``max_batch``)."""
         self._lazy_idle = False
         """The lazy worker waits for an empty backlog to fill: the only time a new event must wake it (while
         it holds events back it polls every 50 ms anyway, and a wake-up per pod costs the scheduler a GIL
@@ -225,7 +227,9 @@ class EventRecorder:
                         return
                     continue
                 queued, pod, note, tries, digest = self._lazy[0]
-                flush = self._flush or len(self._lazy) >= self.max_batch
+                if len(self._lazy) >= self.max_batch:  # a full batch: all of it goes out now
+                    self._release = max(self._release, len(self._lazy))
+                flush = self._flush or self._release > 0
                 pause = self._lazy_pause - time.monotonic()
             if pause > 0:  # the API server failed us: give it a moment (retries are re-queued, never slept on)
                 with self._lock:
@@ -240,6 +244,7 @@ class EventRecorder:
                 if not self._lazy:
                     continue
                 self._lazy.popleft()
+                self._release = max(0, self._release - 1)
             self._lazy_slots.acquire()  # posted on the pool, a few at a time: a backlog drains fast
             try:
                 self._lazy_pool.submit(self._lazy_post, pod, note, tries, digest)

@@ -155,9 +155,11 @@ def test_an_update_racing_the_bind_never_brings_a_second_decision(env: LiveEnv, 
         fakes.create(env.api, lane_pod(env, lane, name))
         env.api.patch(f"/api/v1/namespaces/{env.ns}/pods/{name}", {"metadata": {"labels": {"touched": "yes"}}})
 
-    threads = [threading.Thread(target=lambda lane=lane, k=k: [create_and_label(lane, i)  # type: ignore[misc]
-                                                             for i in range(k, count, 4)])
-               for lane in LANES for k in range(4)]
+    def one_in_four(lane: str, k: int) -> None:
+        for i in range(k, count, 4):
+            create_and_label(lane, i)
+
+    threads = [threading.Thread(target=one_in_four, args=(lane, k)) for lane in LANES for k in range(4)]
     for t in threads:
         t.start()
     for t in threads:
