@@ -46,6 +46,7 @@ from __future__ import annotations
 import dataclasses
 import datetime as _dt
 import itertools
+import json
 import logging
 import os
 import socket
@@ -58,6 +59,7 @@ from typing import Any
 from urllib.parse import quote
 
 from policyscheduler.kobjects import cache_key, name_of, namespace_of, uid_of
+from policyscheduler.kube.pipeline import Pipeline
 from policyscheduler.kube.rest import ApiError, RestClient, pod_path
 
 __all__ = ["EventRecorder", "truncate_note", "NOTE_LIMIT", "SERIES_FINISH", "SERIES_REFRESH"]
@@ -73,6 +75,8 @@ DIGEST_ANNOTATION = "policyscheduler.io/policy-digest"
 """Annotation on every Scheduled / FailedScheduling event: the digest of the policy set that decided."""
 SERIES_FINISH = 360.0
 """Seconds after its last occurrence that a series ends (client-go's ``finishTime``)."""
+LAZY_IN_FLIGHT = 16
+"""Scheduled events posted and not answered yet, at most (the events pipeline: 4 connections x 4)."""
 SERIES_REFRESH = 10.0
 """Seconds between writes of a series' count while it keeps growing (see the module docstring)."""
 log = logging.getLogger("policyscheduler.events")
@@ -139,7 +143,9 @@ class EventRecorder:
         self._lazy_pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="events-lazy-post")
         self._lazy_pause = 0.0
         self._lazy_ready = threading.Condition(self._lock)
-        self._lazy_slots = threading.BoundedSemaphore(workers)
+        self._lazy_slots = threading.BoundedSemaphore(LAZY_IN_FLIGHT)
+        self._lazy_pipeline: Pipeline | None = None
+        """Opened by the first Scheduled event (a client without pipelines posts on ``_lazy_pool``)."""
         self._closing = False
         self._flush = False
         self._release = 0
@@ -245,12 +251,44 @@ class EventRecorder:
                     continue
                 self._lazy.popleft()
                 self._release = max(0, self._release - 1)
-            self._lazy_slots.acquire()  # posted on the pool, a few at a time: a backlog drains fast
+            self._lazy_slots.acquire()  # a bounded number in flight: a backlog drains fast
+            pipeline = self._events_pipeline()
+            if pipeline is not None:
+                self._pipe_post(pipeline, pod, note, tries, digest)
+                continue
             try:
                 self._lazy_pool.submit(self._lazy_post, pod, note, tries, digest)
             except RuntimeError:  # the pool is shut down (shutdown without wait)
                 self._lazy_slots.release()
                 return
+
+    def _events_pipeline(self) -> Pipeline | None:
+        """The pipeline the Scheduled events go out on (kube/pipeline.py: one thread writes and reads them on
+        a few kept connections, so a burst's events cost little CPU and follow their binds closely)."""
+        if self._lazy_pipeline is None:
+            opener = getattr(self.client, "pipeline", None)
+            if opener is not None:
+                self._lazy_pipeline = opener(lanes=4, depth=4, name="events")
+        return self._lazy_pipeline
+
+    def _pipe_post(self, pipeline: Pipeline, pod: Mapping[str, Any], note: str, tries: int,
+                   digest: str | None) -> None:
+        body = self._body(self._regarding(pod), "Normal", "Scheduled", "Binding", note, digest)
+        namespace = str(body["metadata"]["namespace"])
+        path = f"/apis/events.k8s.io/v1/namespaces/{quote(namespace, safe='')}/events"
+
+        def answered(status: int, raw: bytes, detail: str | None) -> None:
+            try:
+                if 200 <= status < 300:
+                    with self._lock:
+                        self.sent += 1
+                else:
+                    error = ApiError("POST", path, status, raw.decode("utf-8", errors="replace"), detail=detail or "")
+                    self._lazy_failed(error, pod, note, tries, digest)
+            finally:
+                self._lazy_slots.release()
+
+        pipeline.submit("POST", path, json.dumps(body, separators=(",", ":")).encode(), answered)
 
     def _lazy_post(self, pod: Mapping[str, Any], note: str, tries: int, digest: str | None = None) -> None:
         try:
@@ -258,17 +296,20 @@ class EventRecorder:
             with self._lock:
                 self.sent += 1
         except ApiError as err:
-            # Unreachable or failing API server: retry for ~80 s (1, 2, 4, then every 8 s), long enough to
-            # ride out an API server restart on a busy machine; a Scheduled event is worth keeping.
-            if (err.status == 0 or err.status >= 500) and tries < 12:
-                with self._lock:
-                    self._lazy.appendleft((time.monotonic() - self.max_delay, pod, note, tries + 1, digest))
-                    self._lazy_pause = time.monotonic() + min(2.0**tries, 8.0)
-                    self._lazy_ready.notify()
-            else:
-                self._failed_write(err)
+            self._lazy_failed(err, pod, note, tries, digest)
         finally:
             self._lazy_slots.release()
+
+    def _lazy_failed(self, err: ApiError, pod: Mapping[str, Any], note: str, tries: int, digest: str | None) -> None:
+        # Unreachable or failing API server: retry for ~80 s (1, 2, 4, then every 8 s), long enough to
+        # ride out an API server restart on a busy machine; a Scheduled event is worth keeping.
+        if (err.status == 0 or err.status >= 500) and tries < 12:
+            with self._lock:
+                self._lazy.appendleft((time.monotonic() - self.max_delay, pod, note, tries + 1, digest))
+                self._lazy_pause = time.monotonic() + min(2.0**tries, 8.0)
+                self._lazy_ready.notify()
+        else:
+            self._failed_write(err)
 
     # -- failures ----------------------------------------------------------------------------------------
 
@@ -447,5 +488,11 @@ class EventRecorder:
             self._lazy_ready.notify_all()
         if wait:
             self._lazy_thread.join()
+            deadline = time.monotonic() + 10.0  # the answers of the last pipelined posts
+            taken = 0
+            while taken < LAZY_IN_FLIGHT and self._lazy_slots.acquire(timeout=max(0.0, deadline - time.monotonic())):
+                taken += 1
+        if self._lazy_pipeline is not None:
+            self._lazy_pipeline.close()
         self._lazy_pool.shutdown(wait=wait, cancel_futures=not wait)
         self._pool.shutdown(wait=wait, cancel_futures=not wait)
