@@ -16,6 +16,14 @@ deleted; an assigned pod added, changed (labels, resources) or deleted on its no
 (resources freed); a namespace's labels changed; policies reloaded (every pod of that profile; the sources,
 the reload worker and its reporting are :mod:`.sources` and :mod:`.reload_report`).
 
+**Once bound, never decided or reported again.** A pod handed to the binder is *binding*; once its bind
+succeeded (or found it placed: 409, or gone: 404) it is *settled* until the watch shows it bound or deleted.
+A watch update of a binding or settled pod that still shows no node (an update made before the bind, e.g.
+a label patch right after creation) never queues it again -- kube-scheduler skips updates of assumed pods
+the same way. The event recorders ask :meth:`LiveScheduler._still_pending` before every failure write
+(and retry), and a successful bind or a deletion cancels the pod's queued failure writes: no
+``PodScheduled=False`` or ``FailedScheduling`` lands on a bound pod (kube/events.py).
+
 Profiles (``run --config`` with several): one process, one cache, one queue, one loop, one lease (named
 after the first profile unless ``lease_name`` says otherwise), one /metrics; per profile its policy set
 (the cycle picks it by ``spec.schedulerName``), its policy sources reloading independently, its event
