@@ -16,6 +16,14 @@ deleted; an assigned pod added, changed (labels, resources) or deleted on its no
 (resources freed); a namespace's labels changed; policies reloaded (every pod of that profile; the sources,
 the reload worker and its reporting are :mod:`.sources` and :mod:`.reload_report`).
 
+**Once bound, never decided or reported again.** A pod handed to the binder is *binding*; once its bind
+succeeded (or found it placed: 409, or gone: 404) it is *settled* until the watch shows it bound or deleted.
+A watch update of a binding or settled pod that still shows no node (an update made before the bind, e.g.
+a label patch right after creation) never queues it again -- kube-scheduler skips updates of assumed pods
+the same way. The event recorders ask :meth:`LiveScheduler._still_pending` before every failure write
+(and retry), and a successful bind or a deletion cancels the pod's queued failure writes: no
+``PodScheduled=False`` or ``FailedScheduling`` lands on a bound pod (kube/events.py).
+
 Profiles (``run --config`` with several): one process, one cache, one queue, one loop, one lease (named
 after the first profile unless ``lease_name`` says otherwise), one /metrics; per profile its policy set
 (the cycle picks it by ``spec.schedulerName``), its policy sources reloading independently, its event
@@ -38,9 +46,8 @@ from policyscheduler.app.decisions import decision_record
 from policyscheduler.app.decisions import log_decision as _log_decision
 from policyscheduler.app.heap import REFREEZE_AFTER, freeze_heap
 from policyscheduler.app.options import Options, RunProfile
-from policyscheduler.app.pods import DEFAULT_SCHEDULER, pod_queue_key, scheduler_name
 from policyscheduler.app.pods import assigned_view as _assigned_view
-from policyscheduler.app.pods import spec_of as _spec
+from policyscheduler.app.pods import pod_queue_key, scheduler_name
 from policyscheduler.app.pods import waiting as _waiting
 from policyscheduler.app.shadow import ShadowProfile, Shadows
 from policyscheduler.cycle import (
@@ -52,10 +59,11 @@ from policyscheduler.cycle import (
     QueuedPod,
     SchedulingQueue,
 )
-from policyscheduler.cycle.cache import is_placed, node_name_of
+from policyscheduler.cycle.cache import is_placed
 from policyscheduler.cycle.events import ClusterEvent, node_facet_view, node_facets_changed
 from policyscheduler.cycle.gates import gate_log_fields
 from policyscheduler.evaluation import make_evaluator
+from policyscheduler.kobjects import is_bound
 from policyscheduler.kube.binder import Binder
 from policyscheduler.kube.events import EventRecorder
 from policyscheduler.kube.lease import LeaderElector
@@ -100,7 +108,8 @@ class LiveScheduler:
         self.scheduling_names = frozenset(p.name for p in scheduling)
         self.queue = SchedulingQueue(on_gate=self._gate_changed)  # gated pods: cycle/gates.py
         self.cache = ClusterCache()
-        self.recorders = {p.name: EventRecorder(client, p.name, busy=self._busy) for p in self.profiles}
+        self.recorders = {p.name: EventRecorder(client, p.name, busy=self._busy, pending=self._still_pending)
+                          for p in self.profiles}
         self.recorder = self.recorders[self.profile_names[0]]
         self.binder: Binder[Attempt] = Binder(client, lambda: self.cycle, lanes=options.bind_lanes,
                                               on_done=self._bind_done)
@@ -149,6 +158,10 @@ class LiveScheduler:
         self._wake = threading.Event()
         self._loop_thread = threading.Thread(target=self._loop, name="scheduling-loop", daemon=True)
         self._bound: dict[str, tuple[Any, ...]] = {}
+        self._binding: set[str] = set()
+        """Pods handed to the binder whose bind has not answered yet (keys)."""
+        self._settled: set[str] = set()
+        """Pods our bind placed (or found placed) that the watch has not shown bound or deleted yet."""
         self._nodes: dict[str, dict[str, Any]] = {}
         self._namespaces: dict[str, Any] = {}
         self._warned = 0
@@ -311,6 +324,8 @@ class LiveScheduler:
         if kind == "Pod":
             key = pod_queue_key(obj)
             self.queue.delete(key)
+            self._settled.discard(key)
+            self._recorder_of(obj).cancel(obj)  # deleted: no failure write about it goes out any more
             view = self._bound.pop(key, None)
             if view is not None:
                 self.queue.move(ClusterEvent.assigned_pod("AssignedPodDelete", view[0]))
@@ -330,8 +345,9 @@ class LiveScheduler:
 
     def _pod_changed(self, pod: dict[str, Any]) -> None:
         key = pod_queue_key(pod)
-        if node_name_of(pod) is not None:
+        if is_bound(pod):
             self.queue.delete(key)
+            self._settled.discard(key)
             before = self._bound.get(key)
             if is_placed(pod):
                 view = _assigned_view(pod)
@@ -344,7 +360,12 @@ class LiveScheduler:
             elif before is not None:
                 del self._bound[key]
                 self.queue.move(ClusterEvent.assigned_pod("AssignedPodDelete", before[0]))
-        elif (_spec(pod).get("schedulerName") or DEFAULT_SCHEDULER) in self.scheduling_names and _waiting(pod):
+        elif key in self._settled or (key in self._binding and key not in self.queue):
+            # An update from before our bind (a label patch racing it): the pod is placed, or about to be
+            # reported placed. Queueing it again would decide it a second time (kube-scheduler skips
+            # updates of assumed pods the same way); the watch's next event shows it bound.
+            return
+        elif scheduler_name(pod) in self.scheduling_names and _waiting(pod):
             self.queue.add(key, pod)
         else:
             self.queue.delete(key)
@@ -391,7 +412,17 @@ class LiveScheduler:
         if not self._may_schedule():  # lost the lease (or stopping) between decision and bind
             self.cycle.binding_failed(attempt, retry=True, reason="not leading")
             return
+        self._binding.add(pod_queue_key(attempt.pod))
         self.binder.bind(attempt)
+
+    def _still_pending(self, pod: Mapping[str, Any]) -> bool:
+        """Is a failure write about ``pod`` still true? Only while the pod waits in our queue (the watch
+        removes bound and deleted pods from it), is not being bound and was not placed by our bind."""
+        key = pod_queue_key(pod)
+        return key not in self._settled and key not in self._binding and key in self.queue
+
+    def _recorder_of(self, pod: Mapping[str, Any]) -> EventRecorder:
+        return self.recorders.get(self._profile_of(pod), self.recorder)
 
     def _report(self, attempt: Attempt) -> None:
         """Metrics, events, condition and the one log line of a decision."""
@@ -408,9 +439,10 @@ class LiveScheduler:
             recorder = self.recorders.get(profile, self.recorder)
             self.failures += 1
             assert decision is not None
-            if not attempt.reused:
-                recorder.failed(attempt.pod, decision.message or "", reason="Unschedulable",
-                                digest=decision.policy_digest)
+            # a reused decision (nothing changed since) counts in the event series; its pod object predates
+            # the condition patch of the first one, which says the same: no second patch
+            recorder.failed(attempt.pod, decision.message or "", reason="Unschedulable",
+                            digest=decision.policy_digest, condition=not attempt.reused)
         elif result == ERROR:
             recorder = self.recorders.get(profile, self.recorder)
             self.failures += 1
@@ -442,6 +474,11 @@ class LiveScheduler:
         recorder = self.recorders.get(profile, self.recorder)
         fields = {"pod": attempt.key, "node": attempt.node, "result": result, "bind_ms": round(seconds * 1000, 2),
                   "policy_digest": digest, "profile": profile}
+        key = pod_queue_key(attempt.pod)
+        if result != "error":  # placed (by us, or found placed: 409) or gone: never decided or reported again
+            self._settled.add(key)
+            recorder.cancel(attempt.pod)
+        self._binding.discard(key)
         if result == "bound":
             self.scheduled += 1
             recorder.scheduled(attempt.pod, str(attempt.node), digest=digest)

@@ -80,6 +80,10 @@ _MEMBER_FACETS: dict[str, frozenset[str]] = {
 }
 
 
+_POD_FACETS = frozenset({"pods"})
+"""The node-local facet an assigned pod's event (added, changed, deleted, a failed bind) changes."""
+
+
 def facets_of_reads(reads: Iterable[str]) -> frozenset[str]:
     """The facets whose change can change the value of an expression reading ``reads``."""
     found: set[str] = set()
@@ -217,6 +221,11 @@ class Interest:
         if event.node is None:
             return bool(local & self.facets)
         if event.node not in self.rule_by_node:
-            return bool(local)  # a node the decision did not see: a new candidate
+            if local <= _POD_FACETS:
+                # a pod bound to (or leaving) a node the decision did not see: that node becomes a candidate
+                # only through its own NodeAdd (which moves everyone); what a bind changes, only the rules
+                # that read it care about (a node-affinity rejection is not retried on unrelated binds)
+                return bool(local & self.facets)
+            return bool(local)  # a node object the decision did not see: a new candidate
         rule = self.rule_by_node[event.node]
         return bool(local & self.facets_by_rule.get(rule, ALL_FACETS))

@@ -7,24 +7,46 @@
   ``SchedulerError`` for errors) and the untruncated message -- patched only when it changes, as
   kube-scheduler skips empty patches.
 
-``reportingController`` is our scheduler name, ``reportingInstance`` ``<name>-<host>``. The scheduling
-loop never waits on these writes:
+``reportingController`` is our scheduler name, ``reportingInstance`` ``<name>-<host>-<pid>``. The
+scheduling loop never waits on these writes.
 
-* failures (``FailedScheduling`` + condition) go to a small thread pool at once (they are rare, and a
-  user looking at a pending pod wants the reason now);
-* ``Scheduled`` events go to one **low-priority worker** (kube's event broadcaster is asynchronous too):
-  while the scheduler is busy (``busy()``: pods waiting in the active queue or binds in flight) it holds
-  them back, for at most ``max_delay`` seconds each, so that during a burst the API server's capacity
-  goes to bindings; when the burst ends, or an event is ``max_delay`` old, it posts them. The backlog is
-  bounded (``max_backlog``; beyond it the oldest are dropped and counted, as client-go's broadcaster drops
-  when its channel is full). :meth:`shutdown` with ``wait`` posts everything left.
+**Event series** (client-go's ``tools/events`` broadcaster, which kube-scheduler records through): events
+are correlated by an isomorphism key -- type, action, reason, reporting controller and instance, the
+object they are about -- the note is not part of it. The first event of a key is created; the second
+turns it into a series (``series.count`` 2, ``lastObservedTime``) patched onto the same Event object;
+later ones only count in memory, and the counted series is written every :data:`SERIES_REFRESH` seconds
+(client-go: every 30 minutes; we write sooner so that ``kubectl describe`` shows a live count) and once
+more when it ends. A series ends :data:`SERIES_FINISH` (6 minutes, as client-go) after it was last
+observed; the next occurrence starts a new Event. A patch that finds the Event gone creates it again
+with its series. One difference: the object is keyed by uid, not by its ``resourceVersion`` (client-go's
+key holds the whole ObjectReference, so our own ``PodScheduled=False`` patch, which moves the pod's
+version, starts a second Event): a pod retried ten times has one FailedScheduling series.
+
+**No stale failure writes.** A failure (``FailedScheduling`` + condition) is written on a small thread
+pool at once, but only while it is still true: before every try (and retry) the writer asks ``pending(pod)``
+-- the live scheduler answers from the watch cache and its own binds whether the pod still waits -- and
+:meth:`EventRecorder.cancel` (called when a bind succeeds or the pod is deleted) withdraws every queued
+failure write of the pod. Only the newest condition of a pod is written (older queued ones are skipped).
+So a pod bound while its failure writes were queued, or while the API server was down, never gets
+``PodScheduled=False`` or a ``FailedScheduling`` event after its ``Scheduled`` event.
+
+**Scheduled events** go to one low-priority worker (kube's broadcaster is asynchronous too): while the
+scheduler is busy (``busy()``: pods waiting in the active queue or binds in flight) it holds them back,
+but never longer than ``max_delay`` (0.1 s) and never more than ``max_batch`` (100) of them: a burst's
+events go out in batches within about a tenth of a second, so a leader killed mid-burst loses at most
+those. The backlog is bounded (``max_backlog``; beyond it the oldest are dropped and counted, as
+client-go's broadcaster drops when its channel is full). :meth:`EventRecorder.shutdown` with ``wait``
+posts everything left.
 
 Failed writes are counted and logged.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as _dt
+import itertools
+import json
 import logging
 import os
 import socket
@@ -36,9 +58,11 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 from urllib.parse import quote
 
+from policyscheduler.kobjects import cache_key, name_of, namespace_of, uid_of
+from policyscheduler.kube.pipeline import Pipeline
 from policyscheduler.kube.rest import ApiError, RestClient, pod_path
 
-__all__ = ["EventRecorder", "truncate_note", "NOTE_LIMIT"]
+__all__ = ["EventRecorder", "truncate_note", "NOTE_LIMIT", "SERIES_FINISH", "SERIES_REFRESH"]
 
 
 def _sub(obj: Mapping[str, Any], key: str) -> Mapping[str, Any]:
@@ -49,6 +73,12 @@ def _sub(obj: Mapping[str, Any], key: str) -> Mapping[str, Any]:
 NOTE_LIMIT = 1024
 DIGEST_ANNOTATION = "policyscheduler.io/policy-digest"
 """Annotation on every Scheduled / FailedScheduling event: the digest of the policy set that decided."""
+SERIES_FINISH = 360.0
+"""Seconds after its last occurrence that a series ends (client-go's ``finishTime``)."""
+LAZY_IN_FLIGHT = 16
+"""Scheduled events posted and not answered yet, at most (the events pipeline: 4 connections x 4)."""
+SERIES_REFRESH = 10.0
+"""Seconds between writes of a series' count while it keeps growing (see the module docstring)."""
 log = logging.getLogger("policyscheduler.events")
 
 
@@ -73,31 +103,62 @@ def _meta(pod: Mapping[str, Any]) -> Mapping[str, Any]:
     return meta if isinstance(meta, Mapping) else {}
 
 
+def pod_write_key(pod: Mapping[str, Any]) -> str:
+    """The key failure writes are tracked by: the uid (a recreated pod is another pod), else ``ns/name``."""
+    return cache_key(uid_of(pod), namespace_of(pod), name_of(pod))
+
+
+@dataclasses.dataclass
+class _Series:
+    """One correlated Event (client-go's ``eventCache`` entry): its body as created, how often it was
+    observed, when last, and whether the count on the server lags behind."""
+
+    body: dict[str, Any]
+    count: int = 1
+    last_observed: _dt.datetime = dataclasses.field(default_factory=_now)
+    last_seen: float = dataclasses.field(default_factory=time.monotonic)
+    written: float = 0.0
+    dirty: bool = False
+    pod: Mapping[str, Any] | None = None
+
+
 class EventRecorder:
     """Posts events and condition patches for one scheduler name."""
 
     def __init__(self, client: RestClient, scheduler_name: str, *, workers: int = 4,
-                 busy: Callable[[], bool] = lambda: False, max_delay: float = 10.0,
-                 max_backlog: int = 50_000) -> None:
+                 busy: Callable[[], bool] = lambda: False, max_delay: float = 0.1, max_batch: int = 100,
+                 max_backlog: int = 50_000, pending: Callable[[Mapping[str, Any]], bool] | None = None) -> None:
+        """``pending(pod)``: is ``pod`` still waiting for a node (failure writes about it still true)?"""
         self.client = client
         self.scheduler_name = scheduler_name
         self.instance = f"{scheduler_name}-{socket.gethostname()}-{os.getpid()}"
         self._pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="events")
         self._lock = threading.Lock()
         self._busy = busy
+        self._pending = pending or (lambda pod: True)
         self.max_delay = max_delay
+        self.max_batch = max_batch
         self.max_backlog = max_backlog
         self._lazy: deque[tuple[float, Mapping[str, Any], str, int, str | None]] = deque()
         self._lazy_pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="events-lazy-post")
         self._lazy_pause = 0.0
         self._lazy_ready = threading.Condition(self._lock)
-        self._lazy_slots = threading.BoundedSemaphore(workers)
+        self._lazy_slots = threading.BoundedSemaphore(LAZY_IN_FLIGHT)
+        self._lazy_pipeline: Pipeline | None = None
+        """Opened by the first Scheduled event (a client without pipelines posts on ``_lazy_pool``)."""
         self._closing = False
         self._flush = False
+        self._release = 0
+        """Held-back events to post regardless of ``busy`` (the rest of a batch that reached ``max_batch``)."""
         self._lazy_idle = False
         """The lazy worker waits for an empty backlog to fill: the only time a new event must wake it (while
         it holds events back it polls every 50 ms anyway, and a wake-up per pod costs the scheduler a GIL
         hand-off)."""
+        self._tokens = itertools.count(1)
+        self._live: dict[str, int] = {}
+        """Pod key -> the token of its newest failure; absent: no failure write of the pod may go out."""
+        self._series: dict[tuple[Any, ...], _Series] = {}
+        self._series_checked = time.monotonic()
         self._lazy_thread = threading.Thread(target=self._lazy_worker, name="events-lazy", daemon=True)
         self._lazy_thread.start()
         self.sent = 0
@@ -107,6 +168,8 @@ class EventRecorder:
         """Writes handed to a pool and not finished (with the held-back ones: :attr:`unsent`)."""
         self._hurry = threading.Event()
         """Set by :meth:`hurry` (shutdown): failed writes are retried without waiting."""
+        self.cancelled = 0
+        """Failure writes withdrawn because the pod was bound or deleted before they went out."""
 
     def hurry(self) -> None:
         """The process stops within seconds: retry failed writes at once instead of backing off."""
@@ -118,26 +181,30 @@ class EventRecorder:
         with self._lock:
             return len(self._lazy) + self._writing
 
-    def _submit(self, fn: Any, *args: Any) -> None:
+    def _submit(self, fn: Any, *args: Any, still: Callable[[], bool] | None = None) -> None:
         with self._lock:
             self._writing += 1
         try:
-            self._pool.submit(self._guard, fn, *args)
-        except RuntimeError:  # shut down: never written
+            self._pool.submit(self._guard, still, fn, *args)
+        except RuntimeError:  # shut down: nothing more is written
             with self._lock:
                 self._writing -= 1
-            raise
+                self.dropped += 1
 
-    def _guard(self, fn: Any, *args: Any) -> None:
+    def _guard(self, still: Callable[[], bool] | None, fn: Any, *args: Any) -> None:
         try:
-            self._guarded(fn, *args)
+            self._guarded(still, fn, *args)
         finally:
             with self._lock:
                 self._writing -= 1
 
-    def _guarded(self, fn: Any, *args: Any) -> None:
+    def _guarded(self, still: Callable[[], bool] | None, fn: Any, *args: Any) -> None:
         delay = 1.0
         for attempt in range(6):  # the API server may be restarting: retry ~30 s, like client-go's broadcaster
+            if still is not None and not still():  # the pod was bound or deleted meanwhile: no longer true
+                with self._lock:
+                    self.cancelled += 1
+                return
             try:
                 fn(*args)
                 with self._lock:
@@ -154,7 +221,7 @@ class EventRecorder:
     def _failed_write(self, err: ApiError) -> None:
         with self._lock:
             self.errors += 1
-        if err.status != 404:  # the pod went away meanwhile: nothing to report on
+        if err.status not in (404, 409):  # the pod went away, or the Event exists already: nothing to report
             log.warning("api write failed: %s", err)
 
     def scheduled(self, pod: Mapping[str, Any], node: str, *, digest: str | None = None) -> None:
@@ -166,7 +233,7 @@ class EventRecorder:
                 self._lazy.popleft()
                 self.dropped += 1
             self._lazy.append((time.monotonic(), pod, note, 0, digest))
-            if self._lazy_idle:
+            if self._lazy_idle or len(self._lazy) >= self.max_batch:
                 self._lazy_ready.notify()
 
     @property
@@ -177,30 +244,43 @@ class EventRecorder:
 
     def _lazy_worker(self) -> None:
         while True:
+            self._tend_series()
             with self._lock:
                 while not self._lazy and not self._closing:
                     self._lazy_idle = True
-                    self._lazy_ready.wait()
-                self._lazy_idle = False
+                    self._lazy_ready.wait(1.0 if self._series else None)  # series to refresh: wake now and then
+                    self._lazy_idle = False
+                    if self._series:
+                        break
                 if not self._lazy:
-                    return
+                    if self._closing:
+                        return
+                    continue
                 queued, pod, note, tries, digest = self._lazy[0]
-                flush = self._flush
+                if len(self._lazy) >= self.max_batch:  # a full batch: all of it goes out now
+                    self._release = max(self._release, len(self._lazy))
+                flush = self._flush or self._release > 0
                 pause = self._lazy_pause - time.monotonic()
             if pause > 0:  # the API server failed us: give it a moment (retries are re-queued, never slept on)
                 with self._lock:
                     self._lazy_ready.wait(min(pause, 0.5))
                 continue
-            if not flush and time.monotonic() - queued < self.max_delay and self._busy():
+            age = time.monotonic() - queued
+            if not flush and age < self.max_delay and self._busy():
                 with self._lock:
-                    self._lazy_ready.wait(0.05)  # the burst goes on: bindings first
+                    self._lazy_ready.wait(min(0.05, self.max_delay - age))  # the burst goes on: bindings first
                 continue
             with self._lock:
                 if not self._lazy:
                     continue
                 self._lazy.popleft()
+                self._release = max(0, self._release - 1)
                 self._writing += 1
-            self._lazy_slots.acquire()  # posted on the pool, a few at a time: a backlog drains fast
+            self._lazy_slots.acquire()  # a bounded number in flight: a backlog drains fast
+            pipeline = self._events_pipeline()
+            if pipeline is not None:
+                self._pipe_post(pipeline, pod, note, tries, digest)
+                continue
             try:
                 self._lazy_pool.submit(self._lazy_post, pod, note, tries, digest)
             except RuntimeError:  # the pool is shut down (shutdown without wait)
@@ -209,56 +289,182 @@ class EventRecorder:
                     self._writing -= 1
                 return
 
+    def _events_pipeline(self) -> Pipeline | None:
+        """The pipeline the Scheduled events go out on (kube/pipeline.py: one thread writes and reads them on
+        a few kept connections, so a burst's events cost little CPU and follow their binds closely)."""
+        if self._lazy_pipeline is None:
+            opener = getattr(self.client, "pipeline", None)
+            if opener is not None:
+                self._lazy_pipeline = opener(lanes=4, depth=4, name="events")
+        return self._lazy_pipeline
+
+    def _pipe_post(self, pipeline: Pipeline, pod: Mapping[str, Any], note: str, tries: int,
+                   digest: str | None) -> None:
+        body = self._body(self._regarding(pod), "Normal", "Scheduled", "Binding", note, digest)
+        namespace = str(body["metadata"]["namespace"])
+        path = f"/apis/events.k8s.io/v1/namespaces/{quote(namespace, safe='')}/events"
+
+        def answered(status: int, raw: bytes, detail: str | None) -> None:
+            try:
+                if 200 <= status < 300:
+                    with self._lock:
+                        self.sent += 1
+                else:
+                    error = ApiError("POST", path, status, raw.decode("utf-8", errors="replace"), detail=detail or "")
+                    self._lazy_failed(error, pod, note, tries, digest)
+            finally:
+                with self._lock:
+                    self._writing -= 1
+                self._lazy_slots.release()
+
+        pipeline.submit("POST", path, json.dumps(body, separators=(",", ":")).encode(), answered)
+
     def _lazy_post(self, pod: Mapping[str, Any], note: str, tries: int, digest: str | None = None) -> None:
         try:
             self._event(pod, "Normal", "Scheduled", "Binding", note, digest)
             with self._lock:
                 self.sent += 1
         except ApiError as err:
-            # Unreachable or failing API server: retry for ~80 s (1, 2, 4, then every 8 s), long enough to
-            # ride out an API server restart on a busy machine; a Scheduled event is worth keeping.
-            if (err.status == 0 or err.status >= 500) and tries < 12:
-                with self._lock:
-                    self._lazy.appendleft((time.monotonic() - self.max_delay, pod, note, tries + 1, digest))
-                    self._lazy_pause = time.monotonic() + min(2.0**tries, 8.0)
-                    self._lazy_ready.notify()
-            else:
-                self._failed_write(err)
+            self._lazy_failed(err, pod, note, tries, digest)
         finally:
             with self._lock:
                 self._writing -= 1
             self._lazy_slots.release()
 
+    def _lazy_failed(self, err: ApiError, pod: Mapping[str, Any], note: str, tries: int, digest: str | None) -> None:
+        # Unreachable or failing API server: retry for ~80 s (1, 2, 4, then every 8 s), long enough to
+        # ride out an API server restart on a busy machine; a Scheduled event is worth keeping.
+        if (err.status == 0 or err.status >= 500) and tries < 12:
+            with self._lock:
+                self._lazy.appendleft((time.monotonic() - self.max_delay, pod, note, tries + 1, digest))
+                self._lazy_pause = time.monotonic() + min(2.0**tries, 8.0)
+                self._lazy_ready.notify()
+        else:
+            self._failed_write(err)
+
+    # -- failures ----------------------------------------------------------------------------------------
+
     def failed(self, pod: Mapping[str, Any], message: str, *, reason: str = "Unschedulable",
-               digest: str | None = None) -> None:
-        """The ``FailedScheduling`` event and the ``PodScheduled=False`` condition."""
-        self._submit(self._event, pod, "Warning", "FailedScheduling", "Scheduling", truncate_note(message), digest)
-        self._submit(self._condition, pod, reason, message)
+               digest: str | None = None, condition: bool = True) -> None:
+        """The ``FailedScheduling`` event (into its series) and, with ``condition``, the
+        ``PodScheduled=False`` condition."""
+        key = pod_write_key(pod)
+        with self._lock:
+            token = self._live.get(key, 0)
+            if condition or not token:  # a new condition supersedes the queued ones (only the newest is written)
+                token = self._live[key] = next(self._tokens)
+        event = self._observe(pod, "Warning", "FailedScheduling", "Scheduling", truncate_note(message), digest)
+        if event is not None:
+            self._submit(self._write_series, event, still=self._still_failing(pod))
+        if condition:
+            self._submit(self._condition, pod, reason, message,
+                         still=lambda: self._live.get(key) == token and self._pending(pod))
+
+    def _still_failing(self, pod: Mapping[str, Any]) -> Callable[[], bool]:
+        """The check before each try of an event write about ``pod``: not cancelled, still pending."""
+        key = pod_write_key(pod)
+        return lambda: key in self._live and self._pending(pod)
+
+    def cancel(self, pod: Mapping[str, Any]) -> None:
+        """The pod was bound or deleted: withdraw its queued failure writes (events and condition)."""
+        with self._lock:
+            self._live.pop(pod_write_key(pod), None)
+
+    def _observe(self, pod: Mapping[str, Any], type_: str, reason: str, action: str, note: str,
+                 digest: str | None) -> tuple[_Series, dict[str, Any]] | None:
+        """Correlate one occurrence: the series and the body to write now, or None (only counted)."""
+        regarding = self._regarding(pod)
+        key = (type_, action, reason, self.scheduler_name, self.instance,
+               regarding.get("namespace"), regarding.get("name"), regarding.get("uid"))
+        now = time.monotonic()
+        with self._lock:
+            series = self._series.get(key)
+            if series is not None and now - series.last_seen >= SERIES_FINISH:
+                series = None  # ended (the tending pass writes its last count): a new Event
+            if series is None:
+                body = self._body(regarding, type_, reason, action, note, digest)
+                self._series[key] = series = _Series(body, pod=pod, written=now)
+                if self._lazy_idle:  # it waits without a timeout while no series is kept: it has one to tend now
+                    self._lazy_ready.notify()
+                return series, dict(body)
+            series.count += 1
+            series.last_observed = _now()
+            series.last_seen = now
+            series.pod = pod
+            if series.count == 2:  # client-go: the second occurrence makes the series, written at once
+                series.written = now
+                return series, self._series_body(series)
+            series.dirty = True
+            return None
+
+    def _series_body(self, series: _Series) -> dict[str, Any]:
+        body = dict(series.body)
+        body["series"] = {"count": series.count, "lastObservedTime": micro_time(series.last_observed)}
+        return body
+
+    def _write_series(self, event: tuple[_Series, dict[str, Any]]) -> None:
+        """Create the Event, or patch its ``series`` (created again, series and all, when it is gone)."""
+        _, body = event
+        namespace = str(body["metadata"]["namespace"])
+        events = f"/apis/events.k8s.io/v1/namespaces/{quote(namespace, safe='')}/events"
+        if "series" in body:
+            try:
+                self.client.patch(f"{events}/{quote(str(body['metadata']['name']), safe='')}",
+                                  {"series": body["series"]}, kind="merge-patch")
+                return
+            except ApiError as err:
+                if err.status != 404:
+                    raise
+        self.client.post(events, body)
+
+    def _tend_series(self) -> None:
+        """Every second at most: write the counts that grew (every :data:`SERIES_REFRESH` s), forget the
+        series that ended (:data:`SERIES_FINISH` s quiet) after writing their last count."""
+        now = time.monotonic()
+        if now - self._series_checked < 1.0:
+            return
+        self._series_checked = now
+        due: list[tuple[_Series, dict[str, Any]]] = []
+        with self._lock:
+            for key, series in list(self._series.items()):
+                ended = now - series.last_seen >= SERIES_FINISH
+                if series.dirty and (ended or now - series.written >= SERIES_REFRESH):
+                    series.dirty = False
+                    series.written = now
+                    due.append((series, self._series_body(series)))
+                if ended:
+                    del self._series[key]
+        for series, body in due:
+            self._submit(self._write_series, (series, body), still=self._still_failing(series.pod or {}))
+
+    # -- writing -----------------------------------------------------------------------------------------
 
     def object_event(self, regarding: Mapping[str, Any], type_: str, reason: str, action: str, note: str) -> None:
         """An event about any object (``regarding``: an ObjectReference with ``namespace``), posted at once
         with the failure writer's retries; e.g. policy reloads on the policy ConfigMap."""
         self._submit(self._post, dict(regarding), type_, reason, action, truncate_note(note), None)
 
+    @staticmethod
+    def _regarding(pod: Mapping[str, Any]) -> dict[str, Any]:
+        meta = _meta(pod)
+        return {"apiVersion": "v1", "kind": "Pod", "namespace": str(meta.get("namespace") or "default"),
+                "name": meta.get("name"), "uid": meta.get("uid"), "resourceVersion": meta.get("resourceVersion")}
+
     def _event(self, pod: Mapping[str, Any], type_: str, reason: str, action: str, note: str,
                digest: str | None = None) -> None:
-        meta = _meta(pod)
-        regarding = {"apiVersion": "v1", "kind": "Pod", "namespace": str(meta.get("namespace") or "default"),
-                     "name": meta.get("name"), "uid": meta.get("uid"), "resourceVersion": meta.get("resourceVersion")}
-        self._post(regarding, type_, reason, action, note, digest)
+        self._post(self._regarding(pod), type_, reason, action, note, digest)
 
-    def _post(self, regarding: dict[str, Any], type_: str, reason: str, action: str, note: str,
-              digest: str | None) -> None:
+    def _body(self, regarding: dict[str, Any], type_: str, reason: str, action: str, note: str,
+              digest: str | None) -> dict[str, Any]:
         namespace = str(regarding.get("namespace") or "default")
-        now = _now()
         metadata: dict[str, Any] = {"name": f"{regarding.get('name')}.{time.time_ns():x}", "namespace": namespace}
         if digest:
             metadata["annotations"] = {DIGEST_ANNOTATION: digest[:12]}
-        body = {
+        return {
             "apiVersion": "events.k8s.io/v1",
             "kind": "Event",
             "metadata": metadata,
-            "eventTime": micro_time(now),
+            "eventTime": micro_time(_now()),
             "reportingController": self.scheduler_name,
             "reportingInstance": self.instance,
             "action": action,
@@ -267,6 +473,11 @@ class EventRecorder:
             "note": note,
             "regarding": {k: v for k, v in regarding.items() if v is not None},
         }
+
+    def _post(self, regarding: dict[str, Any], type_: str, reason: str, action: str, note: str,
+              digest: str | None) -> None:
+        body = self._body(regarding, type_, reason, action, note, digest)
+        namespace = str(body["metadata"]["namespace"])
         self.client.post(f"/apis/events.k8s.io/v1/namespaces/{quote(namespace, safe='')}/events", body)
 
     def _condition(self, pod: Mapping[str, Any], reason: str, message: str) -> None:
@@ -308,5 +519,11 @@ class EventRecorder:
             self._lazy_ready.notify_all()
         if wait:
             self._lazy_thread.join()
+            deadline = time.monotonic() + 10.0  # the answers of the last pipelined posts
+            taken = 0
+            while taken < LAZY_IN_FLIGHT and self._lazy_slots.acquire(timeout=max(0.0, deadline - time.monotonic())):
+                taken += 1
+        if self._lazy_pipeline is not None:
+            self._lazy_pipeline.close()
         self._lazy_pool.shutdown(wait=wait, cancel_futures=not wait)
         self._pool.shutdown(wait=wait, cancel_futures=not wait)

@@ -24,7 +24,7 @@ CONFIGMAP = "policy-scheduler-policies"
 
 # Every grant `policyscheduler run` needs, and nothing more: (group, resource) -> verbs. Derived from the API
 # calls in policyscheduler/kube/*.py (watch.RESOURCES lists/watches, binder POST binding + GET pod, events
-# POST, pods/status PATCH, lease GET/POST/PUT) and the ConfigMap watch of --policies-configmap.
+# POST and series PATCH, pods/status PATCH, lease GET/POST/PUT) and the ConfigMap watch of --policies-configmap.
 CLUSTER_GRANTS = {
     ("", "pods"): {"get", "list", "watch"},
     ("", "pods/binding"): {"create"},
@@ -35,7 +35,7 @@ CLUSTER_GRANTS = {
     ("", "replicationcontrollers"): {"list", "watch"},
     ("apps", "replicasets"): {"list", "watch"},
     ("apps", "statefulsets"): {"list", "watch"},
-    ("events.k8s.io", "events"): {"create"},
+    ("events.k8s.io", "events"): {"create", "patch"},
 }
 NAMESPACED_GRANTS = {
     ("coordination.k8s.io", "leases", None): {"create"},

@@ -125,6 +125,7 @@ ALLOWED = [
     ("list", "services", "-A"), ("watch", "replicationcontrollers", "-A"),
     ("list", "replicasets.apps", "-A"), ("watch", "statefulsets.apps", "-A"),
     ("create", "events.events.k8s.io", "-n", "default"), ("create", "events.events.k8s.io", "-n", NS),
+    ("patch", "events.events.k8s.io", "-n", "default"),  # an event series' count
     ("create", "leases.coordination.k8s.io", "-n", NS),
     ("get", f"leases.coordination.k8s.io/{SCHEDULER}", "-n", NS),
     ("update", f"leases.coordination.k8s.io/{SCHEDULER}", "-n", NS),
@@ -140,7 +141,7 @@ REFUSED = [
     ("delete", "pods", "-n", "default"), ("create", "pods", "-n", "default"), ("update", "pods", "-n", "default"),
     ("update", "pods", "--subresource=status", "-n", "default"), ("patch", "nodes"), ("get", "nodes/some-node"),
     ("create", "events", "-n", "default"),  # core/v1 events: we post events.k8s.io/v1 only
-    ("patch", "events.events.k8s.io", "-n", "default"),
+    ("update", "events.events.k8s.io", "-n", "default"),
     ("get", "configmaps", "-n", NS), ("get", "configmaps/other", "-n", NS), ("get", "configmaps", "-n", "kube-system"),
     ("update", f"configmaps/{CONFIGMAP}", "-n", NS), ("update", "configmaps/other", "-n", NS),
     ("get", "leases.coordination.k8s.io/kube-scheduler", "-n", "kube-system"),

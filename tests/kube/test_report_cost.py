@@ -64,7 +64,8 @@ def test_the_lazy_event_worker_is_not_woken_per_pod_while_it_holds_back() -> Non
     client = FakeClient()
     busy = threading.Event()
     busy.set()
-    recorder = EventRecorder(client, "s", busy=busy.is_set, max_delay=3600)  # type: ignore[arg-type]  # a fake RestClient
+    recorder = EventRecorder(client, "s", busy=busy.is_set, max_delay=3600,  # type: ignore[arg-type]  # a fake RestClient
+                             max_batch=10**6)
     try:
         recorder.scheduled(POD, "n0")  # the worker leaves its idle wait and starts holding back
         time.sleep(0.1)
