@@ -60,7 +60,7 @@ def _meta(pod: Mapping[str, Any]) -> Mapping[str, Any]:
 
 
 def _now() -> str:
-    return _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return _dt.datetime.now(_dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 class PreemptionWriter:
@@ -163,7 +163,7 @@ class PreemptionWriter:
 
     def _event(self, victim: Victim, preemptor: Mapping[str, Any], scheduler: str, node: str) -> None:
         meta = _meta(preemptor)
-        now = _dt.datetime.now(_dt.timezone.utc)
+        now = _dt.datetime.now(_dt.UTC)
         body = {
             "apiVersion": "events.k8s.io/v1",
             "kind": "Event",

@@ -41,8 +41,8 @@ from policyscheduler.app.options import Options, RunProfile
 from policyscheduler.app.pods import DEFAULT_SCHEDULER, pod_queue_key, scheduler_name
 from policyscheduler.app.pods import assigned_view as _assigned_view
 from policyscheduler.app.pods import spec_of as _spec
-from policyscheduler.app.preemption import PreemptionWriter
 from policyscheduler.app.pods import waiting as _waiting
+from policyscheduler.app.preemption import PreemptionWriter
 from policyscheduler.app.shadow import ShadowProfile, Shadows
 from policyscheduler.cycle import (
     ERROR,
