@@ -118,7 +118,9 @@ class PreemptionWriter:
             return
         if not self._retry(what, self._delete, victim):
             return
-        log.info("preempted %s on %s for %s", victim.key, node, attempt_key(preemptor))
+        log.info("preempted", extra={"fields": {"pod": victim.key, "uid": victim.uid, "node": node,
+                                                "preemptor": attempt_key(preemptor),
+                                                "pdb_violation": victim.pdb_violation}})
         self._retry(f"Preempted event on {victim.key}", self._event, victim, preemptor, scheduler, node)
 
     def _retry(self, what: str, fn: Callable[..., Any], *args: Any) -> bool:
