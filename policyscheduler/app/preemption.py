@@ -76,9 +76,9 @@ class PreemptionWriter:
         self.failed = 0
 
     def submit(self, attempt: Attempt, scheduler: str) -> None:
-        """Count the preemption attempt (if the cycle ran one) and queue its writes. Returns at once."""
-        preemption = attempt.preemption
-        if preemption is not None and preemption.eligible and self.metrics is not None:
+        """Count the preemption attempt (if the cycle ran PostFilter: kube counts every run, an ineligible
+        pod's too) and queue its writes. Returns at once."""
+        if attempt.preemption is not None and self.metrics is not None:
             self.metrics.preempted(len(attempt.victims) if attempt.nominated_node is not None else None)
         if not (attempt.nominated_node or attempt.victims or attempt.clear_nomination
                 or attempt.cleared_nominations):

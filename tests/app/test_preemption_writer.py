@@ -159,8 +159,9 @@ def test_the_scheduler_hands_each_preemption_to_the_writer_and_counts_it(
     sched, api = scheduler
     sched._report(_attempt())
     sched._report(_attempt(node=None, victims=()))  # tried, no candidate
+    sched._report(_attempt(node=None, victims=(), eligible=False))  # preemptionPolicy: Never (kube counts it)
     wait(lambda: sum(1 for m, _, _ in api.calls if m == "DELETE") == 2)
     text = generate_latest(sched.metrics.registry).decode()
-    assert _sample(text, "scheduler_preemption_attempts_total") == 2
+    assert _sample(text, "scheduler_preemption_attempts_total") == 3
     assert _sample(text, "scheduler_preemption_victims_count") == 1
     assert _sample(text, "scheduler_preemption_victims_sum") == 2
