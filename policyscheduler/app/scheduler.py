@@ -49,6 +49,7 @@ from policyscheduler.app.options import Options, RunProfile
 from policyscheduler.app.pods import assigned_view as _assigned_view
 from policyscheduler.app.pods import pod_queue_key, scheduler_name
 from policyscheduler.app.pods import waiting as _waiting
+from policyscheduler.app.preemption import PreemptionWriter
 from policyscheduler.app.shadow import ShadowProfile, Shadows
 from policyscheduler.cycle import (
     ERROR,
@@ -132,6 +133,7 @@ class LiveScheduler:
                                         lease_name=self.lease_name, queue=self.queue,
                                         watch_stats=lambda: {r.kind: r.stats for r in self.reflectors},
                                         binds_in_flight=lambda: self.binder.in_flight)
+        self.preemptions = PreemptionWriter(client, self.metrics, may_write=self._may_schedule)  # app/preemption.py
         self.reflectors = [Reflector(client, kind, self, pause=self._watch_pause if kind == "Pod" else None)
                            for kind in RESOURCES]
         shadow_profiles = [ShadowProfile(p.name, p.shadows, p.policy_set, self.recorders[p.name])
@@ -243,6 +245,7 @@ class LiveScheduler:
         if not drained:
             log.error("shutdown: %d binds still in flight after %.0fs", self.binder.in_flight, bind_timeout)
             self.exit_code = self.exit_code or 1
+        self.preemptions.shutdown(wait=True)
         for recorder in self.recorders.values():
             recorder.shutdown(wait=True)
         if self.elector is not None:
@@ -435,6 +438,7 @@ class LiveScheduler:
                                  else self.cycle.policy_set_for(attempt.pod).digest)
         record["profile"] = profile
         _log_decision(logging.INFO, record["result"], record)
+        self.preemptions.submit(attempt, profile)  # evict victims, (un)nominate: off the loop
         if result == UNSCHEDULABLE:
             recorder = self.recorders.get(profile, self.recorder)
             self.failures += 1

@@ -41,6 +41,7 @@ RESOURCES: dict[str, str] = {
     "ReplicaSet": "/apis/apps/v1/replicasets",
     "StatefulSet": "/apis/apps/v1/statefulsets",
     "ReplicationController": "/api/v1/replicationcontrollers",
+    "PodDisruptionBudget": "/apis/policy/v1/poddisruptionbudgets",  # preemption spares budgets
 }
 """kind -> the all-namespaces collection path the scheduler lists and watches."""
 

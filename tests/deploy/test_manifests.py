@@ -26,7 +26,7 @@ CONFIGMAP = "policy-scheduler-policies"
 # calls in policyscheduler/kube/*.py (watch.RESOURCES lists/watches, binder POST binding + GET pod, events
 # POST and series PATCH, pods/status PATCH, lease GET/POST/PUT) and the ConfigMap watch of --policies-configmap.
 CLUSTER_GRANTS = {
-    ("", "pods"): {"get", "list", "watch"},
+    ("", "pods"): {"get", "list", "watch", "delete"},  # delete: preemption's victims (app/preemption.py)
     ("", "pods/binding"): {"create"},
     ("", "pods/status"): {"patch"},
     ("", "nodes"): {"list", "watch"},
@@ -35,6 +35,7 @@ CLUSTER_GRANTS = {
     ("", "replicationcontrollers"): {"list", "watch"},
     ("apps", "replicasets"): {"list", "watch"},
     ("apps", "statefulsets"): {"list", "watch"},
+    ("policy", "poddisruptionbudgets"): {"list", "watch"},
     ("events.k8s.io", "events"): {"create", "patch"},
 }
 NAMESPACED_GRANTS = {
@@ -93,7 +94,10 @@ def test_no_wildcards_no_secrets_no_deletes() -> None:
     for role in (_one("ClusterRole"), _one("Role")):
         for r in role["rules"]:
             assert "*" not in r["verbs"] + r["resources"] + r["apiGroups"]
-            assert not {"delete", "deletecollection", "escalate", "bind", "impersonate"} & set(r["verbs"])
+            forbidden = {"deletecollection", "escalate", "bind", "impersonate"}
+            if r["resources"] != ["pods"]:  # preemption deletes its victims: pods, nothing else
+                forbidden.add("delete")
+            assert not forbidden & set(r["verbs"])
             assert "secrets" not in r["resources"]
     # Every rule carries its reason: a comment line right above each `- apiGroups:`.
     lines = text.splitlines()
