@@ -233,17 +233,21 @@ CODES.update({
     "unknown-taint-effect": "a taint effect that is not NoSchedule, PreferNoSchedule or NoExecute (`NoSchedul`)",
     "suppression-needs-reason": "a `# lint: ignore[code]` comment without `because JUSTIFICATION`: it suppresses nothing",
     "unused-suppression": "a `# lint: ignore[code] because ...` comment that suppresses no diagnostic",
+    "victim-always-true": "a preempt rule whose `victim` clause is constantly true: it protects no pod",
 })
 
 LINT_ONLY_WARNINGS = frozenset({
     "duplicate-rule-body", "unreachable", "constant-filter", "require-never-fails", "score-range-unproven",
     "cost-budget", "pod-only-filter", "label-key-typo", "unknown-taint-effect", "suppression-needs-reason",
-    "unused-suppression",
+    "unused-suppression", "victim-always-true",
 })
 
 _WARNING_CODES = frozenset({"unused-binding", "empty-aggregate", "no-policy-files", "symlink-loop", "bidi-control"}) | LINT_ONLY_WARNINGS
 
 RATIONALE: dict[str, str] = {
+    "victim-always-true": "A preempt rule only ever narrows the victims kube's DefaultPreemption would pick; one "
+    "whose `victim` clause always holds narrows nothing, which is almost always a condition written the wrong way "
+    "round (`victim target.namespace == \"payments\"` instead of `!=`).",
     "symlink-loop": "A policy directory whose symlinks lead back into itself would be searched forever; the loop is "
     "cut where it closes and reported, and every file reached before it still loads.",
     "too-large": "The API server keeps quantities and integers in 64 bits; a literal beyond that range (a 5,000-digit "

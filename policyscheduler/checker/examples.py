@@ -78,6 +78,7 @@ EXAMPLES: dict[str, Example] = {
     "duplicate-rule-body": Example(_F + "  require not node.unschedulable\n\nfilter g\n  reason \"r\"\n"
                                    "  require not node.unschedulable\n"),
     "unreachable": Example(_F + "  applies when false\n  require not node.unschedulable\n"),
+    "victim-always-true": Example('preempt p\n  applies when pod.priority > 100\n  victim true\n'),
     "constant-filter": Example(_F + "  require 1 < 2\n"),
     "require-never-fails": Example(_F + "  require len(node.taints) >= 0\n"),
     "score-range-unproven": Example("score s weight 1\n  value len(node.labels) * 10\n"),

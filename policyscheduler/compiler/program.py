@@ -183,6 +183,11 @@ class PolicySet:
     def rules(self) -> tuple[FilterRule | ScoreRule, ...]:
         return (*self.filters, *self.scores)
 
+    @property
+    def every_rule(self) -> tuple[FilterRule | ScoreRule | PreemptRule, ...]:
+        """Filters, scores and preempt rules: what the tools (lint, explain, docs) list."""
+        return (*self.filters, *self.scores, *self.preempts)
+
     @functools.cached_property
     def analyses(self) -> dict[str, RuleAnalysis]:
         """Per rule (``"filter NAME"`` / ``"score NAME"``): node dependence and the schema members it reads."""
