@@ -23,7 +23,7 @@ __all__ = ["complete"]
 _MEMBER = re.compile(r"([A-Za-z_]\w*(?:\s*\.\s*[A-Za-z_]\w*)*)\s*\.\s*([A-Za-z_]\w*)?$")
 _STATEMENT = re.compile(r"^\s*(override|disable|replace)\s+[a-z]*$")
 _CLAUSE_WORDS = ("reason", "applies", "when", "let", "require", "reject", "each", "ignore", "node", "value",
-                 "weight", "normalize", "skip", "else", "max", "min")
+                 "victim", "weight", "normalize", "skip", "else", "max", "min")
 
 
 def _text_before(lines: list[str], pos: types.Position) -> str:
@@ -62,7 +62,7 @@ def complete(layered: Layered | None, lines: list[str], pos: types.Position) -> 
                                      documentation=_markdown(defs[0].rule.doc.strip()))
                 for (k, name), defs in rule_index(layered).items() if k == kind]
     if _STATEMENT.match(line_prefix(lines, pos)):
-        return [types.CompletionItem(label=w, kind=types.CompletionItemKind.Keyword) for w in ("filter", "score")]
+        return [types.CompletionItem(label=w, kind=types.CompletionItemKind.Keyword) for w in ("filter", "score", "preempt")]
     before = _text_before(lines, pos)
     members = member_items(before)
     if members is not None:

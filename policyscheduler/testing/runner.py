@@ -177,10 +177,12 @@ def _location(span: Any) -> str:
 def _register(cov: Coverage, policy_set: Any, under_test: set[str] | None) -> None:
     from policyscheduler.syntax import ast as syn
 
-    for r in policy_set.rules:
+    preempts = getattr(policy_set, "preempts", ())
+    for r in (*policy_set.rules, *preempts):
         if under_test is not None and not ({str(Path(r.span.file).resolve()), Path(r.span.file).name} & under_test):
             continue
-        key = f"{'filter' if r in policy_set.filters else 'score'} {r.name}"
+        kind = "filter" if r in policy_set.filters else "score" if r in policy_set.scores else "preempt"
+        key = f"{kind} {r.name}"
         cov.rules.setdefault(key, _location(r.span))
         if r.checked is None:
             continue
@@ -274,6 +276,15 @@ def run_case(case: Case, policy_set: Any, cov: Coverage | None = None, engine: s
         present = {r.name for r in policy_set.rules}
         check("absent", want["absent"], sorted(n for n in want["absent"] if n in present) or want["absent"],
               not any(n in present for n in want["absent"]))
+    pre = None
+    if decision.node is None and ("preemption" in want or (cov is not None and getattr(policy_set, "preempts", ()))):
+        from policyscheduler.cycle.preemption import preempt
+
+        pre = preempt(make_evaluator(engine), policy_set, snapshot, case.pod, decision, (), random.Random(0))
+        if cov is not None:
+            _cover_preempt(cov, policy_set, pre)
+    if "preemption" in want:
+        _check_preemption(want["preemption"], decision, pre, check)
     errors = {n: v.error for n, v in decision.verdicts.items() if v.error}
     if errors and not any(f.path.startswith("rejected") for f in fails):
         expected_errors = any("policy error" in r for e in (want.get("rejected") or {}).values()
@@ -281,6 +292,32 @@ def run_case(case: Case, policy_set: Any, cov: Coverage | None = None, engine: s
         if not expected_errors:
             fails.append(Failure("runtime errors", {}, errors))
     return CaseResult(case, "fail" if fails else "pass", fails, digest=policy_set.digest)
+
+
+def _check_preemption(exp: dict[str, Any], decision: Any, pre: Any, check: Any) -> None:
+    """``want.preemption`` against the outcome of the scheduler's own preemption on the case's cluster."""
+    if pre is None:
+        check("preemption", exp, f"no preemption: the pod was placed on {decision.node}", False)
+        return
+    if "node" in exp:
+        check("preemption.node", exp["node"], pre.node)
+    if "victims" in exp:
+        check("preemption.victims", sorted(exp["victims"]), sorted(v.key for v in pre.victims))
+    if "protected" in exp:
+        check("preemption.protected", sorted(exp["protected"]), sorted(p.pod for p in pre.protected))
+    if "message" in exp:
+        check("preemption.message", exp["message"],
+              decision.message if pre.message is None else f"{decision.message} {pre.message}")
+
+
+def _cover_preempt(cov: Coverage, policy_set: Any, pre: Any) -> None:
+    """A preempt rule is covered when it protected a pod in some case (all its clauses ran then)."""
+    by_name = {r.name: r for r in policy_set.preempts}
+    for p in pre.protected:
+        rule = by_name.get(p.rule)
+        cov.rules_hit.add(f"preempt {p.rule}")
+        if rule is not None and rule.checked is not None:
+            cov.clauses_hit.update(_location(c.span) for c in rule.checked.rule.clauses)
 
 
 def _cover(cov: Coverage, policy_set: Any, decision: Any, traces: dict[tuple[str, str], Any],
