@@ -117,3 +117,40 @@ def test_a_rule_that_fails_at_run_time_protects(engine: str) -> None:
     [kept] = a.preemption.protected
     assert kept.error is not None and "strict" in kept.error
     assert NOT_HELPFUL not in (a.decision.message if a.decision else "")
+
+
+def test_simulate_evicts_another_victim_when_a_rule_protects_kubes_choice() -> None:
+    from policyscheduler.simulate.run import simulate
+
+    objects = [node("n1", cpu="2"), node("n2", cpu="2"),
+               in_ns(pod("pay", cpu="2", priority=1, on="n1"), "payments"), pod("other", cpu="2", priority=5, on="n2"),
+               pod("big", cpu="2", priority=1000)]
+    plain = {p["pod"]: p for p in simulate(policies(""), objects, seed=0).to_json()["placements"]}
+    assert plain["default/big"]["node"] == "n1" and plain["default/big"]["preempted"] == ["payments/pay"]
+    ruled = {p["pod"]: p for p in simulate(policies(PAYMENTS), objects, seed=0).to_json()["placements"]}
+    assert ruled["default/big"]["node"] == "n2" and ruled["default/big"]["preempted"] == ["default/other"]
+
+
+def test_explain_names_the_rule_and_its_line_for_a_protected_pod(tmp_path: Any, capsys: Any) -> None:
+    import json
+
+    import yaml
+
+    from policyscheduler.cli import main
+
+    policy = tmp_path / "no-evict.policy"
+    policy.write_text(PAYMENTS)
+    objects = [node("n1", cpu="2"), node("n2", cpu="2"),
+               in_ns(pod("pay", cpu="2", priority=1, on="n1"), "payments"), pod("other", cpu="2", priority=5, on="n2"),
+               pod("big", cpu="2", priority=1000)]
+    cluster = tmp_path / "cluster.yaml"
+    cluster.write_text(yaml.safe_dump({"apiVersion": "v1", "kind": "List", "items": objects}))
+    args = ["explain", "--cluster", str(cluster), "--policies", str(policy), "default/big"]
+    assert main([*args, "-o", "json"]) == 0
+    pre = json.loads(capsys.readouterr().out)["preemption"]
+    assert pre["node"] == "n2" and [v["pod"] for v in pre["victims"]] == ["default/other"]
+    assert [(p["pod"], p["rule"], p["line"]) for p in pre["protected"]] == [("payments/pay", "preempt protect_payments", 2)]
+    assert main(args) == 0
+    text = capsys.readouterr().out
+    assert "preemption: would nominate n2 and evict default/other (priority 5)" in text
+    assert f"protected: payments/pay on n1 by preempt protect_payments ({policy}:2)" in text
