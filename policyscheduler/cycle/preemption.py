@@ -39,11 +39,10 @@ import random
 from collections.abc import Callable, Collection, Hashable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
+from policyscheduler.diagnostics import PolicyRuntimeError
 from policyscheduler.evaluation.message import failed_scheduling_message, pod_rejected_message
 from policyscheduler.state.store import pod_key as store_key
 from policyscheduler.state.whatif import pods_added, pods_removed
-
-from policyscheduler.diagnostics import PolicyRuntimeError
 
 if TYPE_CHECKING:
     from policyscheduler.compiler import PolicySet, PreemptRule

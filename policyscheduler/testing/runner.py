@@ -277,7 +277,7 @@ def run_case(case: Case, policy_set: Any, cov: Coverage | None = None, engine: s
         check("absent", want["absent"], sorted(n for n in want["absent"] if n in present) or want["absent"],
               not any(n in present for n in want["absent"]))
     pre = None
-    if decision.node is None and ("preemption" in want or (cov is not None and getattr(policy_set, "preempts", ()))):
+    if decision.node is None and ("preemption" in want or (cov is not None and bool(getattr(policy_set, "preempts", ())))):
         from policyscheduler.cycle.preemption import preempt
 
         pre = preempt(make_evaluator(engine), policy_set, snapshot, case.pod, decision, (), random.Random(0))
