@@ -83,3 +83,13 @@ def test_no_bundled_preempt_rules_and_disable_finds_a_users_rule() -> None:
     assert both.policy_set is not None and both.policy_set.preempts == ()
     missing = load_layered(texts=[("a.policy", "disable preempt nope\n")])
     assert "unknown-rule" in [d.code for d in missing.diagnostics]
+
+
+def test_override_preempt_skip_when_and_no_weight() -> None:
+    ok = load_layered(texts=[("a.policy", "preempt p\n  victim false\n"),
+                             ("b.policy", "override preempt p skip when pod.priority > 5\n")])
+    assert ok.policy_set is not None and not ok.diagnostics
+    [rule] = ok.policy_set.preempts
+    assert isinstance(rule.checked.rule.clauses[0], ast.Applies)  # type: ignore[union-attr]
+    bad = load_layered(texts=[("a.policy", "preempt p\n  victim false\n"), ("b.policy", "override preempt p weight 3\n")])
+    assert [d.code for d in bad.diagnostics] == ["clause-not-allowed"]
