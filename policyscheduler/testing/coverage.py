@@ -21,7 +21,7 @@ from typing import Any
 __all__ = ["Coverage", "MEANING"]
 
 MEANING = ("covered = a filter rejected a node, a score rule scored a feasible node it applies to, "
-           "a preempt rule protected a pod from preemption, a clause acted (emitted its reason, was computed, held), in some case")
+           "a clause acted (emitted its reason, was computed, held), in some case")
 
 
 def _pct(hit: int, total: int) -> float:

@@ -5,6 +5,7 @@ the defaults reproduce)."""
 from __future__ import annotations
 
 import random
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -154,3 +155,26 @@ def test_explain_names_the_rule_and_its_line_for_a_protected_pod(tmp_path: Any, 
     text = capsys.readouterr().out
     assert "preemption: would nominate n2 and evict default/other (priority 5)" in text
     assert f"protected: payments/pay on n1 by preempt protect_payments ({policy}:2)" in text
+
+
+def test_policy_test_checks_want_preemption_and_reports_a_wrong_victim(tmp_path: Any, capsys: Any) -> None:
+    import json
+
+    from policyscheduler.cli import main
+
+    example = Path(__file__).resolve().parents[2] / "examples" / "policies"
+    case = (example / "tests" / "no-evict-payments" / "no-evict-payments.test.yaml").read_text()
+    folder = tmp_path / "t"
+    folder.mkdir()
+    (folder / "snapshot.yaml").write_text((example / "tests" / "no-evict-payments" / "snapshot.yaml").read_text())
+    wrong = case.replace("../../no-evict-payments.policy", str(example / "no-evict-payments.policy")).replace(
+        "victims: [web/shop]", "victims: [payments/ledger]")
+    (folder / "wrong.test.yaml").write_text(wrong)
+    assert main(["test", str(folder), "-o", "json"]) == 1
+    doc = json.loads(capsys.readouterr().out)
+    [failed] = [c for c in doc["cases"] if c["status"] == "fail"]
+    assert [f["path"] for f in failed["failures"]] == ["preemption.victims"]
+    assert failed["failures"][0]["actual"] == ["web/shop"]
+    (folder / "wrong.test.yaml").write_text(wrong.replace("preemption: {node: n2", "preemption: {nod: n2"))
+    assert main(["test", str(folder)]) == 2
+    assert "want.preemption" in capsys.readouterr().err
