@@ -113,11 +113,13 @@ CODES: dict[str, str] = {
     "unknown-normalize": "a normalize mode other than none, scale, reverse, minmax, spread",
     "missing-reason": "a `require` without `else` in a filter that has no `reason` clause",
     "missing-value": "a score rule without a `value` clause",
+    "missing-victim": "a preempt rule without a `victim` clause",
     "missing-check": "a filter without any require/reject clause",
     "duplicate-clause": "a clause that may appear once appears twice (reason, applies, ignore, value)",
     "clause-order": "`applies when` is not the first clause, `reject pod` follows a node-level clause, or `value` is not the last",
     "clause-not-allowed": "a clause that the rule kind does not have (e.g. `value` in a filter)",
     "applies-uses-node": "a pod-level clause (`applies when`, `reject pod`) refers to `node` (it is evaluated once per pod, not per node)",
+    "applies-uses-target": "a preempt rule's `applies when` refers to `target` (it is evaluated once per preemptor, not per victim)",
     "unused-binding": "a let binding that is never used (warning; loop variables may go unused)",
     "cost-limit": "a rule's static cost bound exceeds the limit",
     "overflow": "an int expression over constants whose result is outside 64 bits (it would fail on every node)",
@@ -231,17 +233,21 @@ CODES.update({
     "unknown-taint-effect": "a taint effect that is not NoSchedule, PreferNoSchedule or NoExecute (`NoSchedul`)",
     "suppression-needs-reason": "a `# lint: ignore[code]` comment without `because JUSTIFICATION`: it suppresses nothing",
     "unused-suppression": "a `# lint: ignore[code] because ...` comment that suppresses no diagnostic",
+    "victim-always-true": "a preempt rule whose `victim` clause is constantly true: it protects no pod",
 })
 
 LINT_ONLY_WARNINGS = frozenset({
     "duplicate-rule-body", "unreachable", "constant-filter", "require-never-fails", "score-range-unproven",
     "cost-budget", "pod-only-filter", "label-key-typo", "unknown-taint-effect", "suppression-needs-reason",
-    "unused-suppression",
+    "unused-suppression", "victim-always-true",
 })
 
 _WARNING_CODES = frozenset({"unused-binding", "empty-aggregate", "no-policy-files", "symlink-loop", "bidi-control"}) | LINT_ONLY_WARNINGS
 
 RATIONALE: dict[str, str] = {
+    "victim-always-true": "A preempt rule only ever narrows the victims kube's DefaultPreemption would pick; one "
+    "whose `victim` clause always holds narrows nothing, which is almost always a condition written the wrong way "
+    "round (`victim target.namespace == \"payments\"` instead of `!=`).",
     "symlink-loop": "A policy directory whose symlinks lead back into itself would be searched forever; the loop is "
     "cut where it closes and reported, and every file reached before it still loads.",
     "too-large": "The API server keeps quantities and integers in 64 bits; a literal beyond that range (a 5,000-digit "

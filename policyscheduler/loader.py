@@ -35,6 +35,7 @@ from policyscheduler.checker import Schema, check, global_schema
 from policyscheduler.compiler import (
     FilterRule,
     PolicySet,
+    PreemptRule,
     ScoreRule,
     compile_rule,
     digest_of,
@@ -380,6 +381,7 @@ def _pipeline(users: list[SourceFile], defaults: list[SourceFile], by_name: dict
     policy_set = PolicySet(
         filters=tuple(r for r in compiled if isinstance(r, FilterRule)),
         scores=tuple(r for r in compiled if isinstance(r, ScoreRule)),
+        preempts=tuple(r for r in compiled if isinstance(r, PreemptRule)),
         # Base names, not paths: the same policies read by lint in CI, by simulate from the wheel and from
         # the ConfigMap in the cluster must carry the same digest. Layered sets keep their layer order
         # (it is the filter order); the plain loaders sort by name, which is their order too.
@@ -516,9 +518,10 @@ def _override(rule: ast.Rule, s: ast.Override, diags: list[Diagnostic]) -> ast.R
                                f"{seen[what]})", span))
             ok = False
         seen.setdefault(what, span)
-        if what in ("weight", "normalize") and isinstance(rule, ast.FilterRule):
-            diags.append(error("clause-not-allowed", f"a filter has no {what}; 'override filter' takes only "
-                               "'skip when CONDITION' (use 'replace filter' to change what it checks)", span))
+        if what in ("weight", "normalize") and not isinstance(rule, ast.ScoreRule):
+            diags.append(error("clause-not-allowed", f"a {rule.kind} has no {what}; 'override {rule.kind}' takes "
+                               f"only 'skip when CONDITION'" + (" (use 'replace filter' to change what it checks)"
+                                                               if isinstance(rule, ast.FilterRule) else ""), span))
             ok = False
     if not ok:
         return None

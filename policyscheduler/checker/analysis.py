@@ -41,7 +41,7 @@ def clause_expressions(clause: ast.Clause) -> tuple[ast.Expr, ...]:
     """The expressions of one clause, in evaluation order."""
     if isinstance(clause, ast.Reason):
         return (clause.text,)
-    if isinstance(clause, (ast.Applies, ast.IgnoreWhen)):
+    if isinstance(clause, (ast.Applies, ast.IgnoreWhen, ast.VictimWhen)):
         return (clause.cond,)
     if isinstance(clause, (ast.RejectPod, ast.Reject)):
         return (clause.when, clause.reason)

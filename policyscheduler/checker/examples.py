@@ -64,11 +64,13 @@ EXAMPLES: dict[str, Example] = {
     "unknown-normalize": Example("score s weight 1 normalize rescale\n  value 1\n"),
     "missing-reason": Example("filter f\n  require not node.unschedulable\n"),
     "missing-value": Example("score s weight 1\n  let x = 1\n"),
+    "missing-victim": Example('preempt p\n  reason "r"\n  applies when pod.priority > 0\n'),
     "missing-check": Example(_F),
     "duplicate-clause": Example('filter f\n  reason "one"\n  reason "two"\n  require not node.unschedulable\n'),
     "clause-order": Example("score s weight 1\n  value 1\n  ignore node when node.unschedulable\n"),
     "clause-not-allowed": Example(_F + "  require not node.unschedulable\n  value 1\n"),
     "applies-uses-node": Example(_F + "  applies when node.unschedulable\n  require true\n"),
+    "applies-uses-target": Example('preempt p\n  applies when target.priority > 0\n  victim true\n'),
     "unused-binding": Example(_F + "  let x = 1\n  require not node.unschedulable\n"),
     "cost-limit": Example("score f weight 1 normalize scale\n  value sum(a, x in node.labels: count(b, y in "
                           "node.labels where (all c, z in node.labels: all d, w in node.labels: x != w)))\n"),
@@ -76,6 +78,7 @@ EXAMPLES: dict[str, Example] = {
     "duplicate-rule-body": Example(_F + "  require not node.unschedulable\n\nfilter g\n  reason \"r\"\n"
                                    "  require not node.unschedulable\n"),
     "unreachable": Example(_F + "  applies when false\n  require not node.unschedulable\n"),
+    "victim-always-true": Example('preempt p\n  applies when pod.priority > 100\n  victim true\n'),
     "constant-filter": Example(_F + "  require 1 < 2\n"),
     "require-never-fails": Example(_F + "  require len(node.taints) >= 0\n"),
     "score-range-unproven": Example("score s weight 1\n  value len(node.labels) * 10\n"),

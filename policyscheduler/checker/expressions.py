@@ -277,6 +277,10 @@ class ExprChecker(ExprVisitor[Type]):
                 return self.err("applies-uses-node",
                                 f"{self.pod_level} cannot use '{e.id}': it is evaluated once per pod, "
                                 "before any node is looked at", e.span)
+            if self.pod_level is not None and b.kind == "root" and e.id == "target":
+                return self.err("applies-uses-target",
+                                f"{self.pod_level} cannot use 'target': it is evaluated once per preemptor, "
+                                "before any victim is looked at", e.span)
             b.used = True
             if b.size is not None:
                 self.info.sizes[id(e)] = b.size

@@ -266,6 +266,12 @@ def lint_rules(rules: Sequence[CheckedRule], *, cost_budget: int = COST_BUDGET) 
                     out.append(warning("pod-only-filter", f"filter '{r.name}' never reads the node, so every node "
                                        "gets the same verdict; write 'reject pod REASON when CONDITION' (decided "
                                        "once per pod)", r.name_span))
+        if isinstance(r, ast.PreemptRule):
+            for c in r.clauses:
+                if isinstance(c, ast.VictimWhen) and _const(c.cond) is True:
+                    out.append(warning("victim-always-true", f"the 'victim' clause always holds: preempt '{r.name}' "
+                                       "protects no pod (write 'victim false' to protect every pod from the "
+                                       "preemptors it applies to)", c.span))
         if isinstance(r, ast.ScoreRule) and checked.normalize == "none":
             lets: dict[str, tuple[float, float]] = {}
             for c in r.clauses:

@@ -23,7 +23,28 @@ NORMALIZE_MODES = ("none", "scale", "reverse", "minmax", "spread")
 
 _FILTER_CLAUSES = (ast.Reason, ast.Applies, ast.RejectPod, ast.Let, ast.Require, ast.Reject, ast.RejectEach)
 _SCORE_CLAUSES = (ast.Applies, ast.IgnoreWhen, ast.Let, ast.Value)
-_ONCE = (ast.Reason, ast.Applies, ast.IgnoreWhen, ast.Value)
+_PREEMPT_CLAUSES = (ast.Reason, ast.Applies, ast.Let, ast.VictimWhen)
+_ONCE = (ast.Reason, ast.Applies, ast.IgnoreWhen, ast.Value, ast.VictimWhen)
+_ALLOWED: dict[type, tuple[type, ...]] = {
+    ast.FilterRule: _FILTER_CLAUSES, ast.ScoreRule: _SCORE_CLAUSES, ast.PreemptRule: _PREEMPT_CLAUSES,
+}
+
+TARGET = "target"
+"""The root a preempt rule's ``victim`` clause reads: the candidate victim (a Pod, like ``pod``)."""
+
+
+def schema_for(rule: ast.Rule, schema: Schema) -> Schema:
+    """The schema ``rule`` is checked against: a preempt rule also sees ``target`` (the candidate victim,
+    of the same type as ``pod``); filters and scores do not."""
+    if not isinstance(rule, ast.PreemptRule) or "pod" not in schema.roots:
+        return schema
+    return dataclasses.replace(schema, roots={**schema.roots, TARGET: schema.roots["pod"]})
+
+
+def _home(clause: ast.Clause) -> str:
+    """The rule kinds a clause belongs in, for ``clause-not-allowed``."""
+    kinds = [k.kind for k, allowed in _ALLOWED.items() if isinstance(clause, allowed)]  # type: ignore[attr-defined]
+    return " or ".join(f"a {k} rule" for k in kinds)
 
 
 @dataclasses.dataclass
@@ -58,13 +79,12 @@ def check_duplicates(modules: Sequence[ast.Module]) -> tuple[list[Diagnostic], s
 
 def check_structure(rule: ast.Rule, diags: list[Diagnostic]) -> None:
     """Which clauses a rule kind has, how often, and where."""
-    allowed = _FILTER_CLAUSES if isinstance(rule, ast.FilterRule) else _SCORE_CLAUSES
+    allowed = _ALLOWED[type(rule)]
     seen: dict[type, ast.Clause] = {}
     for i, c in enumerate(rule.clauses):
         kw = ast.CLAUSE_KEYWORDS[type(c)]
         if not isinstance(c, allowed):
-            other = "score" if isinstance(rule, ast.FilterRule) else "filter"
-            diags.append(error("clause-not-allowed", f"'{kw}' belongs in a {other} rule, not in a {rule.kind} rule",
+            diags.append(error("clause-not-allowed", f"'{kw}' belongs in {_home(c)}, not in a {rule.kind} rule",
                                c.span))
             continue
         if isinstance(c, _ONCE) and type(c) in seen:
@@ -78,8 +98,8 @@ def check_structure(rule: ast.Rule, diags: list[Diagnostic]) -> None:
                 not isinstance(p, (ast.Reason, ast.Applies, ast.RejectPod)) for p in rule.clauses[:i]):
             diags.append(error("clause-order", "'reject pod' must come before the node-level clauses of the rule "
                                "(after 'reason' and 'applies when')", c.span))
-        if isinstance(c, ast.Value) and i != len(rule.clauses) - 1:
-            diags.append(error("clause-order", "'value' must be the last clause of the rule", c.span))
+        if isinstance(c, (ast.Value, ast.VictimWhen)) and i != len(rule.clauses) - 1:
+            diags.append(error("clause-order", f"'{kw}' must be the last clause of the rule", c.span))
     if isinstance(rule, ast.FilterRule):
         checks = [c for c in rule.clauses if isinstance(c, (ast.Require, ast.Reject, ast.RejectEach, ast.RejectPod))]
         if not checks:
@@ -90,6 +110,10 @@ def check_structure(rule: ast.Rule, diags: list[Diagnostic]) -> None:
                 if isinstance(c, ast.Require) and c.else_ is None:
                     diags.append(error("missing-reason", "this 'require' has no 'else' reason and the filter has "
                                        "no 'reason' clause", c.span))
+    elif isinstance(rule, ast.PreemptRule):
+        if ast.VictimWhen not in seen:
+            diags.append(error("missing-victim", f"preempt '{rule.name}' has no 'victim' clause (which pods the "
+                               "preemptor may evict)", rule.name_span))
     elif ast.Value not in seen:
         diags.append(error("missing-value", f"score '{rule.name}' has no 'value' clause", rule.name_span))
 
@@ -137,6 +161,7 @@ def _check_constant_value(value: ast.Expr, mode: str, diags: list[Diagnostic]) -
 
 def check_clauses(rule: ast.Rule, schema: Schema, checked: CheckedRule, diags: list[Diagnostic]) -> None:
     """Types and names of every clause, in order (a let is visible after its clause), then unused lets."""
+    schema = schema_for(rule, schema)
     ec = ExprChecker(schema, checked.info, diags)
     roots = {name: Binding(t, None, "root") for name, t in schema.roots.items()}
     scope = Scope(roots)
@@ -177,6 +202,8 @@ def check_clauses(rule: ast.Rule, schema: Schema, checked: CheckedRule, diags: l
             ec.expect(c.reasons, scope, want, "'reject each'", 1)
         elif isinstance(c, ast.IgnoreWhen):
             ec.expect(c.cond, scope, BOOL, "'ignore node when'", 1)
+        elif isinstance(c, ast.VictimWhen):
+            ec.expect(c.cond, scope, BOOL, "'victim'", 1)
         elif isinstance(c, ast.Value):
             t = ec.check(c.value, scope, 1)
             if t not in (INT, ERROR):

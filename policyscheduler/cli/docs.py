@@ -38,8 +38,14 @@ CONSTRUCTS: list[tuple[str, str, str]] = [
     ("ignore node when EXPR", "the node gets 0 and is left out of normalisation",
      "score s1 weight 1 normalize scale\n  ignore node when node.unschedulable\n  value len(node.labels)\n"),
     ("value EXPR", "a score's raw value (an int)", "score s2 weight 1\n  value 50\n"),
+    ("preempt NAME", "which pods preemption may evict (narrows kube's DefaultPreemption; `applies when` picks "
+     "the preemptors, reading `pod`)", 'preempt p1\n  reason "pods of namespace payments are never preempted"\n'
+     '  victim target.namespace != "payments"\n'),
+    ("victim EXPR", "a preempt rule's last clause: `target` (the candidate victim, a Pod) may be evicted for "
+     "`pod` (the preemptor) on `node` only when EXPR holds", 'preempt p2\n  applies when pod.labels["tier"] == '
+     '"batch"\n  victim target.labels["tier"] == "batch"\n'),
     ("use defaults none", "start from an empty set", None),  # type: ignore[list-item]
-    ("disable filter|score NAME", "leave a rule out", "disable score image_locality\n"),
+    ("disable filter|score|preempt NAME", "leave a rule out", "disable score image_locality\n"),
     ("override score NAME weight N normalize MODE skip when EXPR", "change a rule's settings",
      'override score taint_toleration weight 1 skip when pod.labels["x"] == "y"\n'),
     ("replace filter|score NAME ...", "your rule in the place of a default one",
@@ -56,7 +62,7 @@ CONSTRUCTS: list[tuple[str, str, str]] = [
     ("500m, 2Gi, 1e3", "quantity literals", 'filter f11\n  reason "r"\n'
      '  require node.allocatable["memory"] >= 2Gi and node.allocatable["cpu"] > 500m\n'),
 ]
-CONSTRUCTS[11] = ("use defaults none", "start from an empty set (then add filters)",
+CONSTRUCTS[[c[0] for c in CONSTRUCTS].index("use defaults none")] = ("use defaults none", "start from an empty set (then add filters)",
                   'use defaults none\n\nfilter only\n  reason "r"\n  require not node.unschedulable\n')
 
 GENERIC_EXAMPLES: dict[str, str] = {

@@ -181,6 +181,14 @@ def explain(policy_set: Any, snapshot: Any, pod: dict[str, Any], *, engine: str 
         nodes_out.append(entry)
     rules_doc = {f"{'filter' if r in policy_set.filters else 'score'} {r.name}":
                  {"location": _location(r.span), "doc": r.doc} for r in policy_set.rules}
+    rules_doc.update({f"preempt {r.name}": {"location": _location(r.span), "doc": r.doc}
+                      for r in getattr(policy_set, "preempts", ())})
+    preemption = None
+    if decision.node is None:
+        from policyscheduler.cli.explain_preempt import explain_preemption
+
+        preemption = explain_preemption(make_evaluator(engine), policy_set, snapshot, pod, decision,
+                                        random.Random(seed), sources)
     return {
         "pod": decision.pod,
         "policy_digest": decision.policy_digest,
@@ -193,6 +201,7 @@ def explain(policy_set: Any, snapshot: Any, pod: dict[str, Any], *, engine: str 
         "summary": summarize(nodes_out, decision.node, list(decision.top)),
         "nodes": nodes_out,
         "rules": rules_doc,
+        "preemption": preemption,
         "_decision": decision,
     }
 

@@ -74,6 +74,9 @@ def summary_lines(doc: dict[str, Any], *, which: str = "all", node: str | None =
             else:
                 why = "no single rule gives the chosen node more points"
             lines.append(f"runner-up: {runner['node']} (total {runner['total']}, {runner['margin']} behind): {why}")
+    from policyscheduler.cli.explain_preempt import preemption_lines
+
+    lines += preemption_lines(doc.get("preemption"))
     if doc["score_errors"]:
         rules = sorted({e["rule"] for e in doc["score_errors"]})
         lines.append(f"score errors: {len(rules)} rule(s) failed ({', '.join(rules)}), marked "

@@ -77,10 +77,10 @@ def _rules_in_force(result: LoadResult) -> str:
     ps = result.policy_set
     assert ps is not None
     users = set(result.user_files)
-    mine = sum(1 for r in ps.rules if r.span.file in users)
-    defaults = len(ps.rules) - mine
+    mine = sum(1 for r in ps.every_rule if r.span.file in users)
+    defaults = len(ps.every_rule) - mine
     if not result.default_files and not result.user_files:
-        return f"{_plural(len(ps.rules), 'rule')} in {_plural(len(result.sources), 'file')}"
+        return f"{_plural(len(ps.every_rule), 'rule')} in {_plural(len(result.sources), 'file')}"
     if not result.user_files:
         return f"{_plural(defaults, 'bundled default rule')} in {_plural(len(result.default_files), 'file')}"
     text = f"{_plural(mine, 'rule')} in {_plural(len(result.user_files), 'file')}"
@@ -104,7 +104,7 @@ def report_json(result: LoadResult) -> str:
     return render_json(
         result.diagnostics,
         files=len(result.user_files) if result.user_files else len(result.sources),
-        rules=(len(ps.filters) + len(ps.scores)) if ps is not None else len(result.costs),
+        rules=len(ps.every_rule) if ps is not None else len(result.costs),
         digest=ps.digest if ps is not None else None,
         default_files=len(result.default_files),
     )
@@ -266,7 +266,7 @@ def with_lint_checks(result: LoadResult, paths: Sequence[str], *, cost_budget: i
     if result.policy_set is not None:
         in_scope: dict[str, bool] = {}  # per file name: realpath once per file, not once per rule
         rules = []
-        for r in result.policy_set.rules:
+        for r in result.policy_set.every_rule:
             file = r.span.file
             if file not in in_scope:
                 in_scope[file] = os.path.realpath(file) in scope

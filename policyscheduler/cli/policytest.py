@@ -85,7 +85,10 @@ def run(args: argparse.Namespace, *, stdout: TextIO | None = None, stderr: TextI
         except re.error as exc:
             err.write(f"policyscheduler test: bad --run pattern: {exc}\n")
             return 2
-    result, errors = run_tests(args.paths or ["."], extra_policies=args.policies, run=args.run, engine=args.engine)
+    from policyscheduler.cycle.preemption import preempt
+
+    result, errors = run_tests(args.paths or ["."], extra_policies=args.policies, run=args.run, engine=args.engine,
+                               preempt=preempt)
     if result is None:
         for e in errors:
             err.write(f"error: {e}\n")

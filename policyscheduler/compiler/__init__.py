@@ -5,9 +5,10 @@ from __future__ import annotations
 from policyscheduler.compiler.program import (
     FilterRule,
     PolicySet,
+    PreemptRule,
     ScoreRule,
     compile_rule,
     digest_of,
 )
 
-__all__ = ["FilterRule", "PolicySet", "ScoreRule", "compile_rule", "digest_of"]
+__all__ = ["FilterRule", "PolicySet", "PreemptRule", "ScoreRule", "compile_rule", "digest_of"]

@@ -140,16 +140,53 @@ class ScoreRule:
 
 
 @dataclasses.dataclass(frozen=True)
+class PreemptRule:
+    """A compiled preempt rule: ``applies(env)`` once per preemptor (env: pod, cluster), then
+    ``allows(env)`` per candidate victim (env: pod = the preemptor, target = the victim, node, cluster).
+
+    Evaluated by these closures only (both evaluation backends share them): a victim clause runs per
+    (preemptor, victim) pair during preemption, never per node of a scheduling cycle."""
+
+    name: str
+    doc: str
+    span: Span
+    reason: str
+    cost: int = 0
+    checked: CheckedRule | None = dataclasses.field(default=None, repr=False, compare=False)
+    _applies: Fn = dataclasses.field(default=_always(True), repr=False, compare=False)
+    _victim: Fn = dataclasses.field(default=_always(True), repr=False, compare=False)
+
+    @property
+    def file(self) -> str:
+        return self.span.file
+
+    def applies(self, env: Env) -> bool:
+        """The ``applies when`` clause (True if absent): is the rule about this preemptor?"""
+        return bool(_run(self.name, self.span, self._applies, env))
+
+    def allows(self, env: Env) -> bool:
+        """The ``victim`` clause, after the lets: may ``target`` be evicted for ``pod``?"""
+        return bool(_run(self.name, self.span, self._victim, env))
+
+
+@dataclasses.dataclass(frozen=True)
 class PolicySet:
-    """The immutable result of loading: filters and scores in evaluation order, and a content digest."""
+    """The immutable result of loading: filters and scores in evaluation order, and a content digest.
+    ``preempts``: the preempt rules, which only preemption reads (``rules`` and the backends do not)."""
 
     filters: tuple[FilterRule, ...]
     scores: tuple[ScoreRule, ...]
     digest: str
+    preempts: tuple[PreemptRule, ...] = ()
 
     @property
     def rules(self) -> tuple[FilterRule | ScoreRule, ...]:
         return (*self.filters, *self.scores)
+
+    @property
+    def every_rule(self) -> tuple[FilterRule | ScoreRule | PreemptRule, ...]:
+        """Filters, scores and preempt rules: what the tools (lint, explain, docs) list."""
+        return (*self.filters, *self.scores, *self.preempts)
 
     @functools.cached_property
     def analyses(self) -> dict[str, RuleAnalysis]:
@@ -192,7 +229,7 @@ def _lets_then(lets: list[tuple[str, Fn]], final: Fn) -> Fn:
     return run
 
 
-def compile_rule(checked: CheckedRule) -> FilterRule | ScoreRule:
+def compile_rule(checked: CheckedRule) -> FilterRule | ScoreRule | PreemptRule:
     """Turn one checked rule into its compiled form."""
     r = checked.rule
     ec = ExprCompiler(checked.info)
@@ -205,6 +242,15 @@ def compile_rule(checked: CheckedRule) -> FilterRule | ScoreRule:
         return FilterRule(r.name, r.doc, r.name_span, checked.reason, checked.cost, checked, applies,
                           _filter_check(_filter_steps(r, ec, checked.reason)), _pod_rejection(pod_rejects))
     lets: list[tuple[str, Fn]] = []
+    if isinstance(r, ast.PreemptRule):
+        victim = _always(True)
+        for c in r.clauses:
+            if isinstance(c, ast.Let):
+                lets.append((c.name, ec.compile(c.value)))
+            elif isinstance(c, ast.VictimWhen):
+                victim = _lets_then(list(lets), ec.compile(c.cond))
+        reason = checked.reason or f"protected by preempt rule '{r.name}'"
+        return PreemptRule(r.name, r.doc, r.name_span, reason, checked.cost, checked, applies, victim)
     ignored = None
     raw = _always(0)
     for c in r.clauses:

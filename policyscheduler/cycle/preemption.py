@@ -18,6 +18,13 @@ Called by ``schedule_one`` when a pod fits nowhere. In kube's order:
    gives its reason ("No preemption victims found for incoming pod", or the filter's) and every other
    node "Preemption is not helpful for scheduling".
 
+**Preempt rules** (``preempt NAME ... victim C`` in the policy set) narrow step 3: a lower-priority pod
+for which some applicable rule's ``victim`` clause is false (or fails at run time: a rule that cannot
+decide protects) is not a potential victim; it stays on the node, as kube treats a pod it may not evict,
+so the preemptor must fit with it there. When the node would have worked had the protected pods been
+evictable, its reason is the protecting rules' ``reason`` (their text, "protected by preempt rule
+'NAME'" without one) rather than the filter's. With no preempt rule the steps are kube's exactly.
+
 Every "would it fit?" is a what-if on the real state (:mod:`policyscheduler.state.whatif`) answered by
 the evaluator's :meth:`~policyscheduler.evaluation.Driver.filter_nodes` on the one node, with the
 nominated pods of priority >= the pod's placed on it first (kube's filters "with nominated pods").
@@ -32,12 +39,14 @@ import random
 from collections.abc import Callable, Collection, Hashable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
+from policyscheduler.diagnostics import PolicyRuntimeError
 from policyscheduler.evaluation.message import failed_scheduling_message, pod_rejected_message
 from policyscheduler.state.store import pod_key as store_key
 from policyscheduler.state.whatif import pods_added, pods_removed
 
 if TYPE_CHECKING:
-    from policyscheduler.compiler import PolicySet
+    from policyscheduler.compiler import PolicySet, PreemptRule
+    from policyscheduler.diagnostics import Span
     from policyscheduler.evaluation import Decision, NodeVerdict
     from policyscheduler.objects import Node, Pod
     from policyscheduler.state import ClusterSnapshot
@@ -49,6 +58,7 @@ __all__ = [
     "WAITING",
     "UNRESOLVABLE_REASONS",
     "Preemption",
+    "Protected",
     "Victim",
     "WhatIfEvaluator",
     "Nominated",
@@ -131,6 +141,28 @@ class Victim:
 
 
 @dataclasses.dataclass(frozen=True)
+class Protected:
+    """A lower-priority pod a preempt rule kept from being a victim (what ``explain`` shows)."""
+
+    pod: str
+    """``namespace/name``."""
+    node: str
+    rule: str
+    reason: str
+    span: Span
+    """Where the rule is defined (its name)."""
+    error: str | None = None
+    """The rule failed at run time on this pod (it then protects: an undecided eviction is not made)."""
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"pod": self.pod, "node": self.node, "rule": f"preempt {self.rule}",
+                               "reason": self.reason, "file": self.span.file, "line": self.span.line}
+        if self.error is not None:
+            out["error"] = self.error
+        return out
+
+
+@dataclasses.dataclass(frozen=True)
 class Preemption:
     """The outcome of one PostFilter run.
 
@@ -150,6 +182,8 @@ class Preemption:
     statuses: Mapping[str, tuple[str, ...]] = dataclasses.field(default_factory=dict)
     eligible: bool = True
     """False when the pod may not preempt at all (``preemptionPolicy: Never``)."""
+    protected: tuple[Protected, ...] = ()
+    """The lower-priority pods preempt rules kept from being victims, on the nodes tried."""
 
 
 class WhatIfEvaluator(Protocol):
@@ -201,6 +235,48 @@ def fits_on(evaluator: WhatIfEvaluator, policy_set: PolicySet, snapshot: Cluster
     return _Fit(evaluator, policy_set, snapshot, pod, [n for n in nominated if n.node == node]).verdict(slot, node)
 
 
+class _Guard:
+    """The preempt rules that apply to one preemptor, asked per candidate victim."""
+
+    def __init__(self, policy_set: PolicySet, snapshot: ClusterSnapshot, record: Pod) -> None:
+        self.rules: list[PreemptRule] = []
+        self.env: dict[str, Any] = {}
+        if not policy_set.preempts:
+            return
+        self.env = {"pod": record, "cluster": snapshot.context(record)}
+        for rule in policy_set.preempts:
+            try:
+                applies = rule.applies(self.env)
+            except PolicyRuntimeError:
+                applies = True  # undecided: the rule's victim clause decides (and protects if it fails too)
+            if applies:
+                self.rules.append(rule)
+
+    def split(self, pods: Sequence[Pod], node: Node) -> tuple[list[Pod], list[Protected]]:
+        """``pods`` that may be evicted, and the protection of the others (the first rule that says no)."""
+        if not self.rules:
+            return list(pods), []
+        allowed: list[Pod] = []
+        protected: list[Protected] = []
+        for pod in pods:
+            env = {**self.env, "target": pod, "node": node}
+            hit: Protected | None = None
+            for rule in self.rules:
+                try:
+                    ok = rule.allows(env)
+                    error = None
+                except PolicyRuntimeError as exc:
+                    ok, error = False, str(exc)
+                if not ok:
+                    hit = Protected(pod.key, node.name, rule.name, rule.reason, rule.span, error)
+                    break
+            if hit is None:
+                allowed.append(pod)
+            else:
+                protected.append(hit)
+        return allowed, protected
+
+
 def _start(snapshot: ClusterSnapshot, pod: Pod) -> float:
     """kube's GetPodStartTime: ``status.startTime``, or "now" (later than any real one) without it."""
     return snapshot.start_times.get(store_key(pod), math.inf)
@@ -226,19 +302,35 @@ def _pdb_split(snapshot: ClusterSnapshot, victims: Sequence[Pod]) -> tuple[list[
     return violating, others
 
 
-def _select_victims(fit: _Fit, snapshot: ClusterSnapshot, priority: int, slot: int,
-                    node: str) -> tuple[list[tuple[Pod, bool]], int, tuple[str, ...]]:
+def _protection_reasons(fit: _Fit, snapshot: ClusterSnapshot, slot: int, node: str,
+                        protected: Sequence[Protected], lower: Sequence[Pod]) -> tuple[str, ...] | None:
+    """The protecting rules' reasons when the pod would fit with every lower-priority pod gone, that
+    is, when the preempt rules are what made the node fail (None otherwise: the node fails anyway)."""
+    if not protected:
+        return None
+    with pods_removed(snapshot.state, [store_key(p) for p in lower]):
+        if fit.verdict(slot, node) is not None:
+            return None
+    return tuple(dict.fromkeys(p.reason for p in protected))
+
+
+def _select_victims(fit: _Fit, guard: _Guard, snapshot: ClusterSnapshot, priority: int, slot: int,
+                    node: str) -> tuple[list[tuple[Pod, bool]], int, tuple[str, ...], list[Protected]]:
     """kube's SelectVictimsOnNode: (victims most important first, each with "breaks a PDB", the number
-    of PDB violations, failure reasons when there is no victim set)."""
+    of PDB violations, failure reasons when there is no victim set, the pods preempt rules protected).
+    Protected pods are left on the node, as kube leaves the pods it may not evict."""
     state = snapshot.state
-    lower = [p for p in state.nodes[slot].pods if p.priority < priority]
+    every_lower = [p for p in state.nodes[slot].pods if p.priority < priority]
+    lower, protected = guard.split(every_lower, snapshot.nodes[slot])
     if not lower:
-        return [], 0, (NO_VICTIMS,)
+        why = _protection_reasons(fit, snapshot, slot, node, protected, every_lower)
+        return [], 0, why or (NO_VICTIMS,), protected
     victims: list[tuple[Pod, bool]] = []
     with pods_removed(state, [store_key(p) for p in lower]):
         failed = fit.verdict(slot, node)
-        if failed is not None:
-            return [], 0, tuple(failed.reasons)
+        if failed is not None:  # (the evictable pods are already gone: the what-if takes the protected ones too)
+            why = _protection_reasons(fit, snapshot, slot, node, protected, every_lower)
+            return [], 0, why or tuple(failed.reasons), protected
         ordered = sorted(lower, key=lambda p: (-p.priority, _start(snapshot, p)))  # stable: node order on ties
         violating, others = _pdb_split(snapshot, ordered)
         reprieved: list[Pod] = []
@@ -255,8 +347,8 @@ def _select_victims(fit: _Fit, snapshot: ClusterSnapshot, priority: int, slot: i
     if violating and others:
         victims.sort(key=lambda v: (-v[0].priority, _start(snapshot, v[0])))
     if not victims:
-        return [], 0, (f"expected at least one victim pod on node {node!r}",)
-    return victims, sum(b for _, b in victims), ()
+        return [], 0, (f"expected at least one victim pod on node {node!r}",), protected
+    return victims, sum(b for _, b in victims), (), protected
 
 
 def _pick(snapshot: ClusterSnapshot, found: Mapping[str, tuple[list[tuple[Pod, bool]], int]],
@@ -322,8 +414,10 @@ def preempt(
             if verdict is not None and verdict.reasons and not unresolvable(verdict, record, node):
                 potential.append(slot)
     fit = _Fit(evaluator, policy_set, snapshot, pod, nominated)
+    guard = _Guard(policy_set, snapshot, record)
     found: dict[str, tuple[list[tuple[Pod, bool]], int]] = {}
     statuses: dict[str, tuple[str, ...]] = {}
+    protected: list[Protected] = []
     if potential:
         wanted = max(len(potential) * _MIN_CANDIDATES_PERCENT // 100, _MIN_CANDIDATES)
         wanted = min(wanted, len(potential))
@@ -332,7 +426,8 @@ def preempt(
         for i in range(len(potential)):
             slot = potential[(offset + i) % len(potential)]
             name = nodes[slot].name
-            victims, violations, failed = _select_victims(fit, snapshot, record.priority, slot, name)
+            victims, violations, failed, kept = _select_victims(fit, guard, snapshot, record.priority, slot, name)
+            protected += kept
             if victims:
                 found[name] = (victims, violations)
                 clean += violations == 0
@@ -343,11 +438,11 @@ def preempt(
     if not found:
         reasons = [r for rs in statuses.values() for r in rs] + [NOT_HELPFUL] * (total - len(statuses))
         return Preemption(None, message=f"preemption: {failed_scheduling_message(total, reasons)}",
-                          statuses=statuses)
+                          statuses=statuses, protected=tuple(protected))
     chosen, tied = _pick(snapshot, found, rng) if len(found) > 1 else (next(iter(found)), ())
     victims, violations = found[chosen]
     out = tuple(Victim(p.namespace, p.name, p.uid, chosen, p.priority, breaks) for p, breaks in victims)
-    return Preemption(chosen, out, None, violations, tuple(found), tied, statuses)
+    return Preemption(chosen, out, None, violations, tuple(found), tied, statuses, protected=tuple(protected))
 
 
 def _waiting(snapshot: ClusterSnapshot, record: Pod, verdicts: Mapping[str, NodeVerdict], node: str,

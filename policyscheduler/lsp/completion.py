@@ -21,9 +21,10 @@ from policyscheduler.syntax.grammar import RESERVED_WORDS
 __all__ = ["complete"]
 
 _MEMBER = re.compile(r"([A-Za-z_]\w*(?:\s*\.\s*[A-Za-z_]\w*)*)\s*\.\s*([A-Za-z_]\w*)?$")
+_HEADERS = re.compile(r"^\s*(filter|score|preempt|use|disable|override|replace)\b", re.MULTILINE)
 _STATEMENT = re.compile(r"^\s*(override|disable|replace)\s+[a-z]*$")
 _CLAUSE_WORDS = ("reason", "applies", "when", "let", "require", "reject", "each", "ignore", "node", "value",
-                 "weight", "normalize", "skip", "else", "max", "min")
+                 "victim", "weight", "normalize", "skip", "else", "max", "min")
 
 
 def _text_before(lines: list[str], pos: types.Position) -> str:
@@ -62,7 +63,7 @@ def complete(layered: Layered | None, lines: list[str], pos: types.Position) -> 
                                      documentation=_markdown(defs[0].rule.doc.strip()))
                 for (k, name), defs in rule_index(layered).items() if k == kind]
     if _STATEMENT.match(line_prefix(lines, pos)):
-        return [types.CompletionItem(label=w, kind=types.CompletionItemKind.Keyword) for w in ("filter", "score")]
+        return [types.CompletionItem(label=w, kind=types.CompletionItemKind.Keyword) for w in ("filter", "score", "preempt")]
     before = _text_before(lines, pos)
     members = member_items(before)
     if members is not None:
@@ -73,6 +74,11 @@ def complete(layered: Layered | None, lines: list[str], pos: types.Position) -> 
     items += [types.CompletionItem(label=name, kind=types.CompletionItemKind.Variable,
                                    detail=str(t), documentation=_markdown(reference.root_entry(name) or ""))
               for name, t in reference.schema().roots.items()]
+    headers = _HEADERS.findall(before)
+    if headers and headers[-1] == "preempt":  # inside a preempt rule: its candidate victim too
+        items.append(types.CompletionItem(label="target", kind=types.CompletionItemKind.Variable,
+                                          detail=str(reference.resolve(["target"], {})),
+                                          documentation=_markdown(reference.root_entry("target") or "")))
     items += [types.CompletionItem(label=name, kind=types.CompletionItemKind.Variable, detail=str(t))
               for name, t in reference.local_types(before).items()]
     items += [types.CompletionItem(label=w, kind=types.CompletionItemKind.Keyword)

@@ -21,8 +21,8 @@ from policyscheduler.syntax import ast, parse
 
 __all__ = ["RuleDef", "rule_index", "rule_at", "definitions", "document_symbols", "rule_hover"]
 
-_NAMING = re.compile(r"\b(override|disable|replace)\s+(filter|score)\s+$")
-_HEADER = re.compile(r"^\s*(filter|score)\s+$")
+_NAMING = re.compile(r"\b(override|disable|replace)\s+(filter|score|preempt)\s+$")
+_HEADER = re.compile(r"^\s*(filter|score|preempt)\s+$")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -122,5 +122,5 @@ def document_symbols(name: str, text: str) -> list[types.DocumentSymbol]:
 def naming_prefix(lines: list[str], pos: types.Position) -> str | None:
     """The rule kind when the cursor is where an override/disable/replace expects a rule name."""
     prefix = line_prefix(lines, pos)
-    m = re.search(r"\b(override|disable|replace)\s+(filter|score)\s+[A-Za-z_0-9]*$", prefix)
+    m = re.search(r"\b(override|disable|replace)\s+(filter|score|preempt)\s+[A-Za-z_0-9]*$", prefix)
     return m.group(2) if m else None

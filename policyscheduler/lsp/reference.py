@@ -74,11 +74,20 @@ def _step(t: Type, name: str) -> Type | None:
     return None
 
 
+TARGET_NOTE = "preempt rules only: the candidate victim (a Pod, like `pod`, which is the preemptor there)"
+
+
+def _root(name: str) -> Type | None:
+    """A root's type; ``target`` (a preempt rule's candidate victim) has the type of ``pod``."""
+    roots = schema().roots
+    return roots.get("pod") if name == "target" and "target" not in roots else roots.get(name)
+
+
 def resolve(chain: list[str], env: dict[str, Type]) -> Type | None:
     """The type of ``a.b.c`` (``chain`` = [a, b, c]); None when some step is unknown."""
     if not chain:
         return None
-    t: Type | None = env.get(chain[0], schema().roots.get(chain[0]))
+    t: Type | None = env.get(chain[0], _root(chain[0]))
     for name in chain[1:]:
         if t is None:
             return None
@@ -143,10 +152,13 @@ def member_entry(record: str, name: str) -> str | None:
 
 
 def root_entry(name: str) -> str | None:
-    """``pod``/``node``/``cluster``: its record type and that record's description."""
-    t = schema().roots.get(name)
+    """``pod``/``node``/``cluster`` (and a preempt rule's ``target``): its record type and that record's
+    description."""
+    t = _root(name)
     if t is None:
         return None
+    if name == "target":
+        return f"```policy\ntarget: {t}\n```\n\n{TARGET_NOTE}"
     info = schema().records.get(t.name) if isinstance(t, RecordT) else None
     doc = info.doc.strip() if info is not None and info.doc else ""
     return f"```policy\n{name}: {t}\n```" + (f"\n\n{doc}" if doc else "")

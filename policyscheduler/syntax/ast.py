@@ -220,7 +220,15 @@ class Value:
     span: Span
 
 
-Clause = Reason | Applies | RejectPod | Let | Require | Reject | RejectEach | IgnoreWhen | Value
+@dataclasses.dataclass(frozen=True, slots=True)
+class VictimWhen:
+    """``victim C`` of a preempt rule: the candidate victim ``target`` may be evicted only when C holds."""
+
+    cond: Expr
+    span: Span
+
+
+Clause = Reason | Applies | RejectPod | Let | Require | Reject | RejectEach | IgnoreWhen | Value | VictimWhen
 
 CLAUSE_KEYWORDS: dict[type, str] = {
     Reason: "reason",
@@ -232,6 +240,7 @@ CLAUSE_KEYWORDS: dict[type, str] = {
     RejectEach: "reject each",
     IgnoreWhen: "ignore node when",
     Value: "value",
+    VictimWhen: "victim",
 }
 
 # --------------------------------------------------------------------------------------------- rules
@@ -268,7 +277,24 @@ class ScoreRule:
     kind = "score"
 
 
-Rule = FilterRule | ScoreRule
+@dataclasses.dataclass(frozen=True, slots=True)
+class PreemptRule:
+    """``preempt NAME``: narrows the pods preemption may evict (kube's DefaultPreemption picks among all
+    lower-priority pods; a pod an applicable preempt rule's ``victim`` clause rejects is never a victim)."""
+
+    name: str
+    name_span: Span
+    doc: str
+    clauses: tuple[Clause, ...]
+    span: Span
+    replaces: bool = False
+
+    kind = "preempt"
+
+
+Rule = FilterRule | ScoreRule | PreemptRule
+RULE_TYPES = (FilterRule, ScoreRule, PreemptRule)
+"""Every rule class: for ``isinstance`` checks that separate rules from layering statements."""
 
 # ----------------------------------------------------------------------------------------- statements
 

@@ -294,6 +294,8 @@ class _Printer(ExprVisitor[Any]):
                 return ["ignore node when ", x(c.cond, EXPR)]
             case ast.Value():
                 return ["value ", x(c.value, EXPR)]
+            case ast.VictimWhen():
+                return ["victim ", x(c.cond, EXPR)]
             case _:
                 assert_never(c)
 
@@ -308,6 +310,8 @@ class _Printer(ExprVisitor[Any]):
                 if item.normalize is not None:
                     text += f" normalize {item.normalize}"
                 return text
+            case ast.PreemptRule():
+                return f"preempt {item.name}"
             case ast.UseDefaults():
                 return f"use defaults {item.mode}"
             case ast.Disable():
@@ -339,7 +343,7 @@ class _Slot:
 
 
 def _clauses(item: Any) -> tuple[ast.Clause, ...]:
-    return item.clauses if isinstance(item, (ast.FilterRule, ast.ScoreRule)) else ()
+    return item.clauses if isinstance(item, ast.RULE_TYPES) else ()
 
 
 def _overrides_ok(item: Any) -> bool:
@@ -431,8 +435,8 @@ def format_source(src: SourceFile, width: int = WIDTH) -> str:
         slot = item_slots[k]
         first_line = slot.leading[0].line if slot.leading else item.span.line
         if prev is not None:
-            is_rule = isinstance(item, (ast.FilterRule, ast.ScoreRule))
-            prev_rule = isinstance(prev, (ast.FilterRule, ast.ScoreRule))
+            is_rule = isinstance(item, ast.RULE_TYPES)
+            prev_rule = isinstance(prev, ast.RULE_TYPES)
             gap = any(not lines[n - 1].strip() for n in range(prev.span.end_line + 1, first_line))
             if is_rule or prev_rule or gap or slot.leading:
                 out.append("")
@@ -443,7 +447,7 @@ def format_source(src: SourceFile, width: int = WIDTH) -> str:
         if slot.leading and blank_above(item.span.line):
             out.append("")
         header = render(printer.header(item), 0, width)
-        if isinstance(item, (ast.FilterRule, ast.ScoreRule)):
+        if isinstance(item, ast.RULE_TYPES):
             out.append(with_trailing(header, header_trailing.get(k) or slot.trailing))
             for c in item.clauses:
                 cs = clause_slots.get(id(c), _Slot())

@@ -39,13 +39,13 @@ def _strict_available() -> bool:
 
 
 RESERVED_WORDS = (
-    "filter", "score", "and", "or", "not", "in", "if", "then", "else", "all", "any", "where", "for",
+    "filter", "score", "preempt", "and", "or", "not", "in", "if", "then", "else", "all", "any", "where", "for",
     "count", "sum", "true", "false", "default", "use", "disable", "override", "replace",
 )
 """Words that are keywords everywhere. The contextual lexer would read them as names where no keyword
 fits (``let count = 1`` would parse, and ``count > 1`` later would fail far from the cause); reserving
 them makes the error appear where the word is misused. The layering statement words (use, disable,
-override, replace) start a top-level item like filter and score, and are reserved for the same reason.
+override, replace) start a top-level item like filter, score and preempt, and are reserved for the same reason.
 A rule cut short (``value 1 +`` then ``filter
 next``) also fails *at* the next rule's keyword, which keeps error recovery on the right rule. Clause
 words (reason, weight, let, value, ...) stay usable as field names: ``x.reason``."""

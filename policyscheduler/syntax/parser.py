@@ -27,8 +27,8 @@ from policyscheduler.syntax.transformer import DefaultMisplaced, TooDeep, parse_
 
 MAX_PARSE_ERRORS = 20
 
-_RULE_START = re.compile(r"^[ \t]*(filter|score|use|disable|override|replace)\b", re.MULTILINE)
-_ITEM_KEYWORDS = {"FILTER", "SCORE", "USE", "DISABLE", "OVERRIDE", "REPLACE"}
+_RULE_START = re.compile(r"^[ \t]*(filter|score|preempt|use|disable|override|replace)\b", re.MULTILINE)
+_ITEM_KEYWORDS = {"FILTER", "SCORE", "PREEMPT", "USE", "DISABLE", "OVERRIDE", "REPLACE"}
 
 _NAMED = {
     "NAME": "a name",
@@ -194,8 +194,8 @@ def parse(src: SourceFile) -> tuple[ast.Module | None, list[Diagnostic]]:
     items.sort(key=lambda r: (r.span.line, r.span.col))
     lines = src.lines
     rules = [_with_doc(r, _doc_above(lines, r.span.line)) for r in items
-             if isinstance(r, (ast.FilterRule, ast.ScoreRule))]
-    statements = tuple(s for s in items if not isinstance(s, (ast.FilterRule, ast.ScoreRule)))
+             if isinstance(r, ast.RULE_TYPES)]
+    statements = tuple(s for s in items if not isinstance(s, ast.RULE_TYPES))
     end_line = max(1, len(lines))
     module = ast.Module(src.name, tuple(rules), Span(src.name, 1, 1, end_line, len(lines[-1]) + 1 if lines else 1),
                         statements)

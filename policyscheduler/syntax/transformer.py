@@ -70,8 +70,8 @@ class _Build:
 
     # -- file and rules
     def start(self, span: Span, children: list[Any]) -> ast.Module:
-        rules = tuple(c for c in children if isinstance(c, (ast.FilterRule, ast.ScoreRule)))
-        statements = tuple(c for c in children if not isinstance(c, (ast.FilterRule, ast.ScoreRule)))
+        rules = tuple(c for c in children if isinstance(c, ast.RULE_TYPES))
+        statements = tuple(c for c in children if not isinstance(c, ast.RULE_TYPES))
         return ast.Module(self.file, rules, span, statements)
 
     # -- layering statements
@@ -132,6 +132,10 @@ class _Build:
         name, *clauses = children
         return ast.FilterRule(str(name), self._tok(name), "", tuple(clauses), span)
 
+    def preempt_rule(self, span: Span, children: list[Any]) -> ast.PreemptRule:
+        name, *clauses = children
+        return ast.PreemptRule(str(name), self._tok(name), "", tuple(clauses), span)
+
     def score_rule(self, span: Span, children: list[Any]) -> ast.ScoreRule:
         name, (wtext, wspan), norm, *clauses = children
         return ast.ScoreRule(
@@ -172,6 +176,9 @@ class _Build:
 
     def value_clause(self, span: Span, children: list[Any]) -> ast.Value:
         return ast.Value(children[0], span)
+
+    def victim_clause(self, span: Span, children: list[Any]) -> ast.VictimWhen:
+        return ast.VictimWhen(children[0], span)
 
     # -- loops
     def binders(self, span: Span, children: list[Any]) -> tuple[ast.Binder, ...]:

@@ -27,7 +27,10 @@ SUITE_KEYS = frozenset({"policies", "objects_from", "objects", "cases"})
 CASE_KEYS = frozenset({"name", "note", "objects", "objects_from", "pod", "pod_from", "want"})
 SINGLE_KEYS = CASE_KEYS | {"policies"}
 WANT_KEYS = frozenset({"feasible", "rejected", "filters", "scores", "raw", "weighted", "totals", "chosen", "message",
-                       "absent"})
+                       "absent", "preemption"})
+PREEMPTION_KEYS = frozenset({"node", "victims", "protected", "message"})
+"""``want.preemption``: for a pod that fits nowhere, the node preemption nominates (null: none), the
+victims and the pods preempt rules protected (``namespace/name`` lists, any order), the whole message."""
 REJECTED_KEYS = frozenset({"rule", "reasons", "line"})
 RANGE_KEYS = frozenset({"min", "max"})
 
@@ -130,10 +133,24 @@ class _Checker:
             return {}
         return dict(value)
 
+    def preemption(self, pre: Any, path: tuple[Any, ...]) -> None:
+        if not isinstance(pre, dict) or not pre:
+            self.bad(path, "want.preemption must be a non-empty mapping {node: NAME or null, victims: [ns/name ...], "
+                           f"protected: [ns/name ...], message: TEXT}}, not {_type_name(pre)}")
+            return
+        self.keys(pre, path, PREEMPTION_KEYS, "want.preemption")
+        if "node" in pre and pre["node"] is not None and (not isinstance(pre["node"], str) or not pre["node"]):
+            self.bad((*path, "node"), f"want.preemption.node must be a node name or null, not {_type_name(pre['node'])}")
+        for key in ("victims", "protected"):
+            if key in pre and pre[key] != []:
+                self.strings(pre[key], (*path, key), f"want.preemption.{key}")
+        if "message" in pre and not isinstance(pre["message"], str):
+            self.bad((*path, "message"), f"want.preemption.message must be a string, not {_type_name(pre['message'])}")
+
     def want(self, want: Any, path: tuple[Any, ...]) -> None:
         if not isinstance(want, dict) or not want:
             self.bad(path, "want must be a non-empty mapping of expectations (feasible, rejected, filters, scores, "
-                           "raw, weighted, totals, chosen, message, absent), "
+                           "raw, weighted, totals, chosen, message, absent, preemption), "
                      + ("but it is empty" if isinstance(want, dict) else f"not {_type_name(want)}"))
             return
         self.keys(want, path, WANT_KEYS, "want")
@@ -182,6 +199,8 @@ class _Checker:
             elif not isinstance(c, str) or not c:
                 self.bad((*path, "chosen"), f"want.chosen must be a node name or a list of the nodes tying for "
                                             f"the best score, not {_type_name(c)}")
+        if "preemption" in want:
+            self.preemption(want["preemption"], (*path, "preemption"))
         if "message" in want and not isinstance(want["message"], str):
             self.bad((*path, "message"), f"want.message must be a string, not {_type_name(want['message'])}")
 

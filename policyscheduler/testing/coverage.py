@@ -38,7 +38,7 @@ class Coverage:
     clauses_hit: set[str] = dataclasses.field(default_factory=set)
 
     def counts(self, kind: str) -> tuple[int, int]:
-        """(covered, total) rules of ``kind`` (``"filter"`` or ``"score"``)."""
+        """(covered, total) rules of ``kind`` (``"filter"``, ``"score"`` or ``"preempt"``)."""
         names = [r for r in self.rules if r.startswith(kind + " ")]
         return sum(1 for r in names if r in self.rules_hit), len(names)
 
@@ -61,13 +61,15 @@ class Coverage:
     def summary(self) -> str:
         """The one-line text summary: filters and scores apart, then clauses."""
         if not self.rules:
-            return ("coverage: no rules under test (the files under test define no filter or score rule; "
+            return ("coverage: no rules under test (the files under test define no filter, score or preempt rule; "
                     "they only disable or override defaults: assert that with want.absent)")
         fh, ft = self.counts("filter")
         sh, st = self.counts("score")
         ch, ct = len(self.clauses_hit & set(self.clauses)), len(self.clauses)
+        ph, pt = self.counts("preempt")
+        preempts = f"preempt rules {_pct(ph, pt)}% ({ph}/{pt}), " if pt else ""
         return (f"coverage: filters {self.filter_percent}% ({fh}/{ft}), scores {self.score_percent}% ({sh}/{st}), "
-                f"clauses {self.clause_percent}% ({ch}/{ct})")
+                f"{preempts}clauses {self.clause_percent}% ({ch}/{ct})")
 
     def to_json(self) -> dict[str, Any]:
         fh, ft = self.counts("filter")
@@ -76,6 +78,8 @@ class Coverage:
             "meaning": MEANING,
             "filters": {"covered": fh, "total": ft, "percent": self.filter_percent},
             "scores": {"covered": sh, "total": st, "percent": self.score_percent},
+            "preempts": {"covered": self.counts("preempt")[0], "total": self.counts("preempt")[1],
+                         "percent": _pct(*self.counts("preempt"))},
             "rule_percent": self.rule_percent,
             "clause_percent": self.clause_percent,
             "rules": {r: r in self.rules_hit for r in self.rules},

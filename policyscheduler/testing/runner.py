@@ -22,7 +22,7 @@ from __future__ import annotations
 import dataclasses
 import random
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -177,10 +177,12 @@ def _location(span: Any) -> str:
 def _register(cov: Coverage, policy_set: Any, under_test: set[str] | None) -> None:
     from policyscheduler.syntax import ast as syn
 
-    for r in policy_set.rules:
+    preempts = getattr(policy_set, "preempts", ())
+    for r in (*policy_set.rules, *preempts):
         if under_test is not None and not ({str(Path(r.span.file).resolve()), Path(r.span.file).name} & under_test):
             continue
-        key = f"{'filter' if r in policy_set.filters else 'score'} {r.name}"
+        kind = "filter" if r in policy_set.filters else "score" if r in policy_set.scores else "preempt"
+        key = f"{kind} {r.name}"
         cov.rules.setdefault(key, _location(r.span))
         if r.checked is None:
             continue
@@ -190,9 +192,15 @@ def _register(cov: Coverage, policy_set: Any, under_test: set[str] | None) -> No
             cov.clauses.setdefault(_location(c.span), f"{key}: {syn.CLAUSE_KEYWORDS[type(c)]}")
 
 
+Preempter = Callable[..., Any]
+""":func:`policyscheduler.cycle.preemption.preempt`, passed in by the caller: the cycle is on this
+package's floor (tests/test_layers.py), so the runner does not import it."""
+
+
 def run_case(case: Case, policy_set: Any, cov: Coverage | None = None, engine: str = "vector",
-             defaults: frozenset[str] = frozenset()) -> CaseResult:
-    """Evaluate one case and compare with its expectations."""
+             defaults: frozenset[str] = frozenset(), preempt: Preempter | None = None) -> CaseResult:
+    """Evaluate one case and compare with its expectations (``want.preemption`` and preempt-rule coverage
+    need ``preempt``; without it a ``want.preemption`` is a failure saying so)."""
     from policyscheduler.compiler.program import trace_rule
     from policyscheduler.evaluation import make_evaluator
     from policyscheduler.state import ClusterSnapshot
@@ -274,6 +282,16 @@ def run_case(case: Case, policy_set: Any, cov: Coverage | None = None, engine: s
         present = {r.name for r in policy_set.rules}
         check("absent", want["absent"], sorted(n for n in want["absent"] if n in present) or want["absent"],
               not any(n in present for n in want["absent"]))
+    pre = None
+    wanted = "preemption" in want or (cov is not None and bool(getattr(policy_set, "preempts", ())))
+    if decision.node is None and wanted and preempt is not None:
+        pre = preempt(make_evaluator(engine), policy_set, snapshot, case.pod, decision, (), random.Random(0))
+        if cov is not None:
+            _cover_preempt(cov, policy_set, pre)
+    if "preemption" in want and preempt is None:
+        check("preemption", want["preemption"], "not run: this runner was given no preemption", False)
+    elif "preemption" in want:
+        _check_preemption(want["preemption"], decision, pre, check)
     errors = {n: v.error for n, v in decision.verdicts.items() if v.error}
     if errors and not any(f.path.startswith("rejected") for f in fails):
         expected_errors = any("policy error" in r for e in (want.get("rejected") or {}).values()
@@ -281,6 +299,32 @@ def run_case(case: Case, policy_set: Any, cov: Coverage | None = None, engine: s
         if not expected_errors:
             fails.append(Failure("runtime errors", {}, errors))
     return CaseResult(case, "fail" if fails else "pass", fails, digest=policy_set.digest)
+
+
+def _check_preemption(exp: dict[str, Any], decision: Any, pre: Any, check: Any) -> None:
+    """``want.preemption`` against the outcome of the scheduler's own preemption on the case's cluster."""
+    if pre is None:
+        check("preemption", exp, f"no preemption: the pod was placed on {decision.node}", False)
+        return
+    if "node" in exp:
+        check("preemption.node", exp["node"], pre.node)
+    if "victims" in exp:
+        check("preemption.victims", sorted(exp["victims"]), sorted(v.key for v in pre.victims))
+    if "protected" in exp:
+        check("preemption.protected", sorted(exp["protected"]), sorted(p.pod for p in pre.protected))
+    if "message" in exp:
+        check("preemption.message", exp["message"],
+              decision.message if pre.message is None else f"{decision.message} {pre.message}")
+
+
+def _cover_preempt(cov: Coverage, policy_set: Any, pre: Any) -> None:
+    """A preempt rule is covered when it protected a pod in some case (all its clauses ran then)."""
+    by_name = {r.name: r for r in policy_set.preempts}
+    for p in pre.protected:
+        rule = by_name.get(p.rule)
+        cov.rules_hit.add(f"preempt {p.rule}")
+        if rule is not None and rule.checked is not None:
+            cov.clauses_hit.update(_location(c.span) for c in rule.checked.rule.clauses)
 
 
 def _cover(cov: Coverage, policy_set: Any, decision: Any, traces: dict[tuple[str, str], Any],
@@ -309,7 +353,7 @@ def _cover(cov: Coverage, policy_set: Any, decision: Any, traces: dict[tuple[str
 
 
 def run_tests(paths: Sequence[str | Path], *, extra_policies: Sequence[str | Path] = (), run: str | None = None,
-              engine: str = "vector") -> tuple[TestRun | None, list[str]]:
+              engine: str = "vector", preempt: Preempter | None = None) -> tuple[TestRun | None, list[str]]:
     """Run every case under ``paths``. Returns the run (None when nothing could run) and input errors."""
     from policyscheduler.diagnostics import render_text
     from policyscheduler.loader import load_layered
@@ -346,7 +390,7 @@ def run_tests(paths: Sequence[str | Path], *, extra_policies: Sequence[str | Pat
             # unless nothing else is under test: then the bundled set itself is)
             scope = (under_test or set()) | {str(p.resolve()) for p in _expand(case.policies)} or None
             _register(cov, loaded.policy_set, scope)
-        results.append(run_case(case, sets[key], cov, engine, defaults))
+        results.append(run_case(case, sets[key], cov, engine, defaults, preempt))
     return TestRun(results, cov, sorted({ps.digest for ps in sets.values()})), []
 
 

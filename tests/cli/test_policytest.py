@@ -89,7 +89,7 @@ cases:
 @pytest.mark.parametrize("content, needle", [
     ("cases: [{name: x, pod: {kind: Pod, metadata: {name: p}}, want: {feasable: []}}]",
      "t.yaml:1:65: unknown key 'feasable' in want"),
-    ("cases: [{name: x, pod: {kind: Pod, metadata: {name: p}}, want: {}}]", "t.yaml:1:58: want must be a non-empty mapping of expectations (feasible, rejected, filters, scores, raw, weighted, totals, chosen, message, absent), but it is empty"),
+    ("cases: [{name: x, pod: {kind: Pod, metadata: {name: p}}, want: {}}]", "t.yaml:1:58: want must be a non-empty mapping of expectations (feasible, rejected, filters, scores, raw, weighted, totals, chosen, message, absent, preemption), but it is empty"),
     ("cases: [{nmae: x, pod: {kind: Pod, metadata: {name: p}}, want: {feasible: []}}]",
      "t.yaml:1:10: unknown key 'nmae' in a case"),
 ])

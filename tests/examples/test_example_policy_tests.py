@@ -37,7 +37,8 @@ def test_example_passes_its_tests_with_full_coverage(policy: Path, engine: str,
     own = load_layered([policy], defaults_dir=None)
     assert own.policy_set is not None
     # the rules the example defines are the rules under test, and every one is covered
-    defined = {f"{'filter' if r in own.policy_set.filters else 'score'} {r.name}" for r in own.policy_set.rules
-               if Path(r.span.file).resolve() == policy.resolve()}
+    ps = own.policy_set
+    defined = {f"{'filter' if r in ps.filters else 'score' if r in ps.scores else 'preempt'} {r.name}"
+               for r in ps.every_rule if Path(r.span.file).resolve() == policy.resolve()}
     assert set(doc["coverage"]["rules"]) == defined
     assert all(doc["coverage"]["rules"].values()) and doc["coverage"]["clause_percent"] == 100.0

@@ -138,6 +138,15 @@ def test_completion_lists_the_schemas_members_builtins_and_rules(session: Sessio
     assert {"image_locality", "taint_toleration"} <= rules and "node_unschedulable" not in rules  # a filter
 
 
+def test_completion_in_a_preempt_rule_offers_target_and_its_fields(session: Session, folder: Path) -> None:
+    text = 'filter f\n  reason "r"\n  require t\n\npreempt p\n  let x = 1\n  victim target.\n'
+    u = session.open(folder / "preempt.policy", text)
+    pod = schema().records["Pod"]
+    assert complete(session, u, 6, len("  victim target.")) == set(pod.fields) | set(pod.methods)
+    assert {"target", "victim", "preempt"} <= complete(session, u, 5, len("  let x = "))
+    assert "target" not in complete(session, u, 2, len("  require t"))  # a filter has no target
+
+
 def reference_section(heading: str) -> str:
     """The body of one entry of grammar/REFERENCE.md (up to the next heading)."""
     text = (ROOT / "grammar" / "REFERENCE.md").read_text(encoding="utf-8")
