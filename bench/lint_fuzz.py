@@ -147,11 +147,15 @@ def _mixed(rng: random.Random) -> Iterator[str]:
         i += 1
 
 
+def _no_closer(chunks: int) -> str:
+    return ""
+
+
 def write(path: Path, shape: str, size: int, seed: int) -> int:
     """Write a ``shape`` file of about ``size`` bytes (at most the 16 MiB cap); return its size."""
     rng = random.Random(seed)
     gen = _mixed(rng) if shape == "mixed" else SHAPES[shape](rng)
-    close = _CLOSERS.get(shape, lambda n: "")
+    close: Callable[[int], str] = _CLOSERS.get(shape, _no_closer)
     written = chunks = 0
     with path.open("w", encoding="utf-8") as out:
         for chunk in gen:
