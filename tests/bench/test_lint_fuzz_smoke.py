@@ -39,3 +39,23 @@ def test_lint_fuzz_smoke() -> None:
     assert len(lines) == 5, done.stdout  # start-up, three files, summary
     assert re.fullmatch(r"3 files; start-up \d+\.\d\d s; worst \d+\.\d\d s/MiB \(\w+, \d\.\d{3} MiB, cpu \d+\.\d\d s\); "
                         r"slowest \d+\.\d\d s \(\w+, \d\.\d{3} MiB\); 0 failed", lines[-1]), lines[-1]
+
+
+def _load_seconds(tmp_path: Path, size: int) -> float:
+    import time
+
+    path = tmp_path / f"lets{size}.policy"
+    lint_fuzz.write(path, "lets", size, seed=1)
+    text = path.read_text()
+    start = time.process_time()
+    result = load_policy_texts([(str(path), text)])
+    assert result.policy_set is not None and not result.diagnostics
+    return time.process_time() - start
+
+
+def test_lint_time_is_linear_in_the_lets_of_one_rule(tmp_path: Path) -> None:
+    """The fuzzer's 'lets' shape found a quadratic checker (one scope per let, every shadowing check
+    walking all earlier lets): 4x the lets must take about 4x the time, not 16x."""
+    small = min(_load_seconds(tmp_path, 50_000) for _ in range(2))
+    large = min(_load_seconds(tmp_path, 200_000) for _ in range(2))
+    assert large < 6 * small + 0.1, (small, large)  # linear: ~4x; the quadratic checker took 7.5x and up
