@@ -12,6 +12,7 @@ most likely to break that (each shape is a family of files, one per size):
   ``aN-1 + aN-1``; string doubling), repeated;
 * ``string``    -- one huge string literal;
 * ``list``      -- one huge list literal compared with ``==`` and ``in``;
+* ``suppressed`` -- many warnings, each silenced by its own ``# lint: ignore`` comment;
 * ``garbage``   -- random tokens of the language (parse errors: capped per file);
 * ``mixed``     -- random rules drawn from all of the above, with a random seed.
 
@@ -111,6 +112,15 @@ def _list(rng: random.Random) -> Iterator[str]:
         i += 1
 
 
+def _suppressed(rng: random.Random) -> Iterator[str]:
+    """Rules each with a warning silenced by a ``# lint: ignore`` comment: many of both in one file."""
+    i = 0
+    while True:
+        yield (f'filter q{i}\n  reason "r"\n  let unused{i} = {i}  # lint: ignore[unused-binding] because fuzz\n'
+               "  require true\n")
+        i += 1
+
+
 TOKENS = ["filter", "score", "let", "require", "reason", "value", "if", "then", "else", "(", ")", "[", "]",
           "+", "*", "==", "and", "or", "not", "in", "node", "pod", ".", "labels", '"s"', "1", "1.5", "2Gi",
           "\n", "\n  ", ":", "for", "where", "count", "sum", "#"]
@@ -130,9 +140,9 @@ _CLOSERS: dict[str, Callable[[int], str]] = {
 """How a shape whose file is one open rule is closed, given the number of chunks written."""
 SHAPES: dict[str, Callable[[random.Random], Iterator[str]]] = {
     "rules": _rules, "nesting": _nesting, "longline": _longline, "lets": _lets, "folding": _folding,
-    "string": _string, "list": _list, "garbage": _garbage,
+    "string": _string, "list": _list, "garbage": _garbage, "suppressed": _suppressed,
 }
-_RULE_SHAPES = ("rules", "nesting", "folding")
+_RULE_SHAPES = ("rules", "nesting", "folding", "suppressed")
 
 
 def _mixed(rng: random.Random) -> Iterator[str]:
