@@ -164,7 +164,10 @@ def check_clauses(rule: ast.Rule, schema: Schema, checked: CheckedRule, diags: l
     schema = schema_for(rule, schema)
     ec = ExprChecker(schema, checked.info, diags)
     roots = {name: Binding(t, None, "root") for name, t in schema.roots.items()}
-    scope = Scope(roots)
+    # one scope for all the rule's lets, filled in clause order: a chain of one scope per let made every
+    # lookup of an unbound name (each let's shadowing check) walk all earlier lets -- quadratic lint time
+    # on a rule with thousands of lets (bench/lint_fuzz.py, shape 'lets')
+    scope = Scope({}, Scope(roots))
     lets: list[tuple[ast.Let, Binding]] = []
     for c in rule.clauses:
         if isinstance(c, ast.Reason):
@@ -189,7 +192,7 @@ def check_clauses(rule: ast.Rule, schema: Schema, checked: CheckedRule, diags: l
             b = Binding(t, c.name_span, "let", size=checked.info.sizes.get(id(c.value)) if t == STRING else None,
                         constant=checked.info.constants.get(id(c.value)) if t == INT else None)
             lets.append((c, b))
-            scope = Scope({c.name: b}, scope)
+            scope.names[c.name] = b
         elif isinstance(c, ast.Require):
             ec.expect(c.cond, scope, BOOL, "a 'require' condition", 1)
             if c.else_ is not None:

@@ -254,6 +254,7 @@ def _in_scope(result: LoadResult, paths: Sequence[str]) -> set[str]:
 
 def with_lint_checks(result: LoadResult, paths: Sequence[str], *, cost_budget: int | None = None) -> LoadResult:
     """The result with the lint-only warnings added and suppressions applied (a new LoadResult)."""
+    import bisect
     import dataclasses
     import os
 
@@ -277,14 +278,22 @@ def with_lint_checks(result: LoadResult, paths: Sequence[str], *, cost_budget: i
     used: set[tuple[str, int, int]] = set()
     by_file = {name: suppressions(src.text) for name, src in result.sources.items()
                if os.path.realpath(name) in scope}
+    # per file, the suppressions by target line: a diagnostic looks only at those on its lines (walking
+    # every suppression of the file for every diagnostic was quadratic: bench/lint_fuzz.py 'suppressed')
+    targets = {name: sorted(range(len(sups)), key=lambda i: sups[i].target_line)
+               for name, sups in by_file.items()}
     for d in diags:
-        sups = by_file.get(d.span.file, []) if d.span is not None else []
         hit = None
-        for s in sups:
-            if d.severity == "warning" and d.code in s.codes and s.reason and d.span is not None and \
-                    d.span.line <= s.target_line <= d.span.end_line:
-                hit = s
-                break
+        if d.severity == "warning" and d.span is not None and d.span.file in by_file:
+            sups = by_file[d.span.file]
+            order = targets[d.span.file]
+            lo = bisect.bisect_left(order, d.span.line, key=lambda i: sups[i].target_line)
+            hi = bisect.bisect_right(order, d.span.end_line, key=lambda i: sups[i].target_line)
+            for i in sorted(order[lo:hi]):  # the first matching one in file order, as before
+                s = sups[i]
+                if d.code in s.codes and s.reason:
+                    hit = s
+                    break
         if hit is None:
             kept.append(d)
         else:

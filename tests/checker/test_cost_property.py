@@ -4,15 +4,18 @@ closures count (loop items, list items built, list items compared by ``==`` and 
 the rule's static cost on any node, so the whole pod takes at most cost x nodes.
 
 ``POLICY_COST_EXAMPLES`` sets the number of examples (a few hundred by default, for CI; the long run in
-the issue's closing note used it to run tens of thousands).
+the issue's closing note used it to run tens of thousands). ``POLICY_COST_SEED`` fixes hypothesis's seed,
+so a long run split into chunks can give each chunk its own (reproducible) seed; unset, hypothesis
+picks a random one.
 """
 
 from __future__ import annotations
 
 import os
 import random
+from collections.abc import Callable
 
-from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import HealthCheck, assume, given, seed, settings
 from hypothesis import strategies as st
 
 from policyscheduler.compiler import closures
@@ -24,8 +27,15 @@ from tests.checker.policies import rules
 from tests.gen.cluster import node_names, random_cluster, random_pod
 
 EXAMPLES = int(os.environ.get("POLICY_COST_EXAMPLES", "300"))
+_SEED = os.environ.get("POLICY_COST_SEED")
 
 
+def _seeded(test: Callable[..., None]) -> Callable[..., None]:
+    """Apply ``POLICY_COST_SEED`` when it is set; otherwise leave hypothesis's random seed alone."""
+    return seed(int(_SEED))(test) if _SEED else test
+
+
+@_seeded
 @settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=list(HealthCheck))
 @given(rules(), st.integers(0, 2**32 - 1))
 def test_measured_steps_never_exceed_the_static_bound_times_the_nodes(text: str, seed: int) -> None:

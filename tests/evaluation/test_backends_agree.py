@@ -254,3 +254,93 @@ def test_backends_agree_on_whatif_views(policy_name: str) -> None:
                 failures.append(f"seed {case.seed}, step {i}: verdicts differ: {a} != {b}")
     assert not failures, f"{len(failures)} what-if disagreements:\n" + "\n".join(failures[:5])
     assert changed > WHATIF_CASES // 10, f"only {changed} cases had a verdict changed by a view: the test is too weak"
+
+
+# -- the runtime budget (issue 24): a rule past it fails alike on both backends --------------------------
+
+SMALL_BUDGET = 2_000
+"""Steps per evaluation (and per pod) for the budget cases: the real 10,000,000 takes seconds per node in
+Python; the mechanism is the same at any size."""
+
+BUDGET_POLICY = '''\
+filter label_triples
+  reason "never"
+  applies when "triples" in pod.labels
+  require sum(a in pod.labels: sum(b in pod.labels: count(c in pod.labels where c == a))) >= 0
+
+filter node_label_triples
+  reason "never"
+  require sum(a in node.labels: sum(b in node.labels: count(c in node.labels where c == a))) >= 0
+
+score pod_triples weight 1 normalize scale
+  value sum(a in pod.labels: sum(b in pod.labels: count(c in pod.labels where c == a)))
+
+score pod_pairs weight 1 normalize scale
+  value sum(a in pod.labels: count(b in pod.labels where b == a)) + len(node.labels)
+'''
+"""Work that grows with the pod's and the node's label counts, far beyond what the schema bound assumes
+once they carry dozens of labels: ``pod_triples`` (pod-level, evaluated once per pod by the vector
+backend) runs out of budget, and ``pod_pairs`` after it needs a fresh budget of its own."""
+
+
+@pytest.fixture()
+def _small_budget(monkeypatch: pytest.MonkeyPatch) -> None:
+    from policyscheduler.compiler import closures, program
+    from policyscheduler.evaluation import driver
+
+    monkeypatch.setattr(closures, "STEP_BUDGET", SMALL_BUDGET)
+    monkeypatch.setattr(program, "STEP_BUDGET", SMALL_BUDGET)
+    monkeypatch.setattr(driver, "POD_STEP_BUDGET", SMALL_BUDGET)
+
+
+def _budget_case(*, triples: bool, node_labels: int) -> tuple[PolicySet, Case]:
+    from policyscheduler.loader import load_policy_texts
+
+    loaded = load_policy_texts([("budget.policy", BUDGET_POLICY)])
+    assert loaded.policy_set is not None, [str(d) for d in loaded.diagnostics]
+    case = random_case(11, nodes=4)
+    labels = {f"l{i}": "x" for i in range(20)} | ({"triples": "yes"} if triples else {})
+    pod = {**case.pod, "metadata": {**case.pod.get("metadata", {}), "labels": labels}}
+    objects = [dict(o) for o in case.objects]
+    big = next(o for o in objects if o.get("kind") == "Node")
+    big["metadata"] = {**big["metadata"], "labels": {**big["metadata"].get("labels", {}),
+                                                     **{f"n{i}": "y" for i in range(node_labels)}}}
+    return loaded.policy_set, Case(case.seed, objects, pod)
+
+
+@pytest.mark.usefixtures("_small_budget")
+@pytest.mark.parametrize(("triples", "node_labels"), [(False, 0), (False, 20), (True, 0)])
+def test_backends_agree_when_a_rule_runs_out_of_budget(triples: bool, node_labels: int) -> None:
+    """A pod-level filter over budget (every node fails with its located ``budget:`` error), a node-level
+    one over budget on the one node with many labels (that node fails, the others pass), a score rule
+    over budget (recorded in ``score_errors``): the reference and the vector backend decide alike."""
+    policies, case = _budget_case(triples=triples, node_labels=node_labels)
+    vector = _make("vector")[0]
+    left, right = _decide(REFERENCE, policies, case)[0], _decide(vector, policies, case)[0]
+    assert diff_decisions(left, right) == [] and left == right, diff_decisions(left, right)
+    if triples:
+        assert left.node is None and {e.rule for e in left.filter_errors} == {"label_triples"}
+        assert all(e.message.startswith("budget:") and e.location for e in left.filter_errors)
+    elif node_labels:
+        assert [e.rule for e in left.filter_errors] == ["node_label_triples"]
+        assert left.filter_errors[0].message.startswith("budget:") and left.filter_errors[0].location
+    else:
+        assert not left.filter_errors
+        failed = {e.rule for e in left.score_errors}
+        assert failed == {"pod_triples"}, left.score_errors
+        assert all(e.message.startswith("budget:") and e.location for e in left.score_errors)
+
+
+@pytest.mark.usefixtures("_small_budget")
+def test_vector_pod_level_work_gets_a_fresh_budget_after_a_rule_ran_out() -> None:
+    """``pod_pairs`` (400 steps) runs right after ``pod_triples`` used up the thread's budget: evaluated
+    once per pod by the vector backend, it must start from a fresh budget, not fail on what the previous
+    rule left and send every row to the reference closures."""
+    from policyscheduler.evaluation.driver import Driver
+    from policyscheduler.evaluation.vector import VectorBackend
+
+    policies, case = _budget_case(triples=False, node_labels=0)
+    backend = VectorBackend()
+    decision = _decide(Driver(backend), policies, case)[0]
+    assert {e.rule for e in decision.score_errors} == {"pod_triples"}
+    assert backend.reference_rows["score pod_pairs"] == 0, backend.reference_rows

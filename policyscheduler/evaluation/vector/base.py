@@ -15,7 +15,7 @@ import numpy as np
 
 from policyscheduler.checker.passes import CheckedRule
 from policyscheduler.checker.types import FLOAT, INT, QUANTITY, Type
-from policyscheduler.compiler.closures import ExprCompiler
+from policyscheduler.compiler.closures import ExprCompiler, reset_budget
 from policyscheduler.evaluation.vector import kernels
 from policyscheduler.evaluation.vector.context import KIND, Ctx, Fn, kind_of
 from policyscheduler.evaluation.vector.scope import FreeNames, Scope
@@ -79,10 +79,17 @@ class LowerBase(ExprVisitor[Fn]):
         return fn
 
     def pod_level(self, e: ast.Expr) -> Fn:
-        """``e`` by the reference's own closure, once per pod: the same value on every row."""
+        """``e`` by the reference's own closure, once per pod: the same value on every row.
+
+        The closure charges the thread's step budget (closures.BUDGET) like any reference evaluation, so
+        it gets a fresh one first: otherwise it would run on whatever the previous evaluation left (none,
+        after a rule that ran out) and fail, or stop early, for work that is not its own. A ``budget:``
+        failure poisons the rows like any other, and the reference closures decide those rows with the
+        exact located message (program._run), so both backends report the same failure."""
         closure = self.ref.compile(e)
 
         def pod_level(ctx: Ctx) -> Value:
+            reset_budget()
             try:
                 return Const(closure(ctx.frame()))
             except Exception as exc:  # noqa: BLE001 -- the reference fails here too, on every row reaching it
@@ -110,6 +117,7 @@ class LowerBase(ExprVisitor[Fn]):
             bad: list[bool] = []
             for d in wanted:
                 frame[name] = table.distinct[d]
+                reset_budget()  # one reference evaluation per distinct item: each its own budget (see pod_level)
                 try:
                     vals.append(closure(frame))
                     bad.append(False)
