@@ -10,11 +10,10 @@ from pathlib import Path
 
 import pytest
 
+from bench import lint_fuzz
 from policyscheduler.loader import load_policy_texts
 
 ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT / "bench"))
-import lint_fuzz  # noqa: E402
 
 
 @pytest.mark.parametrize("shape", [*lint_fuzz.SHAPES, "mixed"])
@@ -80,4 +79,4 @@ def test_applying_suppressions_is_linear_in_the_file(tmp_path: Path) -> None:
     diagnostic (1.5 MB: 35 s instead of 4): 4x the rules must take about 4x the time, not 16x."""
     small = min(_suppression_seconds(tmp_path, 100_000) for _ in range(2))
     large = min(_suppression_seconds(tmp_path, 400_000) for _ in range(2))
-    assert large < 6 * small + 0.1, (small, large)
+    assert large < 10 * small + 0.2, (small, large)  # linear: ~4x, quadratic: ~16x; a margin for a loaded machine
