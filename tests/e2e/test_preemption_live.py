@@ -16,7 +16,9 @@ kubelet runs), so they stay Terminating until the test, standing in for the kube
 2. a PodDisruptionBudget (``minAvailable``, ``disruptionsAllowed`` 0) on the pods of the node that would
    otherwise be chosen: both go to the other node;
 3. ``preemptionPolicy: Never``: no victim, no nomination, the same ``preemption: not eligible`` text (kube's
-   has DynamicResources' "no new claims to deallocate, " before it; we have no DRA).
+   has DynamicResources' "no new claims to deallocate, " before it; we have no DRA);
+4. a ``preempt`` rule of examples/policies/ (``batch_evicts_batch``): ours evicts elsewhere than kube (which
+   has no such rule), and ``explain --kubeconfig`` names the rule and its file:line for the protected pods.
 """
 
 from __future__ import annotations
@@ -218,3 +220,58 @@ def test_preemption_policy_never_never_preempts(pair: Pair) -> None:
     # (the same difference tests/e2e/parity_report.py allows): everything else is word for word kube's
     assert DRA_NOTE in got["kube"]["message"]
     assert got["ours"]["message"] == got["kube"]["message"].replace(DRA_NOTE, "")
+
+
+EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "policies" / "no-evict-payments.policy"
+
+
+def _explain_live(pair: Pair, policies: Path) -> dict[str, Any]:
+    """``policyscheduler explain NS/pre-ours --kubeconfig ... --policies DIR -o json`` as a child process."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    repo = EXAMPLE.parents[2]
+    done = subprocess.run([sys.executable, "-m", "policyscheduler", "explain", f"{pair.ns}/pre-ours",
+                           "--kubeconfig", str(pair.env.cp.kubeconfig), "--policies", str(policies),
+                           "--output", "json"], capture_output=True, text=True, timeout=120, cwd=repo,
+                          env={**os.environ, "PYTHONPATH": str(repo)})
+    assert done.returncode == 0 and "Traceback" not in done.stderr, done.stderr
+    doc: dict[str, Any] = json.loads(done.stdout)
+    return doc
+
+
+def test_a_preempt_rule_from_the_examples_changes_the_victims_and_explain_names_it(pair: Pair,
+                                                                                   tmp_path: Path) -> None:
+    """examples/policies/no-evict-payments.policy's ``batch_evicts_batch``: a batch preemptor may evict only
+    batch pods. Node 1's pods start later, so kube-scheduler's DefaultPreemption (no such rule) evicts there;
+    they are web pods, so ours must evict on node 0 (batch pods) instead, and ``explain`` names the rule
+    and its file:line for the protected pods."""
+    policies = tmp_path / "policies"
+    policies.mkdir()
+    (policies / EXAMPLE.name).write_text(EXAMPLE.read_text())
+    pair.fill(2, labels_of=lambda i: {"tier": "batch" if i == 0 else "web"})
+    for side, scheduler in SIDES.items():
+        pod = fakes.make_pod(f"pre-{side}", pair.ns, cpu="1", memory="64Mi", scheduler_name=scheduler,
+                             node_selector={SIDE: side}, labels={SIDE: side, "role": "preemptor", "tier": "batch"},
+                             owner=pair.ns)
+        pod["spec"]["priorityClassName"] = pair.classes["high"]
+        fakes.create(pair.api, pod)
+    doc = _explain_live(pair, policies)  # before either scheduler runs: the pod is pending and fits nowhere
+    protected = [(p["pod"], p["rule"], p["location"]) for p in doc["preemption"]["protected"]]
+    assert {(f"{pair.ns}/ours-n1-p{k}", "preempt batch_evicts_batch") for k in range(2)} <= {p[:2] for p in protected}
+    assert all(loc == f"{policies / EXAMPLE.name}:11" for _, rule, loc in protected
+               if rule == "preempt batch_evicts_batch"), protected
+    assert doc["preemption"]["node"] == f"{pair.ns}-ours-0"
+    pair.kube = pair.env.cp.start_scheduler(KUBE_CONFIG)
+    pair.run = pair.env.start("--policies", str(policies))
+    got: dict[str, dict[str, Any]] = wait_until(lambda: _nominated_with_victims(pair), 30,
+                                                "both preemptors nominated, victims marked and evented")
+    time.sleep(1.0)
+    got = {side: pair.outcome(side) for side in SIDES}
+    print("\nours:", got["ours"], "\nkube:", got["kube"])
+    assert (got["kube"]["nominated"], got["kube"]["victims"]) == ("node-1", ["n1-p1"])  # DefaultPreemption
+    assert (got["ours"]["nominated"], got["ours"]["victims"]) == ("node-0", ["n0-p1"])  # the rule moved it
+    for o in got.values():
+        assert o["terminating"] == o["victims"]
