@@ -196,7 +196,8 @@ def explain(policy_set: Any, snapshot: Any, pod: dict[str, Any], *, engine: str 
         "node": decision.node,
         "score": decision.score,
         "top": list(decision.top),
-        "message": decision.message,
+        # the FailedScheduling text, with preemption's part when the pod fits nowhere (as the cycle posts it)
+        "message": preemption["message"] if preemption is not None else decision.message,
         "score_errors": [e.to_json() for e in decision.score_errors],
         "summary": summarize(nodes_out, decision.node, list(decision.top)),
         "nodes": nodes_out,

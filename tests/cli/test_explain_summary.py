@@ -201,6 +201,7 @@ def test_a_pod_that_fits_nowhere_leads_with_the_failed_scheduling_message(tmp_pa
     assert main(["explain", "p", "--cluster", str(snap), "--nodes", "feasible"]) == 0
     lines = capsys.readouterr().out.splitlines()
     assert lines[3] == ("fits nowhere: 0/2 nodes are available: 1 node(s) had untolerated taint(s), "
-                        "1 node(s) were unschedulable.")
+                        "1 node(s) were unschedulable. preemption: 0/2 nodes are available: "
+                        "2 Preemption is not helpful for scheduling.")
     assert not any(line.startswith(("chosen:", "runner-up:")) for line in lines)
     assert lines[-1].startswith("details: feasible nodes")  # and no node follows: none is feasible
