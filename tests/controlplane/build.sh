@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Build the test control plane (etcd, kube-apiserver, kube-scheduler) from the Go
+# Build the test control plane (etcd, kube-apiserver, kube-scheduler, and
+# kube-controller-manager for the storage tests' PV binder) from the Go
 # modules pinned in tests/controlplane/{kube,etcd}/go.mod.
 #
 # Output: ${POLICYSCHEDULER_CACHE:-~/.cache/policyscheduler}/controlplane/k8s-<v>-etcd-<v>/bin
@@ -25,7 +26,7 @@ fi
 cache_root="${POLICYSCHEDULER_CACHE:-$HOME/.cache/policyscheduler}"
 out_dir="$cache_root/controlplane/k8s-$k8s_version-etcd-$etcd_version"
 bin_dir="$out_dir/bin"
-binaries=(etcd kube-apiserver kube-scheduler)
+binaries=(etcd kube-apiserver kube-scheduler kube-controller-manager)
 
 force=0
 case "${1:-}" in
@@ -103,9 +104,10 @@ log "go build etcd $etcd_version"
 (cd "$etcd_mod" && go build -p "$jobs" -trimpath -ldflags "-s -w -buildid=" -o "$tmp_bin/etcd" .)
 log "etcd done after $((SECONDS - start))s"
 
-log "go build kube-apiserver and kube-scheduler $k8s_version"
+log "go build kube-apiserver, kube-scheduler and kube-controller-manager $k8s_version"
 (cd "$kube_mod" && go build -p "$jobs" -trimpath -tags "$kube_tags" -ldflags "$kube_ldflags" \
-    -o "$tmp_bin/" k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kube-scheduler)
+    -o "$tmp_bin/" k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kube-scheduler \
+    k8s.io/kubernetes/cmd/kube-controller-manager)
 log "kubernetes done after $((SECONDS - start))s"
 
 for b in "${binaries[@]}"; do

@@ -26,7 +26,7 @@ upstream_mod="$(go mod download -json "k8s.io/kubernetes@$k8s" | sed -n 's/.*"Go
 
 cd "$here/kube"
 {
-    echo "// Pins the Kubernetes control-plane binaries (kube-apiserver, kube-scheduler) used by the tests."
+    echo "// Pins the Kubernetes control-plane binaries (kube-apiserver, kube-scheduler, kube-controller-manager) used by the tests."
     echo "// Regenerate with tests/controlplane/update-gomod.sh; build with tests/controlplane/build.sh."
     echo "module policyscheduler.test/controlplane/kube"
     echo
@@ -41,7 +41,8 @@ cd "$here/kube"
     echo ")"
 } >go.mod
 rm -f go.sum
-go get -tool "k8s.io/kubernetes/cmd/kube-apiserver@$k8s" "k8s.io/kubernetes/cmd/kube-scheduler@$k8s"
+go get -tool "k8s.io/kubernetes/cmd/kube-apiserver@$k8s" "k8s.io/kubernetes/cmd/kube-scheduler@$k8s" \
+    "k8s.io/kubernetes/cmd/kube-controller-manager@$k8s"
 go mod tidy
 
 cd "$here/etcd"
