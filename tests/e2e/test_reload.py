@@ -22,10 +22,10 @@ from typing import Any
 
 import pytest
 
-from policyscheduler.loader import load_layered
 from tests.controlplane import fakes
 from tests.controlplane.harness import ControlPlane
-from tests.kube.live import REPO, LiveEnv, RunProcess, events, wait_all_bound, wait_until
+from tests.kube.live import BROKEN_POLICY as BROKEN
+from tests.kube.live import REPO, LiveEnv, RunProcess, events, forbid_rule, policy_digest, wait_all_bound, wait_until
 
 pytestmark = pytest.mark.e2e
 
@@ -33,20 +33,12 @@ CM = "policies"
 
 
 def rule(value: str, revision: int = 0) -> str:
-    return (f"# revision {revision}\n"
-            f"## Nodes labelled x={value} are off limits.\n"
-            f"filter forbid_x\n"
-            f'  reason "node(s) are labelled x={value}"\n'
-            f'  require node.labels["x"] != "{value}"\n')
-
-
-BROKEN = 'filter forbid_x\n  reason "x"\n  require node.allocatable["memory"] >= 5Xi\n'
+    return forbid_rule(value, revision)
 
 
 def digest_of(text: str) -> str:
-    policy_set = load_layered([], texts=[("site.policy", text)]).policy_set
-    assert policy_set is not None
-    return policy_set.digest[:12]
+    """The 12-character digest prefix ``run`` logs."""
+    return policy_digest(text)[:12]
 
 
 class Env(LiveEnv):

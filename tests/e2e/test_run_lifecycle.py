@@ -23,10 +23,12 @@ from typing import Any
 
 import pytest
 
-from policyscheduler.loader import load_layered
 from tests.controlplane import fakes
 from tests.controlplane.harness import ControlPlane, start_apiserver, stop_apiserver
+from tests.kube.live import BROKEN_POLICY as BROKEN
 from tests.kube.live import REPO, LiveEnv, RunProcess, events, wait_all_bound, wait_until
+from tests.kube.live import forbid_rule as rule
+from tests.kube.live import policy_digest as digest_of
 
 pytestmark = pytest.mark.e2e
 
@@ -38,21 +40,6 @@ LONG_LEASE = ("--leader-elect", "--leader-elect-lease-namespace", "kube-system",
               "--leader-elect-renew-deadline", "30", "--leader-elect-retry-period", "2")
 """SIGTERM tests: still leading when the signal comes (stopping kube-apiserver takes seconds itself)."""
 
-
-def rule(value: str) -> str:
-    return (f"## Nodes labelled x={value} are off limits.\n"
-            f"filter forbid_x\n"
-            f'  reason "node(s) are labelled x={value}"\n'
-            f'  require node.labels["x"] != "{value}"\n')
-
-
-BROKEN = 'filter forbid_x\n  reason "x"\n  require node.allocatable["memory"] >= 5Xi\n'
-
-
-def digest_of(text: str) -> str:
-    policy_set = load_layered([], texts=[("site.policy", text)]).policy_set
-    assert policy_set is not None
-    return policy_set.digest
 
 
 @pytest.fixture

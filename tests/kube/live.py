@@ -21,6 +21,7 @@ from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
+from policyscheduler.loader import load_layered
 from tests.controlplane import fakes, procs
 from tests.controlplane.api import Api, wait_for
 from tests.controlplane.harness import ControlPlane
@@ -262,3 +263,26 @@ class LiveEnv:
         fakes.delete_owned(self.api, self.ns)
         for p in pods(self.api, self.ns):
             self.api.delete(f"/api/v1/namespaces/{self.ns}/pods/{p['metadata']['name']}", gracePeriodSeconds=0)
+
+
+# -- policies for the ConfigMap-backed run tests (test_reload.py, test_run_lifecycle.py) ---------------------
+
+BROKEN_POLICY = 'filter forbid_x\n  reason "x"\n  require node.allocatable["memory"] >= 5Xi\n'
+"""A policy file that does not load (``bad-quantity``): what a bad ConfigMap edit puts in force."""
+
+
+def forbid_rule(value: str, revision: int | None = None) -> str:
+    """A one-filter policy keeping pods off nodes labelled ``x=value``; ``revision`` makes the text (and so
+    the digest) differ between edits that decide the same."""
+    head = "" if revision is None else f"# revision {revision}\n"
+    return (f"{head}## Nodes labelled x={value} are off limits.\n"
+            f"filter forbid_x\n"
+            f'  reason "node(s) are labelled x={value}"\n'
+            f'  require node.labels["x"] != "{value}"\n')
+
+
+def policy_digest(text: str) -> str:
+    """The full digest ``run`` reports for a ConfigMap holding ``text`` as ``site.policy``."""
+    policy_set = load_layered([], texts=[("site.policy", text)]).policy_set
+    assert policy_set is not None
+    return policy_set.digest
