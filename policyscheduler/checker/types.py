@@ -99,8 +99,10 @@ def join(a: Type, b: Type) -> Type | None:
 
 
 def _with_bound(t: Type, other: Type) -> Type:
+    """``t`` with every list bound (its own and its items', nested) the larger of ``t``'s and ``other``'s:
+    a value of the joined type may be either, so the cost model must allow for the longer one at every level."""
     if isinstance(t, ListT) and isinstance(other, ListT):
-        return ListT(t.elem, _max_bound(t.bound, other.bound))
+        return ListT(_with_bound(t.elem, other.elem), _max_bound(t.bound, other.bound))
     return t
 
 

@@ -77,3 +77,20 @@ def test_a_list_comparison_is_charged_per_item_compared() -> None:
     labels, taints = len(node.labels), len(node.taints)
     # two lists built by loops (twice), then 2 outer items and every inner item compared
     assert closures.steps_used() == 2 * (labels + taints) + 2 + labels + taints
+
+
+def test_joined_lists_keep_the_longest_inner_bound() -> None:
+    """Found by the 20,000-example run with seed 404: ``[long, short] + [short, short]`` kept the inner bound
+    of the right side (2), so ``in`` walked 39 steps under a static bound of 36."""
+    text = ('filter generated\n  reason "generated"\n'
+            '  require split("------------------------------", "-") in '
+            '([split("------------------------------", "-"), ["a", "b"]] + [["a", "b"], ["a", "b"]])\n')
+    result = load_policy_texts([("g.policy", text)])
+    assert result.policy_set is not None, result.diagnostics
+    (rule,) = result.policy_set.filters
+    objects = random_cluster(random.Random(0), nodes=1)
+    snapshot = ClusterSnapshot.from_objects(objects)
+    (node,) = snapshot.nodes
+    pod = snapshot.pod_record(random_pod(random.Random(0), node_names(objects)))
+    assert rule.reasons({"pod": pod, "node": node, "cluster": snapshot.context(pod)}) == []
+    assert closures.steps_used() <= rule.cost, (closures.steps_used(), rule.cost)
