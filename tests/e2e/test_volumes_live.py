@@ -263,3 +263,43 @@ def test_scheduler_killed_while_claims_wait_never_binds_the_pod_without_them(env
     assert second.find("volume binding failed") == []
     bound_lines = [line for run in env.runs for line in run.find("bound")]
     assert len(bound_lines) == 1
+
+
+def test_a_claim_the_plan_leaves_out_still_binds_before_the_pod(env: Env) -> None:
+    """No plan at all (the planner knows nothing of this pod): the pod waits for its Immediate claim, which
+    binds only once a matching PV appears; then it is bound. kube-scheduler keeps it unschedulable meanwhile
+    and binds it too: the same end."""
+    nodes = env.nodes(2)
+    env.start_ours()
+    scenario = VolumeScenario("late-0", classes=[storage_class("slow", "kubernetes.io/no-provisioner", wait=False)],
+                              claims=[claim("data", "", "slow")], pod_claims=["data"],
+                              node_selector={HOSTNAME: nodes[1]})
+    env.ours.create(scenario)
+    env.kube.create(scenario)
+    time.sleep(4.0)
+    assert not env.ours.pod("late-0")["spec"].get("nodeName"), "bound before its claim"
+    assert not env.kube.pod("late-0")["spec"].get("nodeName")
+    for bench in (env.ours, env.kube):
+        pv = local_volume(bench.named("disk"), bench.named("slow"), nodes[1])
+        env.api.post("/api/v1/persistentvolumes", pv)
+        bench.cluster_objects.append(f"/api/v1/persistentvolumes/{pv['metadata']['name']}")
+    ours, kube = env.ours.outcome(scenario), env.kube.outcome(scenario)
+    expected = Outcome(nodes[1], None, {"data": {"volume": "disk", "selected_node": None, "bound": True}})
+    assert ours.same_as(expected), describe(ours)
+    assert kube.same_as(ours), f"kube-scheduler: {describe(kube)}, ours: {describe(ours)}"
+
+
+def test_a_planned_pv_whose_node_affinity_excludes_the_node_fails_with_kubes_text(env: Env) -> None:
+    """A plan that binds a PV the chosen node cannot reach (the storage rules would never make it; a stale
+    plan could): the pod is not bound, and the check's text is kube's."""
+    nodes = env.nodes(2)
+    env.start_ours()
+    scenario = VolumeScenario(
+        "db-1", classes=[storage_class("local", "kubernetes.io/no-provisioner")],
+        volumes=[local_volume("disk", "local", nodes[0])], claims=[claim("data", "", "local")],
+        pod_claims=["data"], node_selector={HOSTNAME: nodes[1]}, plan_static={"data": "disk"}, expect_bound=False)
+    env.ours.create(scenario)
+    ours = env.ours.outcome(scenario)
+    assert ours.message == (PREBIND + f'binding volumes: pv "{env.ours.named("disk")}" node affinity doesn\'t match '
+                            f'node "{nodes[1]}": no matching NodeSelectorTerms'), describe(ours)
+    assert ours.node is None
