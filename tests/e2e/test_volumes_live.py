@@ -77,11 +77,11 @@ class Env:
         self.provisioners.append(prov)
         return prov
 
-    def start_ours(self) -> RunProcess:
+    def start_ours(self, *args: str, ready: str = "started") -> RunProcess:
         run = RunProcess(self.cp, self.tmp / f"run-{len(self.runs)}.log", "--engine", "reference", "--seed", "1",
-                         entry=("-m", "tests.e2e.volume_runner"), env={TIMEOUT_ENV: str(BIND_TIMEOUT)})
+                         *args, entry=("-m", "tests.e2e.volume_runner"), env={TIMEOUT_ENV: str(BIND_TIMEOUT)})
         self.runs.append(run)
-        run.wait_log("started", timeout=60)
+        run.wait_log(ready, timeout=60)
         return run
 
     def both(self, scenario: VolumeScenario, timeout: float = 60.0) -> tuple[Outcome, Outcome]:
@@ -303,3 +303,44 @@ def test_a_planned_pv_whose_node_affinity_excludes_the_node_fails_with_kubes_tex
     assert ours.message == (PREBIND + f'binding volumes: pv "{env.ours.named("disk")}" node affinity doesn\'t match '
                             f'node "{nodes[1]}": no matching NodeSelectorTerms'), describe(ours)
     assert ours.node is None
+
+
+def _wait(check: Any, timeout: float, what: str) -> None:
+    deadline = time.monotonic() + timeout
+    while not check():
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        time.sleep(0.1)
+
+
+def test_a_leader_that_loses_its_lease_while_claims_wait_never_binds_the_pod(env: Env) -> None:
+    """The lease is taken over while the pod waits for its claim: the replica stops (exit 1, as kube-scheduler)
+    and binds nothing, even once the claim is bound; the next leader finds the claim bound and binds the pod."""
+    nodes = env.nodes(1)
+    hold = threading.Event()
+    env.provisioner(hold=hold)
+    lease_args = ("--leader-elect", "--leader-elect-lease-namespace", env.ours.ns, "--leader-elect-lease-duration",
+                  "4", "--leader-elect-renew-deadline", "3", "--leader-elect-retry-period", "0.5")
+    first = env.start_ours(*lease_args)
+    _wait(lambda: any("became leader" in str(line.get("msg")) for line in first.lines()), 30, "leading")
+    scenario = _wffc(env.provisioner_name)
+    env.ours.create(scenario)
+    _wait(lambda: (env.ours.claim("data")["metadata"].get("annotations") or {}).get(SELECTED_NODE) == nodes[0], 30,
+          "the selected-node annotation")
+    lease_path = f"/apis/coordination.k8s.io/v1/namespaces/{env.ours.ns}/leases/policy-scheduler"
+    lease = env.api.get(lease_path)
+    lease["spec"]["holderIdentity"] = "somebody-else"
+    env.api.request("PUT", lease_path, lease)
+    first.child.popen.wait(timeout=20)
+    assert first.child.popen.returncode == 1
+    assert first.find("leader election lost: scheduling stopped")
+    hold.set()  # now the claim gets its PV and binds; nobody leads
+    deadline = time.monotonic() + 20
+    while not env.ours.claim("data")["spec"].get("volumeName"):
+        assert time.monotonic() < deadline, "the claim never bound"
+        time.sleep(0.2)
+    time.sleep(2.0)
+    assert not env.ours.pod("web-0")["spec"].get("nodeName"), "bound by a replica that lost its lease"
+    env.start_ours(*lease_args)
+    outcome = env.ours.outcome(scenario, timeout=BIND_TIMEOUT + 30)
+    assert outcome.node == nodes[0] and outcome.claims["data"]["bound"], describe(outcome)
+    assert env.ours.scheduled_events("web-0") == 1
