@@ -324,7 +324,8 @@ class VolumeBinder(Generic[W]):
                                time.monotonic() + self.timeout, next(self._serial))
         assumed: list[tuple[str, Mapping[str, Any]]] = []
         with self._lock:
-            old = self._by_pod.get(execution.key)
+            # a pod is in one place at a time (the scheduler keeps a pod being bound out of its queue); were an
+            # older execution still here, it is replaced: its worker and its waits see that and stop quietly
             self._by_pod[execution.key] = execution
             for item in execution.plan.static:
                 pv, claim = self._volumes.get(item.pv), self._claims.get(f"{item.namespace}/{item.claim}")
@@ -339,8 +340,6 @@ class VolumeBinder(Generic[W]):
                     assumed.append(("PersistentVolumeClaim", new))
                     execution.assumed.append(("PersistentVolumeClaim", f"{namespace}/{name}"))
             self._start_timer()
-        if old is not None:  # cannot happen while the scheduler keeps a pod in one place; never two at once
-            self._end(old, None, "superseded", retry=False, report=False)
         if self._assume is not None:
             for kind, obj in assumed:
                 self._assume(kind, obj)

@@ -110,6 +110,17 @@ def env(cp_storage: ControlPlane, kube_scheduler: Any, tmp_path: Path) -> Iterat
         e.cleanup()
 
 
+def _scheduled_once(bench: StorageBench, pod: str) -> None:
+    """Exactly one Scheduled event for ``pod`` (they are posted lazily, in batches: wait for the first,
+    then give a second one time to show up)."""
+    deadline = time.monotonic() + 20
+    while bench.scheduled_events(pod) == 0:
+        assert time.monotonic() < deadline, f"no Scheduled event for {pod}"
+        time.sleep(0.2)
+    time.sleep(1.0)
+    assert bench.scheduled_events(pod) == 1
+
+
 def _pv(api: Api, name: str) -> dict[str, Any]:
     obj: dict[str, Any] = api.get(f"/api/v1/persistentvolumes/{name}")
     return obj
@@ -137,7 +148,7 @@ def test_wffc_claim_gets_the_selected_node_is_provisioned_and_the_pod_binds_ther
     terms = pv["spec"]["nodeAffinity"]["required"]["nodeSelectorTerms"]
     assert terms == [{"matchExpressions": [{"key": HOSTNAME, "operator": "In", "values": [nodes[1]]}]}]
     assert sorted(prov.provisioned) == sorted([f"{env.ours.ns}/data", f"{env.kube.ns}/data"])
-    assert env.ours.scheduled_events("web-0") == 1
+    _scheduled_once(env.ours, "web-0")
 
 
 def test_static_pv_is_bound_through_its_claim_ref_then_the_pod_binds(env: Env) -> None:
@@ -258,7 +269,7 @@ def test_scheduler_killed_while_claims_wait_never_binds_the_pod_without_them(env
     assert claim_bound and pod_nodes
     assert pod_nodes[0][0] > claim_bound[0], "the pod was bound before its claim"
     assert {n for _, n in pod_nodes} == {nodes[0]}
-    assert env.ours.scheduled_events("web-0") == 1
+    _scheduled_once(env.ours, "web-0")
     assert prov.provisioned == [f"{env.ours.ns}/data"]
     assert second.find("volume binding failed") == []
     bound_lines = [line for run in env.runs for line in run.find("bound")]
@@ -343,4 +354,4 @@ def test_a_leader_that_loses_its_lease_while_claims_wait_never_binds_the_pod(env
     env.start_ours(*lease_args)
     outcome = env.ours.outcome(scenario, timeout=BIND_TIMEOUT + 30)
     assert outcome.node == nodes[0] and outcome.claims["data"]["bound"], describe(outcome)
-    assert env.ours.scheduled_events("web-0") == 1
+    _scheduled_once(env.ours, "web-0")
