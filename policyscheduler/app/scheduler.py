@@ -60,7 +60,7 @@ from policyscheduler.app.pods import waiting as _waiting
 from policyscheduler.app.preemption import PreemptionWriter
 from policyscheduler.app.shadow import ShadowProfile, Shadows
 from policyscheduler.app.volumes import KINDS as VOLUME_KINDS
-from policyscheduler.app.volumes import VolumeBinder, plan_nothing, pod_claim_names
+from policyscheduler.app.volumes import VolumeBinder, default_planner, pod_claim_names
 from policyscheduler.cycle import (
     ERROR,
     UNSCHEDULABLE,
@@ -124,7 +124,7 @@ class LiveScheduler:
         self.recorder = self.recorders[self.profile_names[0]]
         self.binder: Binder[Attempt] = Binder(client, lambda: self.cycle, lanes=options.bind_lanes,
                                               on_done=self._bind_done)
-        self.volume_planner = options.volume_planner or plan_nothing
+        self.volume_planner = options.volume_planner or default_planner()
         """Plans a pod's claim work on its node (app/volumes.py; the storage rules' planner once wired)."""
         self.volumes: VolumeBinder[Attempt] = VolumeBinder(client, bind=self._bind_pod, failed=self._volumes_failed,
                                                            may_bind=self._may_schedule, assume=self.cache.upsert,

@@ -59,8 +59,8 @@ if TYPE_CHECKING:
     from policyscheduler.state import ClusterSnapshot
 
 __all__ = ["BIND_COMPLETED", "BOUND_BY_CONTROLLER", "DEFAULT_BIND_TIMEOUT", "PREBIND", "SELECTED_NODE",
-           "VolumeBinder", "VolumePlanner", "claim_is_fully_bound", "node_affinity_error", "plan_nothing",
-           "pod_claim_names"]
+           "VolumeBinder", "VolumePlanner", "annotated_claim", "bound_volume", "claim_is_fully_bound",
+           "default_planner", "node_affinity_error", "plan_nothing", "pod_claim_names"]
 
 log = logging.getLogger("policyscheduler.volumes")
 
@@ -90,6 +90,12 @@ class VolumePlanner(Protocol):
 def plan_nothing(pod: Mapping[str, Any], node: str, snapshot: ClusterSnapshot, /) -> VolumePlan:
     """The planner until the storage rules plan: nothing to write; the pod still waits for all its claims."""
     return VolumePlan(node=node)
+
+
+def default_planner() -> VolumePlanner:
+    """The planner a scheduler uses unless ``Options.volume_planner`` names one: the one place to wire the
+    storage rules' planning function (until then :func:`plan_nothing`)."""
+    return plan_nothing
 
 
 def pod_claim_names(pod: Mapping[str, Any]) -> tuple[str, ...]:

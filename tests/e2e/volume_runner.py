@@ -4,7 +4,7 @@ Until the storage rules plan a pod's claims (issue #20's planning side), the liv
 (policyscheduler/app/volumes.py) is tested with plans the test writes: the pod's annotation
 :data:`PLAN_ANNOTATION` holds ``{"static": {"<claim>": "<pv>"}, "provision": ["<claim>"]}`` and
 :func:`annotated_plan` turns it into the :class:`~policyscheduler.state.volumeplan.VolumePlan` for the node
-the scheduler chose. Everything else is ``policyscheduler run`` itself: the same argument parsing,
+the scheduler chose (a pod without the annotation is planned as ``run`` plans it). Everything else is ``policyscheduler run`` itself: the same argument parsing,
 settings, start-up and shutdown (``python -m tests.e2e.volume_runner --kubeconfig ... [run flags]``).
 ``POLICYSCHEDULER_TEST_BIND_TIMEOUT`` sets the bind timeout (seconds; kube's VolumeBindingArgs
 ``bindTimeoutSeconds``, 600 by default).
@@ -19,18 +19,21 @@ import sys
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from policyscheduler.app.volumes import default_planner
+from policyscheduler.state import ClusterSnapshot
 from policyscheduler.state.volumeplan import StaticBinding, VolumePlan
 
 PLAN_ANNOTATION = "test.policyscheduler.io/volume-plan"
 TIMEOUT_ENV = "POLICYSCHEDULER_TEST_BIND_TIMEOUT"
 
 
-def annotated_plan(pod: Mapping[str, Any], node: str, snapshot: object, /) -> VolumePlan:
-    """The plan written on the pod (:data:`PLAN_ANNOTATION`), for ``node``; no annotation: nothing to do."""
+def annotated_plan(pod: Mapping[str, Any], node: str, snapshot: ClusterSnapshot, /) -> VolumePlan:
+    """The plan written on the pod (:data:`PLAN_ANNOTATION`), for ``node``; a pod without one gets the
+    scheduler's own planner's (``policyscheduler.app.volumes.default_planner``)."""
     meta = pod.get("metadata") or {}
     text = (meta.get("annotations") or {}).get(PLAN_ANNOTATION)
     if not text:
-        return VolumePlan(node=node)
+        return default_planner()(pod, node, snapshot)
     doc = json.loads(text)
     namespace = str(meta.get("namespace") or "default")
     static = tuple(StaticBinding(namespace, claim, pv) for claim, pv in sorted((doc.get("static") or {}).items()))
