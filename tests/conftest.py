@@ -3,7 +3,9 @@
 ``control_plane`` (session) starts etcd + kube-apiserver once, ``cp`` (module) one per test module; it builds the
 binaries first if needed and *fails* (never skips) with the reason when it cannot.
 ``namespace`` gives each test a fresh namespace, and ``kube`` adds helpers that
-create fake nodes and pods and delete them again after the test.
+create fake nodes and pods and delete them again after the test. ``storage_controllers`` (session) adds
+kube-controller-manager with the PV binder to ``control_plane``, and ``cp_storage`` to the module's ``cp``,
+only for the tests that ask for them (claims then really bind).
 Nothing here is imported or started unless a test asks for these fixtures.
 
 The language tests' fixtures live here too, because their users sit in several folders (checker, compiler,
@@ -56,6 +58,38 @@ def cp() -> Iterator[ControlPlane]:
         yield plane
     finally:
         plane.stop()
+
+
+def _start_controllers(plane: ControlPlane) -> Any:
+    """kube-controller-manager with the storage controllers on ``plane``; fails (never skips) with the reason."""
+    from tests.controlplane.harness import ControlPlaneError
+
+    error = None
+    try:
+        return plane.start_controller_manager()
+    except ControlPlaneError as exc:
+        error = str(exc)
+    pytest.fail(f"cannot start kube-controller-manager: {error}", pytrace=False)
+
+
+@pytest.fixture(scope="session")
+def storage_controllers(control_plane: ControlPlane) -> Iterator[Any]:
+    """The PV binder on the session control plane, started once by the first test that needs it."""
+    manager = _start_controllers(control_plane)
+    try:
+        yield manager
+    finally:
+        control_plane.stop_controller_manager(manager)
+
+
+@pytest.fixture(scope="module")
+def cp_storage(cp: ControlPlane) -> Iterator[ControlPlane]:
+    """The module's own control plane (``cp``) with the PV binder running."""
+    manager = _start_controllers(cp)
+    try:
+        yield cp
+    finally:
+        cp.stop_controller_manager(manager)
 
 
 @pytest.fixture

@@ -10,6 +10,7 @@ from policyscheduler.kube.secure import SecureServing
 
 if TYPE_CHECKING:
     from policyscheduler.app.host import PolicyWatch
+    from policyscheduler.app.volumes import VolumePlanner
     from policyscheduler.compiler import PolicySet
 
 __all__ = ["Options", "ProfileSettings", "RunProfile", "RunSettings"]
@@ -33,6 +34,12 @@ class Options:
     seed: int | None = None
     lease_name: str | None = None
     """The Lease's name (``--leader-elect-resource-name``); default: the (first) profile's scheduler name."""
+    volume_bind_timeout: float = 600.0
+    """Seconds a pod waits for its claims to bind before it is retried (VolumeBindingArgs
+    ``bindTimeoutSeconds``, kube's default 600)."""
+    volume_planner: VolumePlanner | None = None
+    """Who plans a pod's claim work on its node (app/volumes.py); None: nothing is written, the pod still
+    waits for all its claims. Not a flag: set by whoever builds the scheduler."""
 
 
 @dataclasses.dataclass

@@ -16,6 +16,14 @@ deleted; an assigned pod added, changed (labels, resources) or deleted on its no
 (resources freed); a namespace's labels changed; policies reloaded (every pod of that profile; the sources,
 the reload worker and its reporting are :mod:`.sources` and :mod:`.reload_report`).
 
+**Claims before the pod** (:mod:`.volumes`, kube's VolumeBinding Reserve/PreBind): a pod with
+PersistentVolumeClaims goes from the cycle to the :class:`~policyscheduler.app.volumes.VolumeBinder` with
+the plan of ``options.volume_planner`` (which claims bind to which PV, which are provisioned on the node);
+it reaches the pod binder only once all its claims are bound, and fails back to the queue (backoff, with
+kube's ``running PreBind plugin "VolumeBinding": ...`` FailedScheduling) otherwise. Pods without claims go
+to the pod binder at once, as before. The watches of PersistentVolumes, claims and nodes (and pod
+deletions) drive its waits; PVs, claims, StorageClasses, CSINodes and CSIDrivers also go to the cache.
+
 **Once bound, never decided or reported again.** A pod handed to the binder is *binding*; once its bind
 succeeded (or found it placed: 409, or gone: 404) it is *settled* until the watch shows it bound or deleted.
 A watch update of a binding or settled pod that still shows no node (an update made before the bind, e.g.
@@ -51,6 +59,8 @@ from policyscheduler.app.pods import pod_queue_key, scheduler_name
 from policyscheduler.app.pods import waiting as _waiting
 from policyscheduler.app.preemption import PreemptionWriter
 from policyscheduler.app.shadow import ShadowProfile, Shadows
+from policyscheduler.app.volumes import KINDS as VOLUME_KINDS
+from policyscheduler.app.volumes import VolumeBinder, default_planner, pod_claim_names
 from policyscheduler.cycle import (
     ERROR,
     UNSCHEDULABLE,
@@ -114,6 +124,11 @@ class LiveScheduler:
         self.recorder = self.recorders[self.profile_names[0]]
         self.binder: Binder[Attempt] = Binder(client, lambda: self.cycle, lanes=options.bind_lanes,
                                               on_done=self._bind_done)
+        self.volume_planner = options.volume_planner or default_planner()
+        """Plans a pod's claim work on its node (app/volumes.py; the storage rules' planner once wired)."""
+        self.volumes: VolumeBinder[Attempt] = VolumeBinder(client, bind=self._bind_pod, failed=self._volumes_failed,
+                                                           may_bind=self._may_schedule, assume=self.cache.upsert,
+                                                           timeout=options.volume_bind_timeout)
         sets: Any = ({p.name: p.policy_set for p in scheduling} if scheduling
                      else self.profiles[0].policy_set)  # shadows only: the cycle never gets a pod
         self.cycle = Cycle(self.queue, self.cache, evaluator, sets, self._hand_to_binder,
@@ -221,10 +236,12 @@ class LiveScheduler:
 
     def stop_scheduling(self) -> None:
         """Take no more pods (SIGTERM, lost lease): the loop ends after the attempt in hand
-        (:mod:`.handover` then bounds the rest of the shutdown)."""
+        (:mod:`.handover` then bounds the rest of the shutdown); pods waiting for their claims are dropped
+        (their claims stay as written: the next leader finishes or retries them)."""
         self._stopping.set()
         self.queue.close()
         self._wake.set()
+        self.volumes.cancel_all()
 
     def join_loop(self, timeout: float) -> bool:
         """Wait up to ``timeout`` for the scheduling loop to end; True when it did."""
@@ -237,6 +254,7 @@ class LiveScheduler:
         self._stopping.set()
         self.queue.close()
         self._wake.set()
+        self.volumes.shutdown()
         for _, sources in self.sources:
             sources.stop()
         if self._loop_thread.is_alive():
@@ -264,6 +282,7 @@ class LiveScheduler:
         self.exit_code = 1
         self._stopping.set()
         self.queue.close()
+        self.volumes.cancel_all()
         self._done.set()
 
     def _busy(self) -> bool:
@@ -299,6 +318,8 @@ class LiveScheduler:
     def on_upsert(self, kind: str, obj: dict[str, Any]) -> None:
         if self.shadows is not None:
             self.shadows.before_upsert(kind, obj)  # judges a shadowed pod's bind in the state before it
+        if kind in VOLUME_KINDS and kind != "Pod":
+            self.volumes.observe(kind, obj)  # before the cache: an Unreserve restore never overtakes it
         self.cache.upsert(kind, obj)
         if kind == "Pod":
             self._pod_changed(obj)
@@ -323,6 +344,8 @@ class LiveScheduler:
     def on_delete(self, kind: str, obj: dict[str, Any]) -> None:
         if self.shadows is not None:
             self.shadows.on_delete(kind, obj)
+        if kind in VOLUME_KINDS:
+            self.volumes.removed(kind, obj)
         self.cache.remove(kind, obj)
         if kind == "Pod":
             key = pod_queue_key(obj)
@@ -416,7 +439,38 @@ class LiveScheduler:
             self.cycle.binding_failed(attempt, retry=True, reason="not leading")
             return
         self._binding.add(pod_queue_key(attempt.pod))
+        if pod_claim_names(attempt.pod):  # claims first (app/volumes.py), then the pod
+            try:
+                plan = self.volume_planner(attempt.pod, str(attempt.node), self.cache.snapshot())
+            except Exception as err:  # a planner bug fails this pod, not the loop
+                log.exception("planning the volumes of %s failed", attempt.key)
+                self._volumes_failed(attempt, f'running Reserve plugin "VolumeBinding": {type(err).__name__}: {err}',
+                                     True)
+                return
+            self.volumes.reserve(attempt, plan)
+            return
         self.binder.bind(attempt)
+
+    def _bind_pod(self, attempt: Attempt) -> None:
+        """The pod's claims are bound: now the pod (the volume binder's hand-over, on one of its threads)."""
+        self.binder.bind(attempt)
+
+    def _volumes_failed(self, attempt: Attempt, message: str | None, retry: bool) -> None:
+        """Reserve or PreBind of the pod's claims failed (or was dropped: ``message`` None): forget the
+        pod's assumption, retry it after backoff (``retry``), and post kube's FailedScheduling text."""
+        key = pod_queue_key(attempt.pod)
+        self.cycle.binding_failed(attempt, retry=retry, reason=message or "volume binding dropped")
+        self._binding.discard(key)
+        profile = self._profile_of(attempt.pod)
+        if message is None:
+            return
+        self.failures += 1
+        digest = attempt.decision.policy_digest[:12] if attempt.decision is not None else None
+        _log_decision(logging.WARNING, "volume binding failed",
+                      {"pod": attempt.key, "node": attempt.node, "error": message, "policy_digest": digest,
+                       "profile": profile})
+        self.recorders.get(profile, self.recorder).failed(attempt.pod, message, reason="SchedulerError",
+                                                          digest=digest)
 
     def _still_pending(self, pod: Mapping[str, Any]) -> bool:
         """Is a failure write about ``pod`` still true? Only while the pod waits in our queue (the watch

@@ -42,6 +42,13 @@ RESOURCES: dict[str, str] = {
     "StatefulSet": "/apis/apps/v1/statefulsets",
     "ReplicationController": "/api/v1/replicationcontrollers",
     "PodDisruptionBudget": "/apis/policy/v1/poddisruptionbudgets",  # preemption spares budgets
+    # volumes (kube's VolumeBinding, VolumeZone, NodeVolumeLimits, VolumeRestrictions read them; the claims
+    # and volumes also drive binding a pod's claims before the pod, app/volumes.py)
+    "PersistentVolumeClaim": "/api/v1/persistentvolumeclaims",
+    "PersistentVolume": "/api/v1/persistentvolumes",
+    "StorageClass": "/apis/storage.k8s.io/v1/storageclasses",
+    "CSINode": "/apis/storage.k8s.io/v1/csinodes",
+    "CSIDriver": "/apis/storage.k8s.io/v1/csidrivers",
 }
 """kind -> the all-namespaces collection path the scheduler lists and watches."""
 

@@ -1,6 +1,7 @@
 """Command line for the test control plane.
 
-    python -m tests.controlplane build          build (or reuse) etcd/kube-apiserver/kube-scheduler
+    python -m tests.controlplane build          build (or reuse) etcd/kube-apiserver/kube-scheduler/
+                                                kube-controller-manager
     python -m tests.controlplane up [options]   start it, print KUBECONFIG=..., run until Ctrl-C
 
 ``up`` prints ``KEY=value`` lines on stdout (KUBECONFIG, SERVER, ETCD, PIDS,
@@ -44,6 +45,8 @@ def _up(args: argparse.Namespace) -> int:
         with ControlPlane.start(keep=args.keep) as cp:
             if args.scheduler or scheduler_config is not None:
                 cp.start_scheduler(scheduler_config)
+            if args.storage:
+                cp.start_controller_manager()
             if args.nodes:
                 fakes.create_all(cp.api(), fakes.make_nodes(args.nodes))
             print(f"KUBECONFIG={cp.kubeconfig}")
@@ -76,6 +79,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     up.add_argument("--scheduler", action="store_true", help="also start the real kube-scheduler")
     up.add_argument("--scheduler-config", metavar="FILE",
                     help="KubeSchedulerConfiguration YAML for kube-scheduler (implies --scheduler)")
+    up.add_argument("--storage", action="store_true",
+                    help="also start kube-controller-manager with the PV binder (claims really bind)")
     up.add_argument("--nodes", type=int, default=0, metavar="N", help="create N fake Ready nodes")
     up.add_argument("--keep", action="store_true", help="keep the work dir (logs, etcd data) on exit")
     args = parser.parse_args(argv)

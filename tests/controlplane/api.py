@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any
 from urllib.parse import urlencode
 
@@ -85,6 +85,26 @@ class Api:
 
     def list_items(self, path: str, **query: Any) -> list[dict[str, Any]]:
         return list(self.get(path, **query).get("items") or [])
+
+    def watch(self, path: str, resource_version: str, timeout: int = 30) -> Iterator[dict[str, Any]]:
+        """The watch events of ``path`` after ``resource_version`` (ends after ``timeout`` seconds, or raises
+        :class:`ApiError`, e.g. 410 when the version is too old)."""
+        query = urlencode({"watch": "true", "resourceVersion": resource_version, "timeoutSeconds": timeout,
+                           "allowWatchBookmarks": "true"})
+        resp = self._pool.request("GET", f"{self.server}{path}?{query}", preload_content=False,
+                                  timeout=urllib3.Timeout(connect=5.0, read=timeout + 30.0))
+        try:
+            if resp.status != 200:
+                raise ApiError("WATCH", path, resp.status, resp.read().decode("utf-8", errors="replace"))
+            buffer = b""
+            for chunk in resp.stream(65536):
+                buffer += chunk
+                while b"\n" in buffer:
+                    line, buffer = buffer.split(b"\n", 1)
+                    if line.strip():
+                        yield json.loads(line)
+        finally:
+            resp.release_conn()
 
 
 def wait_for(check: Callable[[], Any], *, timeout: float, interval: float = 0.1, what: str = "condition") -> Any:

@@ -1,4 +1,4 @@
-"""Start etcd + kube-apiserver (and optionally kube-scheduler) on 127.0.0.1.
+"""Start etcd + kube-apiserver (and optionally kube-scheduler and kube-controller-manager) on 127.0.0.1.
 
 The binaries come from ``build.sh`` (Go modules pinned in this directory). One
 :class:`ControlPlane` owns a temp directory (certificates, etcd data, logs,
@@ -38,18 +38,27 @@ class ControlPlaneError(RuntimeError):
     """The control plane could not be built or started; the message says why."""
 
 
+STORAGE_CONTROLLERS = ("persistentvolume-binder-controller",)
+"""The kube-controller-manager controllers the storage tests need (v1.35 names,
+``cmd/kube-controller-manager/names``): the PV binder binds claims to volumes, pre-bound or provisioned,
+and asks external provisioners (the storage-provisioner annotation) for claims with a selected node."""
+
+
 @dataclass(frozen=True)
 class Binaries:
     etcd: Path
     kube_apiserver: Path
     kube_scheduler: Path
+    kube_controller_manager: Path
 
     @classmethod
     def in_dir(cls, bin_dir: Path) -> Binaries:
-        return cls(bin_dir / "etcd", bin_dir / "kube-apiserver", bin_dir / "kube-scheduler")
+        return cls(bin_dir / "etcd", bin_dir / "kube-apiserver", bin_dir / "kube-scheduler",
+                   bin_dir / "kube-controller-manager")
 
     def missing(self) -> list[Path]:
-        return [p for p in (self.etcd, self.kube_apiserver, self.kube_scheduler) if not os.access(p, os.X_OK)]
+        return [p for p in (self.etcd, self.kube_apiserver, self.kube_scheduler, self.kube_controller_manager)
+                if not os.access(p, os.X_OK)]
 
 
 def ensure_binaries(*, build: bool = True) -> Binaries:
@@ -120,6 +129,23 @@ class Scheduler:
         self.child.stop()
 
 
+class ControllerManager:
+    """A running kube-controller-manager started by :meth:`ControlPlane.start_controller_manager`."""
+
+    def __init__(self, child: procs.Child, port: int, controllers: tuple[str, ...]) -> None:
+        self.child = child
+        self.port = port
+        self.controllers = controllers
+        self.url = f"https://127.0.0.1:{port}"
+
+    @property
+    def pid(self) -> int:
+        return self.child.pid
+
+    def stop(self) -> None:
+        self.child.stop()
+
+
 class ControlPlane:
     """etcd + kube-apiserver on loopback with an admin (system:masters) identity."""
 
@@ -130,6 +156,7 @@ class ControlPlane:
         self.etcd: procs.Child | None = None
         self.apiserver: procs.Child | None = None
         self.schedulers: list[Scheduler] = []
+        self.controller_managers: list[ControllerManager] = []
         self.server = ""
         self.etcd_url = ""
         self.token = os.urandom(16).hex()
@@ -171,11 +198,13 @@ class ControlPlane:
         self.stop()
 
     def stop(self) -> None:
-        """Stop schedulers, then the API server, then etcd; remove the work dir."""
-        for child in [s.child for s in reversed(self.schedulers)] + [self.apiserver, self.etcd]:
+        """Stop schedulers and controller managers, then the API server, then etcd; remove the work dir."""
+        children = [s.child for s in reversed(self.schedulers)] + [m.child for m in reversed(self.controller_managers)]
+        for child in children + [self.apiserver, self.etcd]:
             if child is not None:
                 child.stop()
         self.schedulers.clear()
+        self.controller_managers.clear()
         procs.unregister_cleanup(self._remove_workdir)
         self._remove_workdir()
 
@@ -184,8 +213,9 @@ class ControlPlane:
             shutil.rmtree(self.workdir, ignore_errors=True)
 
     def children(self) -> list[procs.Child]:
-        """etcd, kube-apiserver and the kube-schedulers not stopped yet, in start order."""
-        started = [self.etcd, self.apiserver] + [s.child for s in self.schedulers]
+        """etcd, kube-apiserver, the kube-schedulers and kube-controller-managers not stopped yet, in start order."""
+        started = ([self.etcd, self.apiserver] + [s.child for s in self.schedulers]
+                   + [m.child for m in self.controller_managers])
         return [c for c in started if c is not None]
 
     def pids(self) -> list[int]:
@@ -284,6 +314,10 @@ class ControlPlane:
         return False
 
     def _write_kubeconfig(self) -> None:
+        self._kubeconfig_for(self.kubeconfig, self.admin, "admin")
+
+    def _kubeconfig_for(self, path: Path, pair: Any, user: str) -> None:
+        """A kubeconfig for this API server with ``pair``'s client certificate."""
         import base64
 
         def b64(data: bytes) -> str:
@@ -294,15 +328,15 @@ class ControlPlane:
             "kind": "Config",
             "clusters": [{"name": "policyscheduler-test", "cluster": {
                 "server": self.server, "certificate-authority-data": b64(self.ca.pair.cert_pem)}}],
-            "users": [{"name": "admin", "user": {
-                "client-certificate-data": b64(self.admin.cert_pem),
-                "client-key-data": b64(self.admin.key_pem)}}],
+            "users": [{"name": user, "user": {
+                "client-certificate-data": b64(pair.cert_pem),
+                "client-key-data": b64(pair.key_pem)}}],
             "contexts": [{"name": "policyscheduler-test",
-                          "context": {"cluster": "policyscheduler-test", "user": "admin"}}],
+                          "context": {"cluster": "policyscheduler-test", "user": user}}],
             "current-context": "policyscheduler-test",
         }
-        self.kubeconfig.write_text(yaml.safe_dump(config, sort_keys=False))
-        self.kubeconfig.chmod(0o600)
+        path.write_text(yaml.safe_dump(config, sort_keys=False))
+        path.chmod(0o600)
 
     # -- clients -------------------------------------------------------------------
 
@@ -363,6 +397,60 @@ class ControlPlane:
         sched.stop()
         if sched in self.schedulers:
             self.schedulers.remove(sched)
+
+
+    # -- kube-controller-manager ----------------------------------------------------------
+
+    def start_controller_manager(self, controllers: Sequence[str] = STORAGE_CONTROLLERS, *,
+                                 timeout: float = 60.0, sync_period: str = "5s",
+                                 args: Sequence[str] = ()) -> ControllerManager:
+        """Run the real kube-controller-manager with only ``controllers`` (v1.35 names).
+
+        It connects with a kubeconfig of its own (user ``system:kube-controller-manager`` in
+        ``system:masters``: the controllers share its credentials, no service-account tokens), runs without
+        leader election and without a cloud provider, serves /healthz on a free loopback port, and is
+        ready when /healthz answers 200. ``sync_period``: the PV binder's resync (kube's default is 15s;
+        watch events drive it, the resync only repeats what they missed).
+        """
+        n = len(self.controller_managers)
+        kubeconfig = self.workdir / f"kube-controller-manager-{n}.kubeconfig"
+        if not kubeconfig.exists():
+            pair = self.ca.client(f"kube-controller-manager-{n}", "system:kube-controller-manager",
+                                  ("system:masters",))
+            self._kubeconfig_for(kubeconfig, pair, "system:kube-controller-manager")
+        names = tuple(controllers)
+        if not names:
+            raise ControlPlaneError("start_controller_manager needs at least one controller")
+        port = free_port()
+        child = procs.Child("kube-controller-manager", [
+            str(self.binaries.kube_controller_manager),
+            f"--kubeconfig={kubeconfig}",
+            f"--controllers={','.join(names)}",
+            "--leader-elect=false",
+            "--use-service-account-credentials=false",
+            f"--pvclaimbinder-sync-period={sync_period}",
+            "--bind-address=127.0.0.1",
+            f"--secure-port={port}",
+            f"--tls-cert-file={self.serving.cert_file}",
+            f"--tls-private-key-file={self.serving.key_file}",
+            f"--authentication-kubeconfig={kubeconfig}",
+            f"--authorization-kubeconfig={kubeconfig}",
+            *args,
+        ], self.workdir / f"kube-controller-manager-{n}.log")
+        manager = ControllerManager(child, port, names)
+        self.controller_managers.append(manager)
+        probe = Api(manager.url, str(self.ca.pair.cert_file), str(self.admin.cert_file), str(self.admin.key_file))
+        try:
+            wait_for(lambda: self._check_alive(child) or probe.status("/healthz") == 200, timeout=timeout,
+                     interval=0.25, what="kube-controller-manager /healthz")
+        except TimeoutError as exc:
+            raise ControlPlaneError(f"{exc}\n--- kube-controller-manager log ---\n{child.log_tail()}") from exc
+        return manager
+
+    def stop_controller_manager(self, manager: ControllerManager) -> None:
+        manager.stop()
+        if manager in self.controller_managers:
+            self.controller_managers.remove(manager)
 
 
 def start(**kwargs: Any) -> ControlPlane:

@@ -13,7 +13,7 @@ import time
 from pathlib import Path
 
 from tests.controlplane import procs
-from tests.controlplane.harness import BUILD_SCRIPT, HERE
+from tests.controlplane.harness import BUILD_SCRIPT, HERE, Binaries
 
 REPO = HERE.parent.parent
 
@@ -34,7 +34,8 @@ def test_go_mod_pins_kubernetes_1_35_and_etcd_3_6() -> None:
     # Every staging module must be replaced by its published tag of the same release.
     for name in ("api", "apimachinery", "apiserver", "client-go", "kube-scheduler", "kubelet"):
         assert f"k8s.io/{name} => k8s.io/{name} {minor}" in kube_mod
-    assert "k8s.io/kubernetes/cmd/kube-apiserver" in kube_mod and "k8s.io/kubernetes/cmd/kube-scheduler" in kube_mod
+    for tool in ("kube-apiserver", "kube-scheduler", "kube-controller-manager"):
+        assert f"k8s.io/kubernetes/cmd/{tool}" in kube_mod
     assert (HERE / "kube" / "go.sum").is_file() and (HERE / "etcd" / "go.sum").is_file()
 
 
@@ -43,6 +44,14 @@ def test_bin_dir_is_keyed_by_versions() -> None:
     k8s = _pinned("kube", "k8s.io/kubernetes")
     etcd = _pinned("etcd", "go.etcd.io/etcd/server/v3")
     assert out.stdout.strip().endswith(f"/controlplane/k8s-{k8s}-etcd-{etcd}/bin")
+
+
+def test_binaries_include_the_controller_manager(tmp_path: Path) -> None:
+    found = Binaries.in_dir(tmp_path)
+    assert found.kube_controller_manager == tmp_path / "kube-controller-manager"
+    assert found.kube_controller_manager in found.missing()
+    build = BUILD_SCRIPT.read_text()
+    assert "binaries=(etcd kube-apiserver kube-scheduler kube-controller-manager)" in build
 
 
 def test_build_without_go_fails_with_a_clear_message(tmp_path: Path) -> None:

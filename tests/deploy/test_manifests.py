@@ -23,7 +23,8 @@ SA = "policy-scheduler"
 CONFIGMAP = "policy-scheduler-policies"
 
 # Every grant `policyscheduler run` needs, and nothing more: (group, resource) -> verbs. Derived from the API
-# calls in policyscheduler/kube/*.py (watch.RESOURCES lists/watches, binder POST binding + GET pod, events
+# calls in policyscheduler/kube/*.py (watch.RESOURCES lists/watches, binder POST binding + GET pod, PUT of PVs and
+# PVCs before a pod's bind (app/volumes.py), events
 # POST and series PATCH, pods/status PATCH, lease GET/POST/PUT) and the ConfigMap watch of --policies-configmap.
 CLUSTER_GRANTS = {
     ("", "pods"): {"get", "list", "watch", "delete"},  # delete: preemption's victims (app/preemption.py)
@@ -37,6 +38,11 @@ CLUSTER_GRANTS = {
     ("apps", "statefulsets"): {"list", "watch"},
     ("policy", "poddisruptionbudgets"): {"list", "watch"},
     ("events.k8s.io", "events"): {"create", "patch"},
+    ("", "persistentvolumeclaims"): {"list", "watch", "update"},  # update: PreBind (app/volumes.py)
+    ("", "persistentvolumes"): {"list", "watch", "update"},
+    ("storage.k8s.io", "storageclasses"): {"list", "watch"},
+    ("storage.k8s.io", "csinodes"): {"list", "watch"},
+    ("storage.k8s.io", "csidrivers"): {"list", "watch"},
 }
 NAMESPACED_GRANTS = {
     ("coordination.k8s.io", "leases", None): {"create"},
@@ -102,7 +108,8 @@ def test_no_wildcards_no_secrets_no_deletes() -> None:
     # Every rule carries its reason: a comment line right above each `- apiGroups:`.
     lines = text.splitlines()
     rule_lines = [i for i, ln in enumerate(lines) if ln.strip().startswith("- apiGroups:")]
-    assert len(rule_lines) == len(CLUSTER_GRANTS) - 2 + len(NAMESPACED_GRANTS)  # services+RCs, RS+STS share a rule
+    # services+RCs, RS+STS, PVCs+PVs share a rule, and the three storage.k8s.io kinds one
+    assert len(rule_lines) == len(CLUSTER_GRANTS) - 5 + len(NAMESPACED_GRANTS)
     assert all(lines[i - 1].strip().startswith("#") for i in rule_lines)
 
 

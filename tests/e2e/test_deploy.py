@@ -137,6 +137,12 @@ ALLOWED = [
     # the last good policy set (app/lastgood.py): created once, then read and updated by name
     ("create", "configmaps", "-n", NS), ("get", "configmaps/policyscheduler-last-good", "-n", NS),
     ("update", "configmaps/policyscheduler-last-good", "-n", NS),
+    # volumes: watched for the volume rules; a pod's claims bound before the pod (app/volumes.py)
+    ("list", "persistentvolumeclaims", "-A"), ("watch", "persistentvolumeclaims", "-A"),
+    ("update", "persistentvolumeclaims", "-n", "default"), ("list", "persistentvolumes"),
+    ("watch", "persistentvolumes"), ("update", "persistentvolumes"),
+    ("list", "storageclasses.storage.k8s.io"), ("watch", "csinodes.storage.k8s.io"),
+    ("list", "csidrivers.storage.k8s.io"),
 ]
 REFUSED = [
     ("get", "secrets", "-n", NS), ("list", "secrets", "-A"),
@@ -150,7 +156,10 @@ REFUSED = [
     ("get", "leases.coordination.k8s.io/kube-scheduler", "-n", "kube-system"),
     ("update", "leases.coordination.k8s.io/other", "-n", NS), ("delete", f"leases.coordination.k8s.io/{SCHEDULER}", "-n", NS),
     ("create", "leases.coordination.k8s.io", "-n", "kube-system"),
-    ("list", "persistentvolumeclaims", "-A"), ("create", "poddisruptionbudgets.policy", "-n", "default"),
+    ("create", "poddisruptionbudgets.policy", "-n", "default"),
+    ("create", "persistentvolumes"), ("delete", "persistentvolumes"), ("patch", "persistentvolumeclaims", "-n", "default"),
+    ("delete", "persistentvolumeclaims", "-n", "default"), ("update", "storageclasses.storage.k8s.io"),
+    ("list", "csistoragecapacities.storage.k8s.io", "-A"), ("list", "volumeattachments.storage.k8s.io"),
     ("create", "serviceaccounts/token", "-n", NS),
     ("create", "clusterrolebindings.rbac.authorization.k8s.io"), ("impersonate", "users"),
 ]

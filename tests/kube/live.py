@@ -32,11 +32,14 @@ REPO = Path(__file__).resolve().parents[2]
 class RunProcess:
     """One ``policyscheduler run`` child (dies with the test process; see procs.Child)."""
 
-    def __init__(self, cp: ControlPlane, log_file: Path, *args: str, name: str = "policy-scheduler") -> None:
+    def __init__(self, cp: ControlPlane, log_file: Path, *args: str, name: str = "policy-scheduler",
+                 entry: tuple[str, ...] = ("-m", "policyscheduler", "run"), env: dict[str, str] | None = None) -> None:
+        """``entry``: what runs (``python -m policyscheduler run`` unless a test embeds the same ``run``
+        in a script of its own, e.g. tests/e2e/volume_runner.py); ``env``: added to the environment."""
         self.log_file = log_file
-        argv = [sys.executable, "-m", "policyscheduler", "run", "--kubeconfig", str(cp.kubeconfig),
+        argv = [sys.executable, *entry, "--kubeconfig", str(cp.kubeconfig),
                 "--scheduler-name", name, "--bind-address", "127.0.0.1:0", *args]
-        env = {**os.environ, "PYTHONPATH": str(REPO)}
+        env = {**os.environ, "PYTHONPATH": str(REPO), **(env or {})}
         self.child = procs.Child("policyscheduler-run", argv, log_file, env=env)
 
     @property
