@@ -212,6 +212,20 @@ class Cluster:
             return 0 if self.node_count == 0 or state.image_states.get(args[0]) is None else None
         return None
 
+    def column_token(self, name: str, *args: Any) -> Any:
+        """A hashable token such that :meth:`column` of ``name`` on a node is a function of this token and
+        of that node's record alone, or None when the column depends on other nodes (per-domain counts,
+        normalisation over the feasible nodes, the pod's labels against other pods' terms).
+
+        The vectorised backend keeps a rule's per-node results across pods of the same shape while the
+        tokens of its calls are unchanged, and recomputes only the nodes whose record changed (delta
+        rows). Only ``scaled_image_size`` is node-local: the node's image list, the image's size and
+        holder count, and the node count.
+        """
+        if name == "scaled_image_size" and len(args) == 1 and isinstance(args[0], str):
+            return (args[0], self._state.image_states.get(args[0]), self.node_count)
+        return None
+
     # -- PodTopologySpread ------------------------------------------------------------------------------
 
     @exposed
