@@ -510,7 +510,7 @@ class Delta:
     def __init__(self) -> None:
         self._by_rule: dict[int, OrderedDict[Any, tuple[tuple[Token, ...], Entry]]] = {}
         self.hits = 0
-        """Rule evaluations answered from delta rows (for tests and profiles)."""
+        """Rule evaluations answered from delta rows (for tests and profiles; kept across :meth:`clear`)."""
         self._never: set[int] = set()
 
     def possible(self, rule: Any) -> bool:
@@ -537,6 +537,11 @@ class Delta:
         per_rule.move_to_end(key)
         if len(per_rule) > DELTA_ENTRIES_PER_RULE:
             per_rule.popitem(last=False)
+
+    def clear(self) -> None:
+        """Forget every entry (another node set or policy set); ``hits`` keeps counting."""
+        self._by_rule.clear()
+        self._never.clear()
 
     def drop(self, rule: Any, key: Any) -> None:
         per_rule = self._by_rule.get(id(rule))
@@ -591,7 +596,7 @@ class Reuse:
             self._entries = {}
             self._memo_fields = {}
             self.memo = Memo()
-            self.delta = Delta()
+            self.delta.clear()
             return
         if not changed:
             return
