@@ -193,9 +193,8 @@ class VectorRun:
         delta = reuse.delta.get(rule, key)
         if delta is not None:
             tokens, entry = delta
-            if token is not None and _same_tokens(token, tokens):
-                stale = entry.stale(idx)
-                assert stale is not None  # stored complete
+            stale = entry.stale(idx)  # None: the entry forgot everything (too many verdicts): start again
+            if stale is not None and token is not None and _same_tokens(token, tokens):
                 if stale.size:
                     part = self._score(rule, stale)
                     entry.put_score(stale, part.raw, part.ignored, part.errors, part.verdicts)
