@@ -15,11 +15,11 @@ from collections.abc import Callable, Mapping, Sequence
 import numpy as np
 
 from policyscheduler.objects.records import Node, Pod, PodAffinityTerm
-from policyscheduler.objects.topology import ClusterIndex, IntArray, LabelCodes, MatchClause, domain_sums
+from policyscheduler.objects.topology import BoolArray, ClusterIndex, IntArray, LabelCodes, MatchClause, domain_sums
 
 __all__ = [
     "incoming_term_matches", "existing_term_matches", "FilterState", "ScoreState", "count_in_domain", "lookup",
-    "term_clause", "IndexedFilterState", "IndexedScoreState", "lookup_column", "domain_column",
+    "term_clause", "IndexedFilterState", "IndexedScoreState", "IndexedMaps", "lookup_column", "domain_column",
 ]
 
 NsLabels = Callable[[str], Mapping[str, str]]
@@ -72,6 +72,12 @@ def lookup(m: TopologyMap, node: Node) -> int:
 class FilterState:
     """PreFilter state: existingAntiAffinityCounts, affinityCounts and antiAffinityCounts over all nodes."""
 
+    MAPS: tuple[str, ...] = ("existing_anti", "affinity", "anti")
+
+    def maps(self) -> dict[str, TopologyMap]:
+        """Every map by attribute name (what two states are compared by)."""
+        return {name: getattr(self, name) for name in self.MAPS}
+
     def __init__(self, pod: Pod, nodes: Sequence[Node], ns_labels: NsLabels) -> None:
         own_labels = ns_labels(pod.namespace)
         self.existing_anti: TopologyMap = {}
@@ -93,6 +99,13 @@ class FilterState:
 
 class ScoreState:
     """The PreScore topology scores, kept per source so the policy can weigh and sign them."""
+
+    MAPS: tuple[str, ...] = ("preferred_affinity", "preferred_anti", "existing_required", "existing_preferred",
+            "existing_preferred_anti")
+
+    def maps(self) -> dict[str, TopologyMap]:
+        """Every map by attribute name (what two states are compared by)."""
+        return {name: getattr(self, name) for name in self.MAPS}
 
     def __init__(self, pod: Pod, nodes: Sequence[Node], ns_labels: NsLabels) -> None:
         own_labels = ns_labels(pod.namespace)
@@ -135,20 +148,41 @@ def term_clause(term: PodAffinityTerm) -> MatchClause | None:
     return (term._names, term._ns_selector, term._selector)
 
 
-def _add_counts(m: TopologyMap, key: str, counts: IntArray, by: int, codes: LabelCodes) -> None:
+Sums = dict[str, tuple[LabelCodes, IntArray, BoolArray]]
+"""topology key -> (its label codes, Σ per domain code, which domains hold a counted node): a
+:data:`TopologyMap` as arrays, so a column is one gather (``sums[codes]``) and a hostname key (one
+domain per node) costs no Python step per domain; the map itself is built only when a scalar builtin
+or a test asks for it."""
+
+
+def _add_sums(d: Sums, key: str, counts: IntArray, by: int, codes: LabelCodes) -> None:
     """``_add(m, node, key, by)`` once per counted pod, for every node at once."""
     sums, present = domain_sums(codes.codes, len(codes.values), counts, counts > 0)
-    found = np.flatnonzero(present)
-    if found.size:
-        inner = m.setdefault(key, {})
+    if not present.any():
+        return
+    old = d.get(key)
+    if by != 1:
+        sums = sums * by
+    if old is None:
+        d[key] = (codes, sums, present)
+    else:
+        d[key] = (codes, old[1] + sums, old[2] | present)
+
+
+def _to_map(d: Sums) -> TopologyMap:
+    m: TopologyMap = {}
+    for key, (codes, sums, present) in d.items():
+        found = np.flatnonzero(present)
         values = codes.values
-        names = [values[j] for j in found.tolist()]
-        added = (sums[found] * by).tolist()
-        if not inner:  # the usual case (a key's first term): one C-level fill, not a loop per domain
-            inner.update(zip(names, added))
-        else:
-            for value, n in zip(names, added):
-                inner[value] = inner.get(value, 0) + n
+        m[key] = dict(zip([values[j] for j in found.tolist()], sums[found].tolist()))
+    return m
+
+
+def _spread(codes: LabelCodes, sums: IntArray) -> IntArray:
+    """Per node, its domain's sum (0 for a node without the key: code -1 reads the extra last entry)."""
+    table = np.zeros(sums.size + 1, dtype=np.int64)
+    table[:-1] = sums
+    return table[codes.codes]
 
 
 def domain_column(m: TopologyMap, key: str, index: ClusterIndex) -> IntArray:
@@ -168,12 +202,12 @@ _Hits = dict[str, tuple[list[int], list[int]]]
 """topology key -> (slots, weights) of the matched terms (weights empty: every one counts 1)."""
 
 
-def _flush(m: TopologyMap, nodes: Sequence[Node], index: ClusterIndex, hits: _Hits) -> None:
+def _flush(d: Sums, nodes: Sequence[Node], index: ClusterIndex, hits: _Hits) -> None:
     """``_add(m, nodes[slot], key, weight)`` for every hit, summed per domain with numpy."""
     for key, (slots, weights) in hits.items():
         counts = np.bincount(np.asarray(slots, dtype=np.int64),
                              weights=np.asarray(weights, dtype=np.float64) if weights else None, minlength=len(nodes))
-        _add_counts(m, key, np.rint(counts).astype(np.int64), 1, index.label_codes(key))
+        _add_sums(d, key, np.rint(counts).astype(np.int64), 1, index.label_codes(key))
 
 
 def _existing_hits(index: ClusterIndex, kind: int, pod: Pod, own_labels: Mapping[str, str]) -> _Hits:
@@ -195,44 +229,76 @@ def _existing_hits(index: ClusterIndex, kind: int, pod: Pod, own_labels: Mapping
     return hits
 
 
-class IndexedFilterState(FilterState):
+class IndexedMaps:
+    """The maps of an indexed state kept as :data:`Sums`; a map attribute is built on first read."""
+
+    _sums: dict[str, Sums]
+
+    def __getattr__(self, name: str) -> TopologyMap:
+        # only reached for an attribute not set yet: a map nobody read so far
+        sums = self.__dict__.get("_sums")
+        if sums is None or name not in sums:
+            raise AttributeError(name)
+        m = _to_map(sums[name])
+        setattr(self, name, m)
+        return m
+
+    def is_zero(self, name: str, key: str | None = None) -> bool:
+        """True when the map (or its ``key``) holds 0 in every domain (the usual map: empty)."""
+        d = self._sums[name]
+        if key is not None:
+            hit = d.get(key)
+            return hit is None or not hit[1].any()
+        return not any(sums.any() for _, sums, _ in d.values())
+
+    def column(self, name: str, n: int, key: str | None = None) -> IntArray:
+        """:func:`lookup` (``key`` None) or :func:`count_in_domain` of ``key`` of the map, for every node."""
+        d = self._sums[name]
+        if key is not None:
+            hit = d.get(key)
+            return np.zeros(n, dtype=np.int64) if hit is None else _spread(hit[0], hit[1])
+        out = np.zeros(n, dtype=np.int64)
+        for codes, sums, _ in d.values():
+            out += _spread(codes, sums)
+        return out
+
+
+class IndexedFilterState(IndexedMaps, FilterState):
     """:class:`FilterState` from the cluster state's indexes (same maps, no walk over every pod)."""
 
     def __init__(self, pod: Pod, nodes: Sequence[Node], ns_labels: NsLabels, index: ClusterIndex) -> None:
-        self.existing_anti = {}
-        self.affinity = {}
-        self.anti = {}
-        _flush(self.existing_anti, nodes, index, _existing_hits(index, 0, pod, ns_labels(pod.namespace)))
+        existing_anti: Sums = {}
+        affinity: Sums = {}
+        anti: Sums = {}
+        self._sums = {"existing_anti": existing_anti, "affinity": affinity, "anti": anti}
+        _flush(existing_anti, nodes, index, _existing_hits(index, 0, pod, ns_labels(pod.namespace)))
         aff = pod.required_affinity_terms
         if aff:
             clauses = [term_clause(t) for t in aff]
             if all(c is not None for c in clauses):
                 counts = index.match_counts((False, tuple(c for c in clauses if c is not None)))
                 for t in aff:
-                    _add_counts(self.affinity, t.topology_key, counts, 1, index.label_codes(t.topology_key))
+                    _add_sums(affinity, t.topology_key, counts, 1, index.label_codes(t.topology_key))
         for t in pod.required_anti_affinity_terms:
             clause = term_clause(t)
             if clause is not None:
                 counts = index.match_counts((False, (clause,)))
-                _add_counts(self.anti, t.topology_key, counts, 1, index.label_codes(t.topology_key))
+                _add_sums(anti, t.topology_key, counts, 1, index.label_codes(t.topology_key))
 
 
-class IndexedScoreState(ScoreState):
+class IndexedScoreState(IndexedMaps, ScoreState):
     """:class:`ScoreState` from the cluster state's indexes."""
 
     def __init__(self, pod: Pod, nodes: Sequence[Node], ns_labels: NsLabels, index: ClusterIndex) -> None:
         own_labels = ns_labels(pod.namespace)
-        self.preferred_affinity = {}
-        self.preferred_anti = {}
-        self.existing_required = {}
-        self.existing_preferred = {}
-        self.existing_preferred_anti = {}
-        for terms, m in ((pod.preferred_affinity_terms, self.preferred_affinity),
-                         (pod.preferred_anti_affinity_terms, self.preferred_anti)):
+        sums: dict[str, Sums] = {name: {} for name in ScoreState.MAPS}
+        self._sums = sums
+        for terms, d in ((pod.preferred_affinity_terms, sums["preferred_affinity"]),
+                         (pod.preferred_anti_affinity_terms, sums["preferred_anti"])):
             for w in terms:
                 clause = term_clause(w.term)
                 if clause is not None:
                     counts = index.match_counts((False, (clause,)))
-                    _add_counts(m, w.term.topology_key, counts, w.weight, index.label_codes(w.term.topology_key))
-        for kind, m in ((1, self.existing_required), (2, self.existing_preferred), (3, self.existing_preferred_anti)):
-            _flush(m, nodes, index, _existing_hits(index, kind, pod, own_labels))
+                    _add_sums(d, w.term.topology_key, counts, w.weight, index.label_codes(w.term.topology_key))
+        for kind, name in ((1, "existing_required"), (2, "existing_preferred"), (3, "existing_preferred_anti")):
+            _flush(sums[name], nodes, index, _existing_hits(index, kind, pod, own_labels))

@@ -203,13 +203,33 @@ class Cluster:
             return None
         if name in _LOOKUPS:
             attr, part = _LOOKUPS[name]
-            return 0 if _all_zero(getattr(getattr(state, part), attr)) else None
+            maps = getattr(state, part)
+            if isinstance(maps, affinity.IndexedMaps):
+                return 0 if maps.is_zero(attr) else None
+            return 0 if _all_zero(getattr(maps, attr)) else None
         if name in ("affinity_count", "anti_affinity_count") and len(args) == 1:
-            m = getattr(state.affinity_filter, "affinity" if name == "affinity_count" else "anti")
-            inner = m.get(args[0].topology_key)
+            attr = "affinity" if name == "affinity_count" else "anti"
+            filtered = state.affinity_filter
+            if isinstance(filtered, affinity.IndexedMaps):
+                return 0 if filtered.is_zero(attr, args[0].topology_key) else None
+            inner = getattr(filtered, attr).get(args[0].topology_key)
             return 0 if not inner or not any(inner.values()) else None
         if name == "scaled_image_size" and len(args) == 1:
             return 0 if self.node_count == 0 or state.image_states.get(args[0]) is None else None
+        return None
+
+    def column_token(self, name: str, *args: Any) -> Any:
+        """A hashable token such that :meth:`column` of ``name`` on a node is a function of this token and
+        of that node's record alone, or None when the column depends on other nodes (per-domain counts,
+        normalisation over the feasible nodes, the pod's labels against other pods' terms).
+
+        The vectorised backend keeps a rule's per-node results across pods of the same shape while the
+        tokens of its calls are unchanged, and recomputes only the nodes whose record changed (delta
+        rows). Only ``scaled_image_size`` is node-local: the node's image list, the image's size and
+        holder count, and the node count.
+        """
+        if name == "scaled_image_size" and len(args) == 1 and isinstance(args[0], str):
+            return (args[0], self._state.image_states.get(args[0]), self.node_count)
         return None
 
     # -- PodTopologySpread ------------------------------------------------------------------------------
@@ -249,7 +269,7 @@ class Cluster:
     @exposed
     def has_affinity_matches(self) -> bool:
         """True if any existing pod (on a node carrying a term's key) matches all required affinity terms."""
-        return bool(self._state.affinity_filter.affinity)
+        return _nonempty(self._state.affinity_filter, "affinity")
 
     @exposed
     def anti_affinity_count(self, t: PodAffinityTerm, node: Node) -> int:
@@ -264,7 +284,7 @@ class Cluster:
     @exposed
     def has_existing_anti_affinity(self) -> bool:
         """True if some existing pod's required anti-affinity term matches this pod."""
-        return bool(self._state.affinity_filter.existing_anti)
+        return _nonempty(self._state.affinity_filter, "existing_anti")
 
     @exposed
     def preferred_affinity_weight(self, node: Node) -> int:
@@ -360,7 +380,10 @@ def _image_column(cl: Cluster, index: topology.ClusterIndex, image: str) -> IntA
 
 def _lookup(attr: str, part: str) -> Callable[[Cluster, topology.ClusterIndex], IntArray]:
     def column(cl: Cluster, index: topology.ClusterIndex) -> IntArray:
-        return affinity.lookup_column(getattr(getattr(cl._state, part), attr), index)
+        maps = getattr(cl._state, part)
+        if isinstance(maps, affinity.IndexedMaps):  # the per-domain sums spread back: no map built
+            return maps.column(attr, len(index.nodes))
+        return affinity.lookup_column(getattr(maps, attr), index)
     return column
 
 
@@ -375,6 +398,14 @@ _LOOKUPS: dict[str, tuple[str, str]] = {
 """The builtins that sum a topology map over the node's label domains: (map attribute, precomputation)."""
 
 
+def _nonempty(maps: affinity.FilterState, attr: str) -> bool:
+    """``bool`` of one of the maps, without building it from an indexed state's sums (a key is there
+    only with a domain holding a counted node, as in the map)."""
+    if isinstance(maps, affinity.IndexedMaps):
+        return bool(maps._sums[attr])
+    return bool(getattr(maps, attr))
+
+
 def _all_zero(m: affinity.TopologyMap) -> bool:
     """True when every domain of every key of the map holds 0 (the usual map: empty)."""
     return not m or not any(v for inner in m.values() for v in inner.values())
@@ -382,7 +413,10 @@ def _all_zero(m: affinity.TopologyMap) -> bool:
 
 def _domain(attr: str) -> Callable[[Cluster, topology.ClusterIndex, PodAffinityTerm], IntArray]:
     def column(cl: Cluster, index: topology.ClusterIndex, t: PodAffinityTerm) -> IntArray:
-        return affinity.domain_column(getattr(cl._state.affinity_filter, attr), t.topology_key, index)
+        filtered = cl._state.affinity_filter
+        if isinstance(filtered, affinity.IndexedMaps):
+            return filtered.column(attr, len(index.nodes), t.topology_key)
+        return affinity.domain_column(getattr(filtered, attr), t.topology_key, index)
     return column
 
 

@@ -39,7 +39,7 @@ def _scalar(cl: Cluster, name: str, args: tuple[Any, ...]) -> list[int]:
 
 
 def _maps(state: Any) -> dict[str, Any]:
-    return {k: v for k, v in vars(state).items() if k != "index"}
+    return dict(state.maps())
 
 
 @pytest.mark.parametrize("seed", range(60))
@@ -62,8 +62,9 @@ def test_columns_and_indexes_match_the_reference(seed: int) -> None:
         # The indexed precomputations against the from-scratch reference, map for map.
         st = cl._state
         ns = snap.namespace_labels
-        assert _maps(st.affinity_filter) == vars(affinity.FilterState(pod, nodes, ns)), seed
-        assert _maps(st.affinity_score) == vars(affinity.ScoreState(pod, nodes, ns)), seed
+        assert isinstance(st.affinity_filter, affinity.IndexedFilterState)
+        assert _maps(st.affinity_filter) == _maps(affinity.FilterState(pod, nodes, ns)), seed
+        assert _maps(st.affinity_score) == _maps(affinity.ScoreState(pod, nodes, ns)), seed
         assert isinstance(st.spread_filter, topology.IndexedFilterCounts)
         ref_filter = topology.FilterCounts(pod, st.hard, nodes)
         assert (st.spread_filter.pairs, st.spread_filter.domains, st.spread_filter.minimum) == (
@@ -111,7 +112,7 @@ def test_a_context_outlives_a_change_by_falling_back_to_its_own_nodes() -> None:
         snap.assume(gen.pod(rng, f"later{k}", None, 0.8), rng.choice(old_nodes).name)
     assert before._state.indexed is None
     ns = snap.namespace_labels
-    assert vars(before._state.affinity_filter) == vars(affinity.FilterState(pod, old_nodes, ns))
+    assert _maps(before._state.affinity_filter) == _maps(affinity.FilterState(pod, old_nodes, ns))
     for name, args in _calls(before, pod):
         assert before.column(name, *args).tolist() == _scalar(before, name, args)
 

@@ -30,6 +30,7 @@ from policyscheduler.evaluation.vector.program import (
 )
 from policyscheduler.evaluation.vector.reuse import (
     ALL_FIELDS,
+    Entry,
     Reuse,
     Unfreezable,
     constant_array,
@@ -171,7 +172,9 @@ class VectorRun:
 
     def _memo_score(self, rule: ScoreRule, idx: Indexes) -> ScoreOutcome:
         """A rule reading ``cluster`` through whole-cluster builtins only: its value from an earlier pod of
-        the same shape when every call still answers the same uniform value (:class:`.reuse.Memo`)."""
+        the same shape when every call still answers the same uniform value (:class:`.reuse.Memo`), or
+        that pod's per-node results with only the changed nodes recomputed when every call is node-local
+        with an unchanged token (:class:`.reuse.Delta`)."""
         reuse = self._reuse
         prog = self._programs.get(id(rule))
         uniform = getattr(self._cluster, "uniform", None)
@@ -186,17 +189,46 @@ class VectorRun:
             reuse.memo.hits += 1
             return ScoreOutcome(constant_array(idx.size, np.int64, hit[1]), constant_array(idx.size, np.bool_, False),
                                 constant_array(idx.size, np.int32, -1), [], (hit[1], hit[1]))
+        token = getattr(self._cluster, "column_token", None)
+        delta = reuse.delta.get(rule, key)
+        if delta is not None:
+            tokens, entry = delta
+            stale = entry.stale(idx)  # None: the entry forgot everything (too many verdicts): start again
+            if stale is not None and token is not None and _same_tokens(token, tokens):
+                if stale.size:
+                    part = self._score(rule, stale)
+                    entry.put_score(stale, part.raw, part.ignored, part.errors, part.verdicts)
+                reuse.delta.hits += 1
+                raw, ignored, errors = entry.score_parts(idx)
+                return ScoreOutcome(raw, ignored, errors, entry.verdicts)
+            reuse.delta.drop(rule, key)
+        # every slot when delta rows could be kept (as for an entry: not for a pod asking for a few nodes)
+        rows = self._all_slots() if token is not None and 2 * idx.size >= reuse.size \
+            and reuse.delta.possible(rule) else idx
         state = self._state
         calls: list[tuple[str, tuple[Any, ...], int | None]] = []
         state.recording = calls
         try:
-            raw, ignored, err = run_score(prog, state, idx)
+            raw, ignored, err = run_score(prog, state, rows)
         finally:
             state.recording = None
         if not err.any() and not ignored.any() and calls and all(same is not None for _, _, same in calls) \
                 and raw.dtype == np.int64 and raw.size and int(raw.min()) == int(raw.max()):
             reuse.memo.put(rule, key, tuple((name, argv, int(same)) for name, argv, same in calls if same is not None),
                            int(raw[0]))
+        elif rows is not idx and calls and token is not None:
+            made = tuple((name, argv, token(name, *argv)) for name, argv, _ in calls)
+            if any(t is None for _, _, t in made):
+                reuse.delta.never(rule)
+            else:
+                out = self._merge_score(rule, rows, raw, ignored, err)
+                entry = Entry(reuse.size)
+                entry.put_score(None, out.raw, out.ignored, out.errors, out.verdicts)
+                reuse.delta.put(rule, key, made, entry)
+                raw_at, ignored_at, errors_at = entry.score_parts(idx)
+                return ScoreOutcome(raw_at, ignored_at, errors_at, entry.verdicts)
+        if rows is not idx:
+            raw, ignored, err = raw.take(idx), ignored.take(idx), err.take(idx)
         return self._merge_score(rule, idx, raw, ignored, err)
 
     def _all_slots(self) -> Indexes:
@@ -330,6 +362,14 @@ _MISS = object()
 
 _CLUSTER_CALLS = frozenset(COLUMNS)
 """The cluster builtins with a whole-cluster column (objects/cluster.py); :class:`.reuse.Memo` replays them."""
+
+
+def _same_tokens(token: Any, tokens: Any) -> bool:
+    """Whether every recorded node-local call still has its recorded token (:class:`.reuse.Delta`)."""
+    try:
+        return all(token(name, *argv) == same for name, argv, same in tokens)
+    except Exception:  # noqa: BLE001 -- a call the cluster cannot answer now: evaluate the rule
+        return False
 
 
 def _same_calls(uniform: Any, calls: Any) -> bool:

@@ -42,7 +42,7 @@ from policyscheduler.objects.records import Node, Pod
 from policyscheduler.syntax import ast
 from policyscheduler.syntax.visitor import children
 
-__all__ = ["ALL_FIELDS", "METHOD_FIELDS", "NODE_ARG_FIELDS", "NODE_METHOD_FIELDS", "Entry", "Memo", "Reuse",
+__all__ = ["ALL_FIELDS", "METHOD_FIELDS", "NODE_ARG_FIELDS", "NODE_METHOD_FIELDS", "Delta", "Entry", "Memo", "Reuse",
            "constant_array", "freeze", "memo_fields", "node_fields", "pod_fields"]
 
 ALL_FIELDS = "*"
@@ -65,6 +65,12 @@ NODE_ARG_FIELDS: dict[str, frozenset[str]] = {
 }
 """The node fields read by the exposed methods taking a node (NodeSelectorTerm.matches,
 Pod.matches_node_affinity); ``cluster`` methods are not listed (a rule reading ``cluster`` is not cached)."""
+
+CLUSTER_NODE_FIELDS: dict[str, frozenset[str]] = {
+    "scaled_image_size": frozenset({"images"}),
+}
+"""The node fields read by the node-local ``cluster`` builtins (those with a ``Cluster.column_token``):
+with their token, these fields of a node decide the builtin's value there (:class:`Delta`)."""
 
 ENTRIES_PER_RULE = 4
 """Distinct pod shapes remembered per rule (a mixed queue alternates between a few)."""
@@ -244,6 +250,10 @@ def node_fields(checked: CheckedRule | None) -> frozenset[str] | None:
             elif isinstance(parent, ast.Call) and isinstance(parent.func, ast.Attr) \
                     and parent.func.name in NODE_ARG_FIELDS and len(parent.args) == 1 and parent.args[0] is e:
                 fields.update(NODE_ARG_FIELDS[parent.func.name])
+            elif isinstance(parent, ast.Call) and isinstance(parent.func, ast.Attr) \
+                    and isinstance(parent.func.obj, ast.Name) and parent.func.obj.id == "cluster" \
+                    and parent.func.name in CLUSTER_NODE_FIELDS:
+                fields.update(CLUSTER_NODE_FIELDS[parent.func.name])
             else:
                 raise _GiveUp
             return None
@@ -472,11 +482,93 @@ class Memo:
             per_rule.popitem(last=False)
 
 
+DELTA_ENTRIES_PER_RULE = 64
+"""Pod shapes remembered per rule by :class:`Delta`: a heterogeneous queue cycles through dozens of apps'
+images; 13 bytes per node each (about 4 MiB for 64 shapes at 5,000 nodes)."""
+
+Token = tuple[str, tuple[Any, ...], Any]
+"""A whole-cluster builtin call as a delta row depends on it: (name, other arguments, the cluster's
+:meth:`~policyscheduler.objects.cluster.Cluster.column_token` for it)."""
+
+
+class Delta:
+    """Score rules of :func:`memo_fields` shape whose cluster calls were not uniform but each *node-local*:
+    the call's value on a node is a function of that node's record and of a cluster-wide token
+    (``Cluster.column_token``: for ``scaled_image_size``, the image's size and holder count and the node
+    count). Their per-node results, keyed by rule and pod shape, with the tokens of the calls made.
+
+    Why it is exact: such a rule's value on a node is a function of the pod fields it reads (equal: same
+    key) and of its calls' values on that node; while every recorded call's token is unchanged, a call's
+    value changes only on nodes whose record changed, and those slots are invalidated by
+    :meth:`Reuse.sync` like any entry's (a rule passing ``node`` to ``cluster`` reads "every field", so any
+    change of the node invalidates). The calls made on an unchanged node are the same calls (same pod
+    fields, same values of the calls that decided which), so no unrecorded call can matter there. So a
+    later pod of the same shape recomputes only the changed nodes (delta rows), not the whole row;
+    a changed token (an image pulled on another node changes its holder count) drops the entry.
+    """
+
+    def __init__(self) -> None:
+        self._by_rule: dict[int, OrderedDict[Any, tuple[tuple[Token, ...], Entry]]] = {}
+        self.hits = 0
+        """Rule evaluations answered from delta rows (for tests and profiles; kept across :meth:`clear`)."""
+        self._never: set[int] = set()
+
+    def possible(self, rule: Any) -> bool:
+        """False once ``rule`` made a call that is not node-local: its rows are then computed only on the
+        nodes asked for (a rule's calls are the same kind from pod to pod: inter-pod affinity never has
+        node-local calls, image locality always)."""
+        return id(rule) not in self._never
+
+    def never(self, rule: Any) -> None:
+        self._never.add(id(rule))
+
+    def get(self, rule: Any, key: Any) -> tuple[tuple[Token, ...], Entry] | None:
+        per_rule = self._by_rule.get(id(rule))
+        hit = None if per_rule is None else per_rule.get(key)
+        if hit is not None and len(per_rule) > 1:  # type: ignore[arg-type]
+            per_rule.move_to_end(key)  # type: ignore[union-attr]
+        return hit
+
+    def put(self, rule: Any, key: Any, tokens: tuple[Token, ...], entry: Entry) -> None:
+        per_rule = self._by_rule.get(id(rule))
+        if per_rule is None:
+            per_rule = self._by_rule[id(rule)] = OrderedDict()
+        per_rule[key] = (tokens, entry)
+        per_rule.move_to_end(key)
+        if len(per_rule) > DELTA_ENTRIES_PER_RULE:
+            per_rule.popitem(last=False)
+
+    def clear(self) -> None:
+        """Forget every entry (another node set or policy set); ``hits`` keeps counting."""
+        self._by_rule.clear()
+        self._never.clear()
+
+    def drop(self, rule: Any, key: Any) -> None:
+        per_rule = self._by_rule.get(id(rule))
+        if per_rule is not None:
+            per_rule.pop(key, None)
+
+    def invalidate(self, changed: list[int], slot_fields: Sequence[frozenset[str] | None] | None,
+                   reads: Callable[[int], frozenset[str] | None]) -> None:
+        """Forget the ``changed`` slots in every entry of a rule reading a node field that changed there
+        (``reads(id(rule))``: :func:`node_fields`; placing a pod does not change a node's images)."""
+        for key, per_rule in self._by_rule.items():
+            slots = changed
+            read = reads(key)
+            if slot_fields is not None and read is not None:
+                slots = [i for i, f in zip(changed, slot_fields) if f is None or not read.isdisjoint(f)]
+                if not slots:
+                    continue
+            for _, entry in per_rule.values():
+                entry.invalidate(slots)
+
+
 class Reuse:
     """Every entry of one backend, keyed by rule and pod shape, kept in step with the node tables."""
 
     def __init__(self) -> None:
         self.memo = Memo()
+        self.delta = Delta()
         self.rows = Rows()
         self._row_fields: dict[int, tuple[str, ...] | None] = {}
         self._memo_fields: dict[int, tuple[str, ...] | None] = {}
@@ -504,9 +596,11 @@ class Reuse:
             self._entries = {}
             self._memo_fields = {}
             self.memo = Memo()
+            self.delta.clear()
             return
         if not changed:
             return
+        self.delta.invalidate(changed, slot_fields, self._node_fields.get)
         for key, per_rule in self._entries.items():
             reads = self._node_fields.get(key)
             slots = changed
@@ -545,6 +639,11 @@ class Reuse:
         if key not in self._memo_fields:
             self._memo_fields[key] = memo_fields(getattr(rule, "checked", None), cluster_calls)
         return self._memo_fields[key]
+
+    @property
+    def size(self) -> int:
+        """The node slots every entry covers."""
+        return self._n
 
     def worth(self, rule: Any, fingerprint: Any, asked: int) -> bool:
         """Whether to answer through an entry: it exists, or the pod asks for at least half the nodes (a new

@@ -348,3 +348,80 @@ def test_row_memo_results_follow_the_values_not_the_node() -> None:
             left.assume(p, a.node)
             right.assume(p, a.node)
     assert reuse_of(vec).rows.hits > 0
+
+
+def _image_node(name: str, images: list[str], zone: str) -> Obj:
+    sizes = {"app:1": 300 * 2**20, "app:2": 700 * 2**20, "app:3": 90 * 2**20}
+    return node(name, {"zone": zone, "kubernetes.io/hostname": name}, cpu="8", memory="16Gi",
+                images=[{"names": [i], "sizeBytes": sizes[i]} for i in images])
+
+
+@pytest.mark.parametrize("small", [0, 8])
+@pytest.mark.parametrize("seed", range(3))
+def test_delta_rows_follow_node_changes_between_heterogeneous_pods(small: int, seed: int) -> None:
+    """Image locality's per-node rows are kept per image across pods of every other shape (random
+    requests, labels, inter-pod terms) and only the changed nodes are recomputed (delta rows): a node
+    gains or loses an image (its row, and the image's holder count: every row), two nodes swap an image
+    (holder count unchanged, both rows changed), nodes come and go (the node count), pods land and are
+    deleted (rows unchanged). Every decision equals the reference's; the delta rows must have been hit.
+    ``small`` 0 recomputes the changed rows through the arrays, 8 through the reference closures."""
+    from policyscheduler.evaluation.vector import backend
+
+    rng = random.Random(seed)
+    images = ["app:1", "app:2", "app:3"]
+    held: dict[str, list[str]] = {f"n{i}": [i_ for i_ in images if rng.random() < 0.4] for i in range(20)}
+    objects = [_image_node(n, imgs, "ab"[k % 2]) for k, (n, imgs) in enumerate(held.items())]
+    objects += [pod(f"r{k}", on=f"n{k % 20}", labels={"app": rng.choice(["web", "db"])}, cpu="200m", memory="256Mi")
+                for k in range(30)]
+    policies = default_policies()
+    ref, vec = make_evaluator("reference"), make_evaluator("vector")
+    left, right = ClusterSnapshot.from_objects(objects), ClusterSnapshot.from_objects(objects)
+    zones = {n: "ab"[k % 2] for k, n in enumerate(held)}
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(backend, "SMALL", small)
+        for k in range(70):
+            image = images[k % 3] if k % 7 else rng.choice(images)
+            labels = {"app": rng.choice(["web", "db", "cache"]), "release": f"r{k}"}
+            spec: dict[str, Any] = {"containers": [{"name": "c", "image": image, "resources": {"requests": {
+                "cpu": f"{rng.randint(10, 900)}m", "memory": f"{rng.randint(16, 900)}Mi"}}}]}
+            if k % 4 == 1:
+                spec["affinity"] = {"podAntiAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [
+                    {"weight": rng.randint(1, 100), "podAffinityTerm": {
+                        "labelSelector": {"matchLabels": {"app": labels["app"]}}, "topologyKey": "zone"}}]}}
+            obj = pod(f"h{k}", labels=labels, **spec)
+            a = ref.evaluate(policies, left, obj, rng=random.Random(k))
+            b = vec.evaluate(policies, right, obj, rng=random.Random(k))
+            assert a == b, (k, diff_decisions(a, b))
+            if a.node is not None:
+                left.assume(obj, a.node)
+                right.assume(obj, a.node)
+            roll = rng.random()
+            changes: list[tuple[str, Obj]] = []
+            names = sorted(held)
+            if roll < 0.15:  # a node gains or loses an image
+                n = rng.choice(names)
+                held[n] = [i for i in images if (i in held[n]) != (i == rng.choice(images))]
+                changes.append(("add", _image_node(n, held[n], zones[n])))
+            elif roll < 0.25 and len(names) > 1:  # two nodes swap one image: its holder count stays
+                n1, n2 = rng.sample(names, 2)
+                i = rng.choice(images)
+                if (i in held[n1]) != (i in held[n2]):
+                    held[n1], held[n2] = ([x for x in held[n1] if x != i] + ([i] if i in held[n2] else []),
+                                          [x for x in held[n2] if x != i] + ([i] if i in held[n1] else []))
+                    changes += [("add", _image_node(n1, held[n1], zones[n1])),
+                                ("add", _image_node(n2, held[n2], zones[n2]))]
+            elif roll < 0.3:
+                n = f"x{k}"
+                held[n], zones[n] = [rng.choice(images)], "a"
+                changes.append(("add", _image_node(n, held[n], "a")))
+            elif roll < 0.34 and len(names) > 4:
+                n = rng.choice(names)
+                del held[n]
+                changes.append(("remove", node(n)))
+            elif roll < 0.45:
+                changes.append(("remove", pod(f"r{rng.randrange(30)}", on="n0")))
+            for what, change in changes:
+                for snap in (left, right):
+                    (snap.add if what == "add" else snap.remove)(change)
+    reuse = reuse_of(vec)
+    assert reuse.delta.hits >= 5, reuse.delta.hits
