@@ -370,10 +370,12 @@ class ExprChecker(ExprVisitor[Type]):
             self.info.constants[id(e)] = r
             return
         self.err("overflow", f"the result of '{op}' here is always outside the 64-bit integer range "
-                 "(-9223372036854775808..9223372036854775807): it would fail on every node that evaluates it", e.span)
+                 "(-9223372036854775808..9223372036854775807): it would fail on every node that evaluates it",
+                 _op_span(e) if isinstance(e, ast.Binary) else e.span)
 
     def _Binary(self, e: ast.Binary, scope: Scope, mult: int) -> Type:
         op = e.op
+        at = _op_span(e)
         if op in ("and", "or"):
             self.expect(e.left, scope, BOOL, f"the left operand of '{op}'", mult)
             self.expect(e.right, scope, BOOL, f"the right operand of '{op}'", mult)
@@ -391,24 +393,24 @@ class ExprChecker(ExprVisitor[Type]):
             if a == STRING and b == STRING:
                 return BOOL
             return self.err("type-mismatch", f"'{op}' needs an item and a list of it, a key and a map, or two "
-                            f"strings; got {a} {op} {b}", e.span)
+                            f"strings; got {a} {op} {b}", at)
         if op in ("==", "!="):
             if join(a, b) is None:
-                return self.err("type-mismatch", f"cannot compare {a} with {b}" + self._mixed_hint(e, a, b), e.span)
+                return self.err("type-mismatch", f"cannot compare {a} with {b}" + self._mixed_hint(e, a, b), at)
             self.cost += mult * min(self._walked(a), self._walked(b))  # lists compare item by item, nested too
             return BOOL
         if op in ("<", "<=", ">", ">="):
             if (is_numeric(a) and is_numeric(b)) or (a == STRING and b == STRING):
                 return BOOL
             return self.err("type-mismatch", f"'{op}' needs two numbers or two strings, got {a} and {b}"
-                            + self._mixed_hint(e, a, b), e.span)
+                            + self._mixed_hint(e, a, b), at)
         if op == "+" and a == STRING and b == STRING:
             self._string_size(e, self.size(e.left) + self.size(e.right))  # concatenation adds lengths
             return STRING
         if op == "+" and isinstance(a, ListT) and isinstance(b, ListT):
             j = join(a, b)
             if j is None:
-                return self.err("type-mismatch", f"cannot join {a} and {b}", e.span)
+                return self.err("type-mismatch", f"cannot join {a} and {b}", at)
             assert isinstance(j, ListT)
             bound = self._list_bound(a) + self._list_bound(b)  # concatenation adds sizes (and copies them)
             self.cost += mult * bound
@@ -418,16 +420,16 @@ class ExprChecker(ExprVisitor[Type]):
         if op in ("/", "%") and is_numeric(b) and _constant(e.right) == 0:
             why = "" if isinstance(e.right, (ast.IntLit, ast.FloatLit, ast.QuantityLit)) else \
                 f" ({to_source(e.right)} is always 0)"
-            self.err("division-by-zero", f"'{op}' by zero{why}: this fails on every node", e.right.span)
+            self.err("division-by-zero", f"'{op}' by zero{why}: this fails on every node", at)
         if op == "%":
             if a == INT and b == INT:
                 self._fold(e, op, self.info.constants.get(id(e.left)), self.info.constants.get(id(e.right)))
                 return INT
-            return self.err("type-mismatch", f"'%' needs two ints, got {a} and {b}", e.span)
+            return self.err("type-mismatch", f"'%' needs two ints, got {a} and {b}", at)
         r = arith(a, b)
         if r is None:
             return self.err("type-mismatch", f"'{op}' needs numbers{' (or two strings/lists)' if op == '+' else ''}, "
-                            f"got {a} and {b}", e.span)
+                            f"got {a} and {b}", at)
         if r == INT:
             self._fold(e, op, self.info.constants.get(id(e.left)), self.info.constants.get(id(e.right)))
         return r
@@ -689,6 +691,12 @@ class ExprChecker(ExprVisitor[Type]):
         if parse(text) is None and not has_default:
             self.err("bad-conversion", f"{name}({to_source(arg)}) can never succeed: {to_source(arg)} is not "
                      f"{'an integer' if name == 'int' else 'a number' if name == 'float' else 'a quantity'}", arg.span)
+
+
+def _op_span(e: ast.Binary) -> Span:
+    """Where a diagnostic about a binary operation points: its operator (the whole expression when the
+    node was built without one, e.g. a ``skip when`` condition the loader joined)."""
+    return e.op_span if e.op_span is not None else e.span
 
 
 def _constant(e: ast.Expr) -> int | float | None:
