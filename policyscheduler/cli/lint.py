@@ -264,16 +264,17 @@ def with_lint_checks(result: LoadResult, paths: Sequence[str], *, cost_budget: i
 
     scope = _in_scope(result, paths)
     diags = list(result.diagnostics)
-    if result.policy_set is not None:
-        in_scope: dict[str, bool] = {}  # per file name: realpath once per file, not once per rule
-        rules = []
-        for r in result.policy_set.every_rule:
-            file = r.span.file
-            if file not in in_scope:
-                in_scope[file] = os.path.realpath(file) in scope
-            if r.checked is not None and in_scope[file]:
-                rules.append(r.checked)
-        diags += lint_rules(rules, cost_budget=COST_BUDGET if cost_budget is None else cost_budget)
+    # the rules that passed the checker, also when others have errors: lint's warnings (cost-budget...)
+    # are reported together with the errors, not only once the errors are fixed
+    in_scope: dict[str, bool] = {}  # per file name: realpath once per file, not once per rule
+    rules = []
+    for checked in result.checked:
+        file = checked.rule.span.file
+        if file not in in_scope:
+            in_scope[file] = os.path.realpath(file) in scope
+        if in_scope[file]:
+            rules.append(checked)
+    diags += lint_rules(rules, cost_budget=COST_BUDGET if cost_budget is None else cost_budget)
     kept: list[Diagnostic] = []
     used: set[tuple[str, int, int]] = set()
     by_file = {name: suppressions(src.text) for name, src in result.sources.items()

@@ -363,7 +363,7 @@ def _first(s: list[Any]) -> Any:
     return s[0]
 
 
-def _callback(plan: _Plan, method: Callable[[Span, list[Any]], Any] | None, build: _Build
+def _callback(plan: _Plan, method: Callable[..., Any] | None, build: _Build
               ) -> Callable[[list[Any]], Any]:
     """The reduction callback of one grammar rule."""
     _name, expand1, keep, after = plan
