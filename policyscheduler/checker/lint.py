@@ -311,13 +311,15 @@ def _effect_strings(x: ast.Expr) -> Iterable[ast.StringLit]:
 _Leaf = tuple[type, Any]
 
 
-def _literal_checks(top: ast.Expr) -> tuple[list[ast.StringLit], list[ast.StringLit], list[_Leaf]]:
+def _literal_checks(top: ast.Expr) -> tuple[list[ast.StringLit], list[ast.StringLit], list[_Leaf], bool]:
     """One walk of ``top`` for the string checks and the duplicate check: the effect strings
-    (unknown-taint-effect), the literals that could be label keys (label-key-typo), and the leaves (class
-    and text or value, in walk order) that :class:`_Bodies` uses to tell rule bodies apart cheaply."""
+    (unknown-taint-effect), the literals that could be label keys (label-key-typo), the leaves (class
+    and text or value, in walk order) that :class:`_Bodies` uses to tell rule bodies apart cheaply, and
+    whether ``top`` divides (only then does possible-division-by-zero walk the rule)."""
     effects: list[ast.StringLit] = []
     keys: list[ast.StringLit] = []
     leaves: list[_Leaf] = []
+    divides = False
     for x in walk(top):
         if isinstance(x, ast.StringLit):
             leaves.append((ast.StringLit, x.raw))
@@ -325,6 +327,7 @@ def _literal_checks(top: ast.Expr) -> tuple[list[ast.StringLit], list[ast.String
                 keys.append(x)
         elif isinstance(x, (ast.Binary, ast.Call)):
             effects.extend(_effect_strings(x))
+            divides = divides or (isinstance(x, ast.Binary) and x.op in ("/", "%"))
         elif isinstance(x, ast.Name):
             leaves.append((ast.Name, x.id))
         elif isinstance(x, ast.Attr):
@@ -333,7 +336,7 @@ def _literal_checks(top: ast.Expr) -> tuple[list[ast.StringLit], list[ast.String
             leaves.append((type(x), x.value))
         elif isinstance(x, ast.QuantityLit):
             leaves.append((ast.QuantityLit, x.text))
-    return effects, keys, leaves
+    return effects, keys, leaves, divides
 
 
 class _Bodies:
@@ -431,12 +434,13 @@ def lint_rules(rules: Sequence[CheckedRule], *, cost_budget: int = COST_BUDGET) 
                         out.append(warning("score-range-unproven", f"with 'normalize none' the value must lie in "
                                            f"0..100; lint can only show {shown}; clamp it (min(100, max(0, ...))) "
                                            "or use 'normalize scale'", c.value.span))
-        _rule_divisions(r, out)
+        if any(lits[3] for lits in literals):
+            _rule_divisions(r, out)
         if checked.cost > cost_budget:
             out.append(warning("cost-budget", f"{kind} '{r.name}' may evaluate up to {checked.cost:,} expression "
                                f"nodes per node, above the lint budget of {cost_budget:,}{cost_share(checked)}",
                                cost_span(checked)))
-        for effects, keys, _leaves in literals:  # each clause expression, in order
+        for effects, keys, _leaves, _divides in literals:  # each clause expression, in order
             for s in effects:
                 if s.raw not in TAINT_EFFECTS and s.raw != "":
                     close = difflib.get_close_matches(s.raw, TAINT_EFFECTS, n=1, cutoff=0.6)
