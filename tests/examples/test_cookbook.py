@@ -37,3 +37,41 @@ def test_the_stories_are_there_and_the_links_resolve() -> None:
     assert set(LINKED.findall(text)) >= COMING
     assert "](grammar/COOKBOOK.md)" in (REPO / "README.md").read_text(encoding="utf-8")
     assert "](COOKBOOK.md)" in (REPO / "grammar" / "LANGUAGE.md").read_text(encoding="utf-8")
+
+
+def _block_defining(rule: str) -> str:
+    """The cookbook's ```policy block that defines ``rule``."""
+    text = COOKBOOK.read_text(encoding="utf-8")
+    blocks = [b for b in re.findall(r"^```policy\n(.*?)^```", text, re.M | re.S) if f"filter {rule}\n" in b]
+    assert len(blocks) == 1, rule
+    return str(blocks[0])
+
+
+def test_the_hostname_spread_places_like_the_pod_spec_constraint(tmp_path: Path) -> None:
+    """The cookbook's hostname variant of rack-hard-spread places a Deployment's replicas exactly where
+    the same pods with a pod-spec topologySpreadConstraint (hostname, maxSkew 1, DoNotSchedule) go under
+    the bundled defaults -- in both engines (helpers.simulate runs both and compares them)."""
+    from tests.examples.helpers import node, placements, pod, simulate
+
+    policy = tmp_path / "hostname-spread.policy"
+    policy.write_text(_block_defining("hostname_hard_spread"))
+    nodes = [node("big", cpu="16", memory="32Gi"), *(node(f"n{i}", cpu="2") for i in range(3))]
+    running = [pod("old-0", labels={"app": "web"}, on="big"), pod("old-1", labels={"app": "web"}, on="n0")]
+    constraint = {"maxSkew": 1, "topologyKey": "kubernetes.io/hostname", "whenUnsatisfiable": "DoNotSchedule",
+                  "labelSelector": {"matchLabels": {"app": "web"}}}
+    plain = [pod(f"web-{i}", labels={"app": "web"}, cpu="300m") for i in range(8)]
+    spread = [dict(p, spec={**p["spec"], "topologySpreadConstraints": [constraint]}) for p in plain]
+    status, by_policy, err = simulate(tmp_path, [*nodes, *running, *plain], policy)
+    assert status == 0, err
+    status, by_kube, err = simulate(tmp_path, [*nodes, *running, *spread])
+    assert status == 0, err
+    assert placements(by_policy) == placements(by_kube)
+    per_node = {n["metadata"]["name"]: 0 for n in nodes}
+    for where in [*placements(by_policy).values(), "big", "n0"]:
+        assert where is not None
+        per_node[where] += 1
+    assert max(per_node.values()) - min(per_node.values()) <= 1, per_node
+    # without the spread the big node (LeastAllocated) takes more than its share: the rule made the difference
+    status, unspread, err = simulate(tmp_path, [*nodes, *running, *plain])
+    assert status == 0, err
+    assert list(placements(unspread).values()).count("big") > per_node["big"] - 1, (per_node, placements(unspread))
