@@ -1,7 +1,8 @@
 """Lint-only checks over checked rules: findings that never stop a set from loading (all warnings).
 
-``policyscheduler lint`` runs them after the loader; the scheduler does not. Each has a stable code in
-:data:`policyscheduler.diagnostics.CODES` with a rationale (``lint --explain CODE``).
+``policyscheduler lint`` runs them after the loader, on every rule that passed the checker (also when
+other rules of the set have errors, so the warnings come with the errors); the scheduler does not. Each
+has a stable code in :data:`policyscheduler.diagnostics.CODES` with a rationale (``lint --explain CODE``).
 """
 
 from __future__ import annotations

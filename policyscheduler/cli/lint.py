@@ -6,7 +6,8 @@ overrides or replaces a default rule lints clean, a name clash with a default is
 file, and the digest printed is the one the scheduler will report for the same inputs.
 
 Beyond the loader's diagnostics, lint runs the lint-only checks of :mod:`policyscheduler.checker.lint`
-(warnings) on the rules of the files it was given. ``--explain CODE`` prints a code's default severity
+(warnings) on the rules of the files it was given that passed the checker, also when other rules have
+errors: the warnings are reported together with the errors. ``--explain CODE`` prints a code's default severity
 and rationale. A warning is silenced on its line by ``# lint: ignore[code] because JUSTIFICATION`` (at the
 end of that line, or on its own line just above; the justification is required). ``--format sarif``
 writes SARIF 2.1.0 for code-scanning UIs, ``--format github`` workflow annotations for CI logs.
