@@ -15,6 +15,7 @@ from policyscheduler.source import SourceFile
 
 __all__ = [
     "CODES",
+    "close_names",
     "ERROR",
     "WARNING",
     "Diagnostic",
@@ -139,6 +140,46 @@ def warning(code: str, message: str, span: Span | None) -> Diagnostic:
     return Diagnostic(code, WARNING, message, span)
 
 
+def edit_distance(a: str, b: str) -> int:
+    """Edits (insert, delete, substitute, swap two neighbours) from ``a`` to ``b``, case ignored."""
+    a, b = a.lower(), b.lower()
+    prev2: list[int] = []
+    prev = list(range(len(b) + 1))
+    for i in range(1, len(a) + 1):
+        cur = [i] + [0] * len(b)
+        for j in range(1, len(b) + 1):
+            cost = 0 if a[i - 1] == b[j - 1] else 1
+            cur[j] = min(prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + cost)
+            if i > 1 and j > 1 and a[i - 1] == b[j - 2] and a[i - 2] == b[j - 1]:
+                cur[j] = min(cur[j], prev2[j - 2] + 1)
+        prev2, prev = prev, cur
+    return prev[len(b)]
+
+
+def close_names(name: str, options: Iterable[str], n: int = 3) -> list[str]:
+    """The ``options`` closest to ``name`` (at most ``n``, ties only): within ``max(1, len(name) // 3)``
+    edits, so a suggestion is a likely slip of the keyboard and never a different word that happens to
+    share letters (``startswith`` is not close to ``taint``). A short prefix word in front of an option
+    counts as one edit (``to_int`` is close to ``int``)."""
+    limit = max(1, len(name) // 3)
+    head, _, bare = name.partition("_")
+    bare = bare if 0 < len(head) <= 3 else ""
+    scored = []
+    for option in dict.fromkeys(options):
+        if option == name:
+            continue
+        if bare and option.lower() == bare.lower():
+            scored.append((1, option))
+            continue
+        if abs(len(option) - len(name)) > limit:
+            continue
+        d = edit_distance(name, option)
+        if d <= limit:
+            scored.append((d, option))
+    best = min((d for d, _ in scored), default=0)
+    return [o for d, o in sorted(scored) if d == best][:n]  # only the closest: a farther one is noise
+
+
 def sort_key(d: Diagnostic) -> tuple[str, int, int, int, str]:
     """File, line, column, errors before warnings, code."""
     if d.span is None:
@@ -234,17 +275,22 @@ CODES.update({
     "suppression-needs-reason": "a `# lint: ignore[code]` comment without `because JUSTIFICATION`: it suppresses nothing",
     "unused-suppression": "a `# lint: ignore[code] because ...` comment that suppresses no diagnostic",
     "victim-always-true": "a preempt rule whose `victim` clause is constantly true: it protects no pod",
+    "possible-division-by-zero": "`/` or `%` by a value that is 0 on some nodes and is not guarded: a conversion with `default 0`, `len(...)`, `count(...)`, or a let bound to one",
 })
 
 LINT_ONLY_WARNINGS = frozenset({
     "duplicate-rule-body", "unreachable", "constant-filter", "require-never-fails", "score-range-unproven",
     "cost-budget", "pod-only-filter", "label-key-typo", "unknown-taint-effect", "suppression-needs-reason",
-    "unused-suppression", "victim-always-true",
+    "unused-suppression", "victim-always-true", "possible-division-by-zero",
 })
 
 _WARNING_CODES = frozenset({"unused-binding", "empty-aggregate", "no-policy-files", "symlink-loop", "bidi-control"}) | LINT_ONLY_WARNINGS
 
 RATIONALE: dict[str, str] = {
+    "possible-division-by-zero": "A divisor read from the cluster is 0 on some nodes (a missing label converted "
+    "with `default 0`, an empty list, a count that matches nothing); there the rule fails at run time: a filter "
+    "rejects the node, a score gives it 0 and reports the error. Guard the division (`if d == 0 then 0 else n / d`, "
+    "`d > 0 and n / d > 2`) or use a default that cannot divide by zero (`default 1`).",
     "victim-always-true": "A preempt rule only ever narrows the victims kube's DefaultPreemption would pick; one "
     "whose `victim` clause always holds narrows nothing, which is almost always a condition written the wrong way "
     "round (`victim target.namespace == \"payments\"` instead of `!=`).",

@@ -22,7 +22,6 @@ Never raises for bad input: unreadable paths, broken text and even an internal b
 from __future__ import annotations
 
 import dataclasses
-import difflib
 import errno
 import gc
 import os
@@ -31,7 +30,7 @@ from collections.abc import Sequence
 from importlib import resources
 from pathlib import Path, PurePath
 
-from policyscheduler.checker import Schema, check, global_schema
+from policyscheduler.checker import CheckedRule, Schema, check, global_schema
 from policyscheduler.compiler import (
     FilterRule,
     PolicySet,
@@ -44,6 +43,7 @@ from policyscheduler.diagnostics import (
     ERROR,
     Diagnostic,
     Span,
+    close_names,
     error,
     sort_key,
     warning,
@@ -85,6 +85,9 @@ class LoadResult:
     """The bundled default files in force (empty with ``use defaults none`` or outside :func:`load_layered`)."""
     user_files: tuple[str, ...] = ()
     """The user's files, in layer order."""
+    checked: tuple[CheckedRule, ...] = dataclasses.field(default=(), repr=False)
+    """The rules that passed the checker, also when other rules of the set have errors: lint's own checks
+    (``cost-budget``...) run on them, so its warnings are reported together with the errors."""
 
     @property
     def ok(self) -> bool:
@@ -376,7 +379,7 @@ def _pipeline(users: list[SourceFile], defaults: list[SourceFile], by_name: dict
     default_files = tuple(s.name for s in defaults) if layered.defaults_used else ()
     user_files = tuple(s.name for s in users)
     if any(d.severity == ERROR for d in diags):
-        return LoadResult(None, diags, by_name, costs, default_files, user_files)
+        return LoadResult(None, diags, by_name, costs, default_files, user_files, tuple(checked))
     compiled = [compile_rule(c) for c in checked]
     policy_set = PolicySet(
         filters=tuple(r for r in compiled if isinstance(r, FilterRule)),
@@ -387,7 +390,7 @@ def _pipeline(users: list[SourceFile], defaults: list[SourceFile], by_name: dict
         # (it is the filter order); the plain loaders sort by name, which is their order too.
         digest=digest_of([(PurePath(s.name).name, s.text) for s in in_force], ordered=ordered),
     )
-    return LoadResult(policy_set, diags, by_name, costs, default_files, user_files)
+    return LoadResult(policy_set, diags, by_name, costs, default_files, user_files, tuple(checked))
 
 
 # ------------------------------------------------------------------------------------------- layering
@@ -402,7 +405,7 @@ class Layered:
 
 
 def _names_hint(kind: str, name: str, known: Sequence[str]) -> str:
-    close = difflib.get_close_matches(name, list(known), n=3, cutoff=0.6)
+    close = close_names(name, known)
     if close:
         return "; did you mean " + " or ".join(f"'{c}'" for c in close) + "?"
     if known:
@@ -460,8 +463,15 @@ def layer(default_modules: Sequence[ast.Module], user_modules: Sequence[ast.Modu
         rule = where.get((kind, name))
         if rule is None:
             known = [n for k, n in where if k == kind]
-            hint = (" (it is a bundled default, but 'use defaults none' leaves the defaults out)"
-                    if (kind, name) in left_out else _names_hint(kind, name, known))
+            others = [k for k in ("filter", "score", "preempt") if k != kind and (k, name) in where]
+            if (kind, name) in left_out:
+                hint = " (it is a bundled default, but 'use defaults none' leaves the defaults out)"
+            elif others:  # the right name, the wrong kind: `disable score node_unschedulable` of a filter
+                verb = what.strip("'").split(" ", 1)[0]
+                hint = "; " + "; ".join(f"there is a {k} named {name}; did you mean '{verb} {k} {name}'?"
+                                        for k in others)
+            else:
+                hint = _names_hint(kind, name, known)
             diags.append(error("unknown-rule", f"{what}: there is no {kind} rule named '{name}' in the policy set"
                                + hint, span))
             return None

@@ -85,6 +85,8 @@ EXAMPLES: dict[str, Example] = {
     "cost-budget": Example("score s weight 1 normalize scale\n  value count(a, x in node.labels where "
                            "(any b, y in node.labels: any c, z in node.labels: x == z))\n"),
     "pod-only-filter": Example(_F + '  require pod.labels["tier"] != "batch"\n'),
+    "possible-division-by-zero": Example('score s weight 1 normalize scale\n'
+                                         '  value 100 / int(node.labels["slots"], default 0)\n'),
     "label-key-typo": Example(_F + '  require "kubernetes.io/hostnmae" in node.labels\n'),
     "unknown-taint-effect": Example(_F + '  require all t in node.taints where t.effect == "NoSchedul": '
                                     "pod.tolerates(t)\n"),

@@ -8,7 +8,6 @@ bounds of the loops around it.
 from __future__ import annotations
 
 import dataclasses
-import difflib
 import re
 from collections.abc import Iterable
 
@@ -32,7 +31,7 @@ from policyscheduler.checker.types import (
     is_numeric,
     join,
 )
-from policyscheduler.diagnostics import Diagnostic, Span, error, warning
+from policyscheduler.diagnostics import Diagnostic, Span, close_names, error, warning
 from policyscheduler.quantity import MAX_EXPONENT, parse_quantity
 from policyscheduler.syntax import ast
 from policyscheduler.syntax.printer import to_source
@@ -66,6 +65,7 @@ _BIDI = re.compile("[\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
 and isolates."""
 
 _ESCAPES = {'"': '"', "\\": "\\", "n": "\n", "t": "\t"}
+_LOOP_EXPRS = (ast.Quantifier, ast.Comprehension, ast.Aggregate)
 
 
 @dataclasses.dataclass
@@ -119,12 +119,12 @@ class Scope:
 
 
 def _suggest(name: str, options: list[str]) -> str:
-    close = difflib.get_close_matches(name, options, n=1, cutoff=0.6)
+    close = close_names(name, options, n=1)
     return f"; did you mean '{close[0]}'?" if close else ""
 
 
 def _near(name: str, options: list[str]) -> str:
-    close = difflib.get_close_matches(name, options, n=3, cutoff=0.5)
+    close = close_names(name, options)
     return "; did you mean " + " or ".join(f"'{c}'" for c in close) + "?" if close else ""
 
 
@@ -169,6 +169,9 @@ class ExprChecker(ExprVisitor[Type]):
         self.diags = diags
         self.cost = 0
         self._string_limit_reported = False
+        self.loops: list[tuple[int, ast.Expr]] = []
+        """Each loop expression (quantifier, comprehension, aggregate) with the cost it added, so a cost
+        diagnostic can point at the loop that dominates the bound rather than at the rule."""
         self.pod_level: str | None = None
         """The pod-level clause being checked ("'applies when'"): it runs before any node, so 'node' is out of reach."""
 
@@ -185,10 +188,18 @@ class ExprChecker(ExprVisitor[Type]):
 
     # -- dispatch
     def check(self, e: ast.Expr, scope: Scope, mult: int) -> Type:
+        before = self.cost
         self.cost += mult
         t = self.visit(e, scope, mult)
         self.info.types[id(e)] = t
+        if isinstance(e, _LOOP_EXPRS):
+            self.loops.append((self.cost - before, e))
         return t
+
+    def costliest_loop(self) -> tuple[int, ast.Expr] | None:
+        """The loop that adds the most to the cost bound (an outermost one: a loop's cost includes the
+        loops inside it), with what it adds; None for a rule without loops."""
+        return max(self.loops, key=lambda c: c[0]) if self.loops else None
 
     def size(self, e: ast.Expr) -> int:
         """The bound of the length of string expression ``e`` (after it was checked)."""
@@ -307,8 +318,7 @@ class ExprChecker(ExprVisitor[Type]):
             return rec.fields[e.name]
         if e.name in rec.methods:
             return self.err("type-mismatch", f"method '{t.name}.{e.name}' must be called", e.name_span)
-        options = list(rec.fields) + list(rec.methods)
-        near = _suggest(e.name, options)
+        near = _suggest(e.name, list(rec.fields))  # a read: fields (a method named here would need a call)
         return self.err("unknown-field", f"{t.name} has no field or method '{e.name}'"
                         + (near or _members(t.name, rec.fields, rec.methods)), e.name_span)
 
@@ -370,10 +380,12 @@ class ExprChecker(ExprVisitor[Type]):
             self.info.constants[id(e)] = r
             return
         self.err("overflow", f"the result of '{op}' here is always outside the 64-bit integer range "
-                 "(-9223372036854775808..9223372036854775807): it would fail on every node that evaluates it", e.span)
+                 "(-9223372036854775808..9223372036854775807): it would fail on every node that evaluates it",
+                 _op_span(e) if isinstance(e, ast.Binary) else e.span)
 
     def _Binary(self, e: ast.Binary, scope: Scope, mult: int) -> Type:
         op = e.op
+        at = _op_span(e)
         if op in ("and", "or"):
             self.expect(e.left, scope, BOOL, f"the left operand of '{op}'", mult)
             self.expect(e.right, scope, BOOL, f"the right operand of '{op}'", mult)
@@ -391,24 +403,24 @@ class ExprChecker(ExprVisitor[Type]):
             if a == STRING and b == STRING:
                 return BOOL
             return self.err("type-mismatch", f"'{op}' needs an item and a list of it, a key and a map, or two "
-                            f"strings; got {a} {op} {b}", e.span)
+                            f"strings; got {a} {op} {b}", at)
         if op in ("==", "!="):
             if join(a, b) is None:
-                return self.err("type-mismatch", f"cannot compare {a} with {b}" + self._mixed_hint(e, a, b), e.span)
+                return self.err("type-mismatch", f"cannot compare {a} with {b}" + self._mixed_hint(e, a, b), at)
             self.cost += mult * min(self._walked(a), self._walked(b))  # lists compare item by item, nested too
             return BOOL
         if op in ("<", "<=", ">", ">="):
             if (is_numeric(a) and is_numeric(b)) or (a == STRING and b == STRING):
                 return BOOL
             return self.err("type-mismatch", f"'{op}' needs two numbers or two strings, got {a} and {b}"
-                            + self._mixed_hint(e, a, b), e.span)
+                            + self._mixed_hint(e, a, b), at)
         if op == "+" and a == STRING and b == STRING:
             self._string_size(e, self.size(e.left) + self.size(e.right))  # concatenation adds lengths
             return STRING
         if op == "+" and isinstance(a, ListT) and isinstance(b, ListT):
             j = join(a, b)
             if j is None:
-                return self.err("type-mismatch", f"cannot join {a} and {b}", e.span)
+                return self.err("type-mismatch", f"cannot join {a} and {b}", at)
             assert isinstance(j, ListT)
             bound = self._list_bound(a) + self._list_bound(b)  # concatenation adds sizes (and copies them)
             self.cost += mult * bound
@@ -418,16 +430,16 @@ class ExprChecker(ExprVisitor[Type]):
         if op in ("/", "%") and is_numeric(b) and _constant(e.right) == 0:
             why = "" if isinstance(e.right, (ast.IntLit, ast.FloatLit, ast.QuantityLit)) else \
                 f" ({to_source(e.right)} is always 0)"
-            self.err("division-by-zero", f"'{op}' by zero{why}: this fails on every node", e.right.span)
+            self.err("division-by-zero", f"'{op}' by zero{why}: this fails on every node", at)
         if op == "%":
             if a == INT and b == INT:
                 self._fold(e, op, self.info.constants.get(id(e.left)), self.info.constants.get(id(e.right)))
                 return INT
-            return self.err("type-mismatch", f"'%' needs two ints, got {a} and {b}", e.span)
+            return self.err("type-mismatch", f"'%' needs two ints, got {a} and {b}", at)
         r = arith(a, b)
         if r is None:
             return self.err("type-mismatch", f"'{op}' needs numbers{' (or two strings/lists)' if op == '+' else ''}, "
-                            f"got {a} and {b}", e.span)
+                            f"got {a} and {b}", at)
         if r == INT:
             self._fold(e, op, self.info.constants.get(id(e.left)), self.info.constants.get(id(e.right)))
         return r
@@ -541,6 +553,10 @@ class ExprChecker(ExprVisitor[Type]):
                     return self.err("unknown-function", f"unknown function '{f.id}': {_MEMBERSHIP_HINT}", f.span)
                 if f.id in _NULL_NAMES or f.id in ("isnull", "is_null", "isNull"):
                     return self.err("unknown-function", f"unknown function '{f.id}': {_NULL_HINT}", f.span)
+                alias = f.id if f.id in _STRING_METHODS else next(iter(close_names(f.id, list(_STRING_METHODS), 1)), "")
+                instead = _STRING_METHODS.get(alias)
+                if instead is not None and not instead.startswith(f"{f.id}("):
+                    return self.err("unknown-function", f"unknown function '{f.id}'; use {instead}", f.span)
                 return self.err("unknown-function", f"unknown function '{f.id}'{_near(f.id, options)}; "
                                 f"builtins: {', '.join(sorted(options))} ({_BUILTIN_LIST_HINT})", f.span)
             self._no_default(e, scope, mult, f"'{f.id}'")
@@ -569,8 +585,7 @@ class ExprChecker(ExprVisitor[Type]):
                 self.info.signatures[id(e)] = sig
                 return self._apply(e, sig, f"'{t}.{f.name}'", scope, mult)
             if rec is not None and f.name not in rec.fields:
-                options = list(rec.fields) + list(rec.methods)
-                near = _suggest(f.name, options)
+                near = _suggest(f.name, list(rec.methods))  # a call: methods, not fields
                 self.err("unknown-field", f"{t} has no method '{f.name}'"
                          + (near or _members(rec.name, rec.fields, rec.methods)), f.name_span)
                 return ERROR
@@ -689,6 +704,12 @@ class ExprChecker(ExprVisitor[Type]):
         if parse(text) is None and not has_default:
             self.err("bad-conversion", f"{name}({to_source(arg)}) can never succeed: {to_source(arg)} is not "
                      f"{'an integer' if name == 'int' else 'a number' if name == 'float' else 'a quantity'}", arg.span)
+
+
+def _op_span(e: ast.Binary) -> Span:
+    """Where a diagnostic about a binary operation points: its operator (the whole expression when the
+    node was built without one, e.g. a ``skip when`` condition the loader joined)."""
+    return e.op_span if e.op_span is not None else e.span
 
 
 def _constant(e: ast.Expr) -> int | float | None:

@@ -1,7 +1,8 @@
 """Lint-only checks over checked rules: findings that never stop a set from loading (all warnings).
 
-``policyscheduler lint`` runs them after the loader; the scheduler does not. Each has a stable code in
-:data:`policyscheduler.diagnostics.CODES` with a rationale (``lint --explain CODE``).
+``policyscheduler lint`` runs them after the loader, on every rule that passed the checker (also when
+other rules of the set have errors, so the warnings come with the errors); the scheduler does not. Each
+has a stable code in :data:`policyscheduler.diagnostics.CODES` with a rationale (``lint --explain CODE``).
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from policyscheduler.checker.analysis import clause_expressions, node_dependent
-from policyscheduler.checker.passes import CheckedRule
+from policyscheduler.checker.passes import CheckedRule, cost_share, cost_span
 from policyscheduler.diagnostics import Diagnostic, warning
 from policyscheduler.syntax import ast
 from policyscheduler.syntax.visitor import children, walk
@@ -115,6 +116,151 @@ def _interval(e: ast.Expr, lets: dict[str, Interval]) -> Interval:
     return unknown
 
 
+# ------------------------------------------------------------------------------- divisors that may be 0
+
+
+def _zero_source(e: ast.Expr, lets: dict[str, str]) -> str | None:
+    """Why ``e`` (an int or number used as a divisor) may be 0 on some node, or None when it cannot be
+    shown: the usual zeros of a policy are a conversion with ``default 0`` (a missing or malformed label),
+    ``len`` of something empty and a ``count`` that matches nothing, also through a let bound to them
+    (``lets``: let name -> why its value may be 0). ``int(x, default 1)``, ``len(x) + 1`` or
+    ``max(len(x), 1)`` give no reason: a divisor lint cannot place is not reported."""
+    if isinstance(e, ast.Name):
+        return lets.get(e.id)
+    if isinstance(e, ast.Call) and isinstance(e.func, ast.Name):
+        name = e.func.id
+        if name in ("int", "float", "quantity") and e.default is not None and _const(e.default) == 0:
+            return "when the value is missing or does not parse (its default is 0)"
+        if name == "len" and len(e.args) == 1:
+            return "when it is empty"
+        if name in ("trunc", "round", "abs") and len(e.args) == 1:
+            return _zero_source(e.args[0], lets)
+        reasons = [_zero_source(a, lets) for a in e.args]
+        if name == "min" and any(reasons):
+            return next(r for r in reasons if r)
+        if name == "max" and reasons and all(reasons):
+            return reasons[0]
+        return None
+    if isinstance(e, ast.Aggregate) and e.kind == "count":
+        return "when nothing matches"
+    if isinstance(e, ast.Unary) and e.op == "-":
+        return _zero_source(e.operand, lets)
+    if isinstance(e, ast.IfExpr):
+        return _zero_source(e.then, lets) or _zero_source(e.else_, lets)
+    if isinstance(e, ast.Binary) and e.op == "*":
+        return _zero_source(e.left, lets) or _zero_source(e.right, lets)
+    if isinstance(e, ast.Binary) and e.op == "+":
+        left, right = _zero_source(e.left, lets), _zero_source(e.right, lets)
+        if left and right and _interval(e.left, {})[0] >= 0 and _interval(e.right, {})[0] >= 0:
+            return left  # len(a) + len(b): 0 when both are
+    return None
+
+
+def _is_zero(e: ast.Expr) -> bool:
+    return isinstance(e, (ast.IntLit, ast.FloatLit)) and e.value == 0
+
+
+def _is_one(e: ast.Expr) -> bool:
+    return isinstance(e, ast.IntLit) and e.value == 1
+
+
+def _facts(cond: ast.Expr) -> tuple[frozenset[str], frozenset[str]]:
+    """The expressions (as source text) that are non-zero when ``cond`` holds, and when it does not:
+    ``d == 0`` -> (), (d); ``d > 0``, ``d != 0``, ``d >= 1`` -> (d), (); through ``and``/``or``/``not``."""
+    from policyscheduler.syntax.printer import to_source
+
+    none: frozenset[str] = frozenset()
+    if isinstance(cond, ast.Unary) and cond.op == "not":
+        t, f = _facts(cond.operand)
+        return f, t
+    if not isinstance(cond, ast.Binary):
+        return none, none
+    op, a, b = cond.op, cond.left, cond.right
+    if op == "and":
+        return _facts(a)[0] | _facts(b)[0], none
+    if op == "or":
+        return none, _facts(a)[1] | _facts(b)[1]
+    flipped = {"<": ">", "<=": ">=", ">": "<", ">=": "<=", "==": "==", "!=": "!="}
+    if op in flipped and (_is_zero(a) or _is_one(a)) and not (_is_zero(b) or _is_one(b)):
+        op, a, b = flipped[op], b, a  # 0 < d reads as d > 0
+    if op not in flipped:
+        return none, none
+    x = frozenset({to_source(a)})
+    if _is_zero(b):
+        if op in ("!=", ">", "<"):
+            return x, none
+        if op in ("==", "<="):  # d == 0 (or d <= 0) is false: d is not 0
+            return none, x
+    if _is_one(b) and op == ">=":
+        return x, none
+    if _is_one(b) and op == "<":
+        return none, x
+    return none, none
+
+
+def _divisions(e: ast.Expr, safe: frozenset[str], lets: dict[str, str], let_text: dict[str, str],
+               out: list[Diagnostic]) -> None:
+    """possible-division-by-zero for each ``/`` and ``%`` under ``e`` whose divisor may be 0 and is not
+    guarded (``safe``: the expressions known non-zero here, from ``if``, ``and``, ``or`` and ``where``)."""
+    from policyscheduler.syntax.printer import to_source
+
+    if isinstance(e, ast.IfExpr):
+        t, f = _facts(e.cond)
+        _divisions(e.cond, safe, lets, let_text, out)
+        _divisions(e.then, safe | t, lets, let_text, out)
+        _divisions(e.else_, safe | f, lets, let_text, out)
+        return
+    if isinstance(e, ast.Binary) and e.op in ("and", "or"):
+        t, f = _facts(e.left)
+        _divisions(e.left, safe, lets, let_text, out)
+        _divisions(e.right, safe | (t if e.op == "and" else f), lets, let_text, out)
+        return
+    if isinstance(e, (ast.Quantifier, ast.Comprehension, ast.Aggregate)) and e.loop.where is not None:
+        _divisions(e.loop.iterable, safe, lets, let_text, out)
+        inner = safe | _facts(e.loop.where)[0]
+        for c in children(e):
+            if c is not e.loop.iterable:
+                _divisions(c, inner, lets, let_text, out)
+        return
+    if isinstance(e, ast.Binary) and e.op in ("/", "%"):
+        d = e.right
+        why = _zero_source(d, lets)
+        text = to_source(d)
+        names = {text, let_text.get(d.id, "") if isinstance(d, ast.Name) else ""}
+        if why is not None and not (names & safe):
+            if isinstance(d, ast.Name):
+                shown, guard = f"{text} ({let_text.get(d.id, '')})", f"if {text} == 0 then ... else ..."
+            else:
+                shown, guard = text, f"let d = {text}, then: if d == 0 then ... else ... {e.op} d"
+            default = "; or give the conversion a non-zero default" if "default is 0" in why else ""
+            out.append(warning("possible-division-by-zero", f"'{e.op}' by {shown}, which is 0 {why}: the rule "
+                               f"fails on those nodes; guard it ({guard}){default}", e.op_span or e.span))
+    for c in children(e):
+        _divisions(c, safe, lets, let_text, out)
+
+
+def _rule_divisions(rule: ast.Rule, out: list[Diagnostic]) -> None:
+    """possible-division-by-zero over a rule's clauses in order: a let's zero is known to the clauses
+    after it, and ``applies when`` (true) and ``ignore node when`` (false) guard every later clause."""
+    from policyscheduler.syntax.printer import to_source
+
+    lets: dict[str, str] = {}
+    let_text: dict[str, str] = {}
+    safe: frozenset[str] = frozenset()
+    for c in rule.clauses:
+        for top in clause_expressions(c):
+            _divisions(top, safe, lets, let_text, out)
+        if isinstance(c, ast.Applies):
+            safe |= _facts(c.cond)[0]
+        elif isinstance(c, ast.IgnoreWhen):
+            safe |= _facts(c.cond)[1]
+        elif isinstance(c, ast.Let):
+            let_text[c.name] = to_source(c.value)
+            why = _zero_source(c.value, lets)
+            if why is not None:
+                lets[c.name] = why
+
+
 # ---------------------------------------------------------------------------------------- the checks
 
 
@@ -166,13 +312,15 @@ def _effect_strings(x: ast.Expr) -> Iterable[ast.StringLit]:
 _Leaf = tuple[type, Any]
 
 
-def _literal_checks(top: ast.Expr) -> tuple[list[ast.StringLit], list[ast.StringLit], list[_Leaf]]:
+def _literal_checks(top: ast.Expr) -> tuple[list[ast.StringLit], list[ast.StringLit], list[_Leaf], bool]:
     """One walk of ``top`` for the string checks and the duplicate check: the effect strings
-    (unknown-taint-effect), the literals that could be label keys (label-key-typo), and the leaves (class
-    and text or value, in walk order) that :class:`_Bodies` uses to tell rule bodies apart cheaply."""
+    (unknown-taint-effect), the literals that could be label keys (label-key-typo), the leaves (class
+    and text or value, in walk order) that :class:`_Bodies` uses to tell rule bodies apart cheaply, and
+    whether ``top`` divides (only then does possible-division-by-zero walk the rule)."""
     effects: list[ast.StringLit] = []
     keys: list[ast.StringLit] = []
     leaves: list[_Leaf] = []
+    divides = False
     for x in walk(top):
         if isinstance(x, ast.StringLit):
             leaves.append((ast.StringLit, x.raw))
@@ -180,6 +328,7 @@ def _literal_checks(top: ast.Expr) -> tuple[list[ast.StringLit], list[ast.String
                 keys.append(x)
         elif isinstance(x, (ast.Binary, ast.Call)):
             effects.extend(_effect_strings(x))
+            divides = divides or (isinstance(x, ast.Binary) and x.op in ("/", "%"))
         elif isinstance(x, ast.Name):
             leaves.append((ast.Name, x.id))
         elif isinstance(x, ast.Attr):
@@ -188,7 +337,7 @@ def _literal_checks(top: ast.Expr) -> tuple[list[ast.StringLit], list[ast.String
             leaves.append((type(x), x.value))
         elif isinstance(x, ast.QuantityLit):
             leaves.append((ast.QuantityLit, x.text))
-    return effects, keys, leaves
+    return effects, keys, leaves, divides
 
 
 class _Bodies:
@@ -286,10 +435,13 @@ def lint_rules(rules: Sequence[CheckedRule], *, cost_budget: int = COST_BUDGET) 
                         out.append(warning("score-range-unproven", f"with 'normalize none' the value must lie in "
                                            f"0..100; lint can only show {shown}; clamp it (min(100, max(0, ...))) "
                                            "or use 'normalize scale'", c.value.span))
+        if any(lits[3] for lits in literals):
+            _rule_divisions(r, out)
         if checked.cost > cost_budget:
             out.append(warning("cost-budget", f"{kind} '{r.name}' may evaluate up to {checked.cost:,} expression "
-                               f"nodes per node, above the lint budget of {cost_budget:,}", r.name_span))
-        for effects, keys, _leaves in literals:  # each clause expression, in order
+                               f"nodes per node, above the lint budget of {cost_budget:,}{cost_share(checked)}",
+                               cost_span(checked)))
+        for effects, keys, _leaves, _divides in literals:  # each clause expression, in order
             for s in effects:
                 if s.raw not in TAINT_EFFECTS and s.raw != "":
                     close = difflib.get_close_matches(s.raw, TAINT_EFFECTS, n=1, cutoff=0.6)

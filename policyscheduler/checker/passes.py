@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from policyscheduler.checker.env import Schema
 from policyscheduler.checker.expressions import Binding, ExprChecker, Info, Scope, constant_leaves
 from policyscheduler.checker.types import BOOL, ERROR, INT, STRING, ListT, Type
-from policyscheduler.diagnostics import Diagnostic, error, warning
+from policyscheduler.diagnostics import Diagnostic, Span, error, warning
 from policyscheduler.syntax import ast
 
 COST_LIMIT = 10_000_000
@@ -57,6 +57,8 @@ class CheckedRule:
     weight: int = 0
     normalize: str = "none"
     reason: str | None = None
+    costliest: tuple[int, Span] | None = None
+    """The loop that dominates the cost bound: what it adds and where it is (None without loops)."""
 
 
 def check_duplicates(modules: Sequence[ast.Module]) -> tuple[list[Diagnostic], set[int]]:
@@ -219,7 +221,23 @@ def check_clauses(rule: ast.Rule, schema: Schema, checked: CheckedRule, diags: l
         if not b.used:
             diags.append(warning("unused-binding", f"'{let.name}' is bound but never used", let.name_span))
     checked.cost = ec.cost
+    loop = ec.costliest_loop()
+    checked.costliest = (loop[0], loop[1].span) if loop is not None else None
     if ec.cost > COST_LIMIT:
         diags.append(error("cost-limit", f"{rule.kind} '{rule.name}' may evaluate up to {ec.cost:,} expression "
-                           f"nodes per node (limit {COST_LIMIT:,}); loop over fewer or smaller collections",
-                           rule.name_span))
+                           f"nodes per node (limit {COST_LIMIT:,}){cost_share(checked)}; loop over fewer or "
+                           "smaller collections", cost_span(checked)))
+
+
+def cost_share(checked: CheckedRule) -> str:
+    """``; 1,065,000 of them in this loop`` when a loop dominates the bound (the diagnostic is at it)."""
+    if checked.costliest is None or checked.costliest[0] * 2 < checked.cost:
+        return ""
+    return f"; {checked.costliest[0]:,} of them in this loop"
+
+
+def cost_span(checked: CheckedRule) -> Span:
+    """Where a cost diagnostic points: the loop that holds most of the bound, else the rule's name."""
+    if checked.costliest is None or checked.costliest[0] * 2 < checked.cost:
+        return checked.rule.name_span
+    return checked.costliest[1]

@@ -6,7 +6,8 @@ overrides or replaces a default rule lints clean, a name clash with a default is
 file, and the digest printed is the one the scheduler will report for the same inputs.
 
 Beyond the loader's diagnostics, lint runs the lint-only checks of :mod:`policyscheduler.checker.lint`
-(warnings) on the rules of the files it was given. ``--explain CODE`` prints a code's default severity
+(warnings) on the rules of the files it was given that passed the checker, also when other rules have
+errors: the warnings are reported together with the errors. ``--explain CODE`` prints a code's default severity
 and rationale. A warning is silenced on its line by ``# lint: ignore[code] because JUSTIFICATION`` (at the
 end of that line, or on its own line just above; the justification is required). ``--format sarif``
 writes SARIF 2.1.0 for code-scanning UIs, ``--format github`` workflow annotations for CI logs.
@@ -264,16 +265,17 @@ def with_lint_checks(result: LoadResult, paths: Sequence[str], *, cost_budget: i
 
     scope = _in_scope(result, paths)
     diags = list(result.diagnostics)
-    if result.policy_set is not None:
-        in_scope: dict[str, bool] = {}  # per file name: realpath once per file, not once per rule
-        rules = []
-        for r in result.policy_set.every_rule:
-            file = r.span.file
-            if file not in in_scope:
-                in_scope[file] = os.path.realpath(file) in scope
-            if r.checked is not None and in_scope[file]:
-                rules.append(r.checked)
-        diags += lint_rules(rules, cost_budget=COST_BUDGET if cost_budget is None else cost_budget)
+    # the rules that passed the checker, also when others have errors: lint's warnings (cost-budget...)
+    # are reported together with the errors, not only once the errors are fixed
+    in_scope: dict[str, bool] = {}  # per file name: realpath once per file, not once per rule
+    rules = []
+    for checked in result.checked:
+        file = checked.rule.span.file
+        if file not in in_scope:
+            in_scope[file] = os.path.realpath(file) in scope
+        if in_scope[file]:
+            rules.append(checked)
+    diags += lint_rules(rules, cost_budget=COST_BUDGET if cost_budget is None else cost_budget)
     kept: list[Diagnostic] = []
     used: set[tuple[str, int, int]] = set()
     by_file = {name: suppressions(src.text) for name, src in result.sources.items()

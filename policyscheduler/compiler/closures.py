@@ -391,7 +391,7 @@ class ExprCompiler(ExprVisitor[Fn]):
             a, b = self.compile(e.left), self.compile(e.right)
         else:
             a, b = self.as_type(e.left, tr), self.as_type(e.right, tr)
-        span = e.span
+        span = e.op_span or e.span  # a failure of the operation (a zero divisor, an overflow) is at its operator
         if tr == INT:
             raw = {"+": operator.add, "-": operator.sub, "*": operator.mul}.get(op)
             if raw is None:
@@ -435,8 +435,8 @@ class ExprCompiler(ExprVisitor[Fn]):
         if op == "*":
             return lambda f: a(f) * b(f)
         if op == "%":
-            return _guard(lambda f: rt.go_mod(a(f), b(f)), e.span)
-        return _guard(lambda f: rt.real_div(a(f), b(f)), e.span)
+            return _guard(lambda f: rt.go_mod(a(f), b(f)), span)
+        return _guard(lambda f: rt.real_div(a(f), b(f)), span)
 
     def _IfExpr(self, e: ast.IfExpr) -> Fn:
         t = self.type_of(e)

@@ -101,6 +101,10 @@ class Binary:
     left: Expr
     right: Expr
     span: Span
+    op_span: Span | None = dataclasses.field(default=None, compare=False)
+    """Where the operator itself is written (the ``/`` of ``a / b``): diagnostics and runtime errors about
+    the operation point there rather than at the start of the left operand. Derived from the text, so it
+    takes no part in equality (None for nodes built by the loader, e.g. ``skip when`` conditions)."""
 
 
 @dataclasses.dataclass(frozen=True, slots=True)

@@ -132,9 +132,26 @@ def _diagnose(exc: UnexpectedInput, src: SourceFile) -> Diagnostic:
             hint = f" ('{tok}' is a keyword and cannot be used as a name)"
         elif tok.type in {"LESSTHAN", "MORETHAN", "__ANON_0", "__ANON_1", "__ANON_2", "__ANON_3", "IN"}:
             hint = " (comparisons do not chain; use 'and')"
+        elif str(tok) in ("all", "any", "if"):
+            hint = _parenthesis_hint(str(tok), src.line(tok.line or 1)[: (tok.column or 1) - 1])
         return error("unexpected-token", f"unexpected {_describe_token(tok)}{hint}; expected {expected}", span)
     line, col = getattr(exc, "line", 1) or 1, getattr(exc, "column", 1) or 1
     return error("parse-error", str(exc).splitlines()[0], Span(src.name, line, col, line, col + 1))
+
+
+_OPERATOR_BEFORE = re.compile(r"(\band|\bor|\bnot|==|!=|<=|>=|<|>|\+|-|\*|/|%|\bin)\s*$")
+
+
+def _parenthesis_hint(keyword: str, before: str) -> str:
+    """``x and all p in L: ...``: a quantifier (or ``if``) extends as far right as it can, so the grammar
+    takes it only as a whole expression; after an operator it needs parentheses."""
+    m = _OPERATOR_BEFORE.search(before)
+    if m is None:
+        return ""
+    op = m.group(1)
+    shape = "if C then A else B" if keyword == "if" else f"{keyword} p in L: ..."
+    what = "an 'if'" if keyword == "if" else f"a quantifier ('{keyword}')"
+    return f" ({what} after '{op}' needs parentheses: x {op} ({shape}))"
 
 
 _REJECT_WHEN = re.compile(r"\breject\s+when\b")

@@ -305,9 +305,9 @@ class TooDeep(Exception):
         self.line = line
 
 
-def _binary(op: str) -> Callable[[_Build, Span, list[Any]], ast.Binary]:
-    def method(self: _Build, span: Span, children: list[Any]) -> ast.Binary:
-        return ast.Binary(op, children[0], children[1], span)
+def _binary(op: str) -> Callable[..., ast.Binary]:
+    def method(self: _Build, span: Span, children: list[Any], op_span: Span | None = None) -> ast.Binary:
+        return ast.Binary(op, children[0], children[1], span, op_span)
 
     return method
 
@@ -363,11 +363,12 @@ def _first(s: list[Any]) -> Any:
     return s[0]
 
 
-def _callback(plan: _Plan, method: Callable[[Span, list[Any]], Any] | None, build: _Build
+def _callback(plan: _Plan, method: Callable[..., Any] | None, build: _Build
               ) -> Callable[[list[Any]], Any]:
     """The reduction callback of one grammar rule."""
     _name, expand1, keep, after = plan
     file = build.file
+    binary = _name in _BINARY
     if expand1 and len(keep) == 1 and keep[0][0] == 0 and not keep[0][2] and not after:
         # `?sum: term` and the like: the value, its extent and depth pass through unchanged, unless the
         # rule wraps one child in tokens it drops (`( expr )`), handled below
@@ -424,6 +425,12 @@ def _callback(plan: _Plan, method: Callable[[Span, list[Any]], Any] | None, buil
         span = Span(file, line, col, end_line, end_col) if line is not None else Span(file, 1, 1, 1, 1)
         if depth >= MAX_DEPTH and build.deferred is None:
             build._defer(TooDeep(line or 1))
+        if binary:  # the operator's own tokens (`/`, `not in`) sit between the two operands
+            ops = [c for c in s if c.__class__ is not tuple]
+            if ops:
+                first, last = ops[0], ops[-1]
+                op_span = Span(file, first.line, first.column, last.end_line, last.end_column)
+                return (method(span, children, op_span), line, col, end_line, end_col, depth + 1)
         return (method(span, children), line, col, end_line, end_col, depth + 1)
 
     return reduce

@@ -36,10 +36,10 @@ def test_negating_int64_min_is_an_overflow() -> None:
 
 
 @pytest.mark.parametrize(("lets", "value", "where"), [
-    (("a = 3037000500",), "(a * a + len(node.name)) % 2", (3, 10)),
-    (("a = 9223372036854775807", "b = a + 1"), "(b + len(node.name)) % 2", (3, 11)),
-    (("a = 9223372036854775807",), "(len(node.name) + (a - -1)) % 2", (3, 28)),
-    ((), "(len(node.name) + 4611686018427387904 * 2) % 2", (2, 27)),
+    (("a = 3037000500",), "(a * a + len(node.name)) % 2", (3, 12)),  # at the operator
+    (("a = 9223372036854775807", "b = a + 1"), "(b + len(node.name)) % 2", (3, 13)),
+    (("a = 9223372036854775807",), "(len(node.name) + (a - -1)) % 2", (3, 30)),
+    ((), "(len(node.name) + 4611686018427387904 * 2) % 2", (2, 47)),
 ])
 def test_a_constant_int_beyond_64_bits_is_an_overflow_where_it_arises(
         lets: tuple[str, ...], value: str, where: tuple[int, int]) -> None:

@@ -1,5 +1,5 @@
-"""The documentation's policy examples are real: every ```policy block of LANGUAGE.md and the README
-lints clean on top of the bundled defaults, and the Builtins section lists every builtin."""
+"""The documentation's policy examples are real: every ```policy block of LANGUAGE.md, COOKBOOK.md and the
+README lints clean on top of the bundled defaults, and the Builtins section lists every builtin."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from policyscheduler.checker.env import GENERIC_BUILTINS
 from policyscheduler.loader import load_layered
 
 REPO = Path(__file__).resolve().parents[2]
-DOCS = [REPO / "grammar" / "LANGUAGE.md", REPO / "README.md"]
+DOCS = [REPO / "grammar" / "LANGUAGE.md", REPO / "grammar" / "COOKBOOK.md", REPO / "README.md"]
 BLOCK = re.compile(r"^([ \t]*)```policy[ \t]*\n(.*?)^\1```", re.MULTILINE | re.DOTALL)
 
 pytestmark = pytest.mark.usefixtures("cli_schema")
@@ -31,7 +31,7 @@ def _blocks() -> list[tuple[str, str]]:
 
 def test_the_docs_have_policy_examples() -> None:
     names = {name.split(":")[0] for name, _ in _blocks()}
-    assert names == {"LANGUAGE.md", "README.md"}
+    assert names == {"LANGUAGE.md", "COOKBOOK.md", "README.md"}
     assert len(_blocks()) >= 4  # layering, conversions, the walkthrough (indented in a list), the README
 
 

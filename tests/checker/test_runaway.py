@@ -28,9 +28,9 @@ REFUSED = {
     "exponential": (f'filter exp\n  reason "exp"\n  let b0 = [node.name]\n{_PAIRS}  require b24 == b24\n',
                     "cost-limit", (1, 8)),
     # 24 squarings of an int literal: constant folding on unbounded integers hung lint; now 64-bit folding
-    # stops at the first square out of range, at that operator's expression
+    # stops at the first square out of range, at that operator
     "folding": (f"score fold weight 1 normalize scale\n  let a0 = 3\n{_SQUARES}  value (a24 + len(node.name)) % 100\n",
-                "overflow", (8, 12)),
+                "overflow", (8, 15)),
 }
 
 

@@ -150,7 +150,7 @@ def test_failed_score_is_marked_not_a_plain_zero(tmp_path: Path, capsys: pytest.
                  "-o", "json", "--node", "bad"]) == 0
     doc = json.loads(capsys.readouterr().out)
     failed = doc["nodes"][0]["scores"]["ratio"]["failed"]
-    assert failed["location"].endswith("ratio.policy:3:9") and "division by zero" in failed["message"]
+    assert failed["location"].endswith("ratio.policy:3:13") and "division by zero" in failed["message"]
     assert doc["nodes"][0]["scores"]["ratio"]["weighted"] == 0
 
 

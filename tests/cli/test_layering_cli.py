@@ -118,7 +118,7 @@ def test_score_errors_are_reported_on_stderr_and_in_json(tmp_path: Path) -> None
     (placement,) = json.loads(proc.stdout)["placements"]
     assert placement["node"] is not None  # the node lacking GPUs stayed feasible
     (error,) = placement["score_errors"]
-    location = f"{tmp_path / 'gpu.policy'}:3:9"
+    location = f"{tmp_path / 'gpu.policy'}:3:30"  # at the '/'
     assert error == {"rule": "pods_per_gpu", "node": "plain", "location": location,
                      "message": "integer division by zero"}
     assert f"warning: {location}: score rule pods_per_gpu failed: integer division by zero -- on 1 node for 1 pod" \

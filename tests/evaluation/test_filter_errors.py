@@ -46,10 +46,10 @@ def test_filter_errors_are_in_the_decision(engine: str) -> None:
     for decision in sim.decisions:
         assert decision.node is not None and int(decision.node[1:]) % 3 != 0
         assert decision.filter_errors == tuple(
-            FilterError("per_slot_room", f"n{i:02d}", "room.policy:3:11", "integer division by zero")
+            FilterError("per_slot_room", f"n{i:02d}", "room.policy:3:15", "integer division by zero")
             for i in (0, 3, 6, 9))
         assert decision.to_json()["filter_errors"][0] == {
-            "rule": "per_slot_room", "node": "n00", "location": "room.policy:3:11",
+            "rule": "per_slot_room", "node": "n00", "location": "room.policy:3:15",
             "message": "integer division by zero"}
 
 
@@ -68,7 +68,7 @@ def test_a_failing_applies_when_is_one_error_on_every_node() -> None:
     sim = simulate(result.policy_set, _objects(3), seed=0)
     for decision in sim.decisions:
         assert decision.node is None
-        assert decision.filter_errors == (FilterError("picky", None, "a.policy:3:16", "integer division by zero"),)
+        assert decision.filter_errors == (FilterError("picky", None, "a.policy:3:18", "integer division by zero"),)
 
 
 @pytest.mark.parametrize("engine", ["reference", "vector"])
@@ -83,5 +83,5 @@ def test_simulate_reports_filter_errors_on_stderr_and_in_json(tmp_path: Path, en
     doc = json.loads(captured.out)
     errors = [e for p in doc["placements"] for e in p["filter_errors"]]
     assert len(errors) == 8 and {e["node"] for e in errors} == {"n00", "n03", "n06", "n09"}
-    assert (f"warning: {pol}:3:11: filter rule per_slot_room failed: integer division by zero -- on 4 nodes for "
+    assert (f"warning: {pol}:3:15: filter rule per_slot_room failed: integer division by zero -- on 4 nodes for "
             "2 pods (e.g. node n00); those nodes were infeasible for those pods") in captured.err

@@ -199,11 +199,11 @@ score gpu_share weight 1 normalize scale
     assert d.feasible == ["plain", "gpu"] and d.verdicts["plain"].feasible
     assert d.scores["gpu_share"]["plain"] == RuleScore(0, 0, 0, False)
     assert d.scores["gpu_share"]["gpu"] == RuleScore(25, 100, 100, False)
-    assert d.score_errors == (ScoreError("gpu_share", "plain", "00-test.policy:3:9", "integer division by zero"),)
+    assert d.score_errors == (ScoreError("gpu_share", "plain", "00-test.policy:3:13", "integer division by zero"),)
     # plain: 0 + green 100*2; gpu: 100 + yellow 50*2 -- the failing rule only cost "plain" its points
     assert d.totals == {"plain": 200, "gpu": 200}
     assert run(ps, snapshot(("gpu", {"gpus": "x"})), pod()).to_json().get("score_errors") is None
-    assert d.to_json()["score_errors"] == [{"rule": "gpu_share", "node": "plain", "location": "00-test.policy:3:9",
+    assert d.to_json()["score_errors"] == [{"rule": "gpu_share", "node": "plain", "location": "00-test.policy:3:13",
                                             "message": "integer division by zero"}]
 
 
@@ -275,7 +275,7 @@ score broken_applies weight 1
     assert d.feasible == ["g", "y"] and d.node == "g"
     assert d.scores["broken_applies"]["g"] == RuleScore(0, 0, 0, False)
     (e,) = d.score_errors
-    assert (e.rule, e.node, e.location, e.message) == ("broken_applies", None, "02-test.policy:3:16",
+    assert (e.rule, e.node, e.location, e.message) == ("broken_applies", None, "02-test.policy:3:19",
                                                        "integer division by zero")
 
 

@@ -72,7 +72,7 @@ def test_int64_overflow_is_a_located_runtime_error(tmp_path: Path) -> None:
                    "  value a * a\n")
     status, _out, err = cli("simulate", "--policies", str(pol), "-o", "json", str(write(tmp_path, "c.json", [NODE, pod()])))
     assert status == 0
-    assert "sq.policy:3:9: score rule sq failed: overflow: the result of '*' is outside the 64-bit integer range" in err
+    assert "sq.policy:3:11: score rule sq failed: overflow: the result of '*' is outside the 64-bit integer range" in err
 
 
 def test_5000_digit_quantity_is_too_large(tmp_path: Path) -> None:

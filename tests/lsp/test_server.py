@@ -227,6 +227,35 @@ def write_workspace(folder: Path, rules: int, files: int) -> list[Path]:
     return paths
 
 
+MIXED = '''score per_slot weight 1 normalize scale
+  value 100 / int(node.labels["slots"], default 0)
+
+filter broken
+  reason "typo"
+  require node.nam == "a"
+
+disable score node_unschedulable
+'''
+
+
+def test_lints_sharper_diagnostics_are_the_editors(session: Session, folder: Path) -> None:
+    """Issue 23, item 4: warnings next to errors, the column of the `/`, the filter-vs-score hint -- the
+    editor shows exactly what lint prints."""
+    mixed = folder / "mixed.policy"
+    mixed.write_text(MIXED, encoding="utf-8")
+    expected = lint_ranges(folder, mixed)
+    assert expected == [("possible-division-by-zero", 1, 12, 1, 13), ("unknown-field", 5, 15, 5, 18),
+                        ("unknown-rule", 7, 14, 7, 32)]
+    start = time.monotonic()
+    u = session.open(mixed, MIXED)
+    _, ds = session.run(session.diagnostics(u, start, lambda ds: len(ds) == 3))
+    assert lsp_ranges(ds) == expected
+    hint = next(d for d in ds if d.code == "unknown-rule")
+    assert "did you mean 'disable filter node_unschedulable'?" in hint.message
+    warned = next(d for d in ds if d.code == "possible-division-by-zero")
+    assert warned.severity == types.DiagnosticSeverity.Warning
+
+
 def test_diagnostics_within_500ms_on_500_rules(session: Session, tmp_path: Path) -> None:
     paths = write_workspace(tmp_path, 500, 10)
     text = paths[3].read_text(encoding="utf-8")

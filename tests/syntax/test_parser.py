@@ -191,3 +191,21 @@ def test_parse_errors_never_show_grammar_internal_names() -> None:
 def test_reject_without_reason_says_so() -> None:
     _, diags = _parse("filter f\n  reject when node.unschedulable\n")
     assert [(d.code, d.span.line, d.span.col) for d in diags] == [("reject-needs-reason", 2, 3)]
+
+
+def test_a_binary_operation_knows_where_its_operator_is() -> None:
+    """``op_span`` is the operator as written (both words of ``not in``), inside parentheses too; it takes
+    no part in equality (the same expression elsewhere is the same AST)."""
+    text = "score s weight 1\n  value (1 + 2) / node.pod_count + len([3]) * (3 not  in [1])\n"
+    module, diags = parse(SourceFile("x.policy", text))
+    assert not diags and module is not None
+    value = module.rules[0].clauses[0]
+    assert isinstance(value, ast.Value)
+    top = value.value
+    assert isinstance(top, ast.Binary) and isinstance(top.left, ast.Binary) and isinstance(top.right, ast.Binary)
+    assert isinstance(top.left.left, ast.Binary) and isinstance(top.right.right, ast.Binary)
+    ops = [(b.op, b.op_span) for b in (top, top.left, top.left.left, top.right, top.right.right)]
+    assert ops == [("+", Span("x.policy", 2, 34, 2, 35)), ("/", Span("x.policy", 2, 17, 2, 18)),
+                   ("+", Span("x.policy", 2, 12, 2, 13)), ("*", Span("x.policy", 2, 45, 2, 46)),
+                   ("not in", Span("x.policy", 2, 50, 2, 57))]
+    assert top.left.left == ast.Binary("+", top.left.left.left, top.left.left.right, top.left.left.span)
