@@ -67,6 +67,7 @@ class _State:
         self.feasible_mask: npt.NDArray[np.bool_] | None = None
         self.selectors = domains.SelectorPool(pod.namespace)
         self.domain_tables: dict[tuple[int, str], domains.Domains] = {}
+        self.totals: dict[int, int] = {}
 
     def feasible_nodes(self) -> tuple[Node, ...] | list[Node]:
         """The nodes passing the filters (every node before ``set_feasible``), built only when asked."""
@@ -109,6 +110,20 @@ class _State:
                 table = domains.indexed_domains(sel, key, index, lambda: self.included(_HONOR_AFFINITY))
             self.domain_tables[cache_key] = table
         return table
+
+    def total(self, sel: PodSelector) -> int:
+        """``count_in_cluster(sel)``, computed once per context (keyed like :meth:`domains`)."""
+        found = self.totals.get(id(sel))
+        if found is None:
+            if sel._pool is not self.selectors:
+                raise ValueError("a pod selector can only be used with the cluster value that made it")
+            index = self.indexed
+            if index is None:
+                found = domains.walk_total(sel, self.nodes, self.pod)
+            else:
+                found = domains.indexed_total(sel, index, lambda: self.included(_HONOR_AFFINITY))
+            self.totals[id(sel)] = found
+        return found
 
     @cached_property
     def spread_filter(self) -> topology.FilterCounts:
@@ -326,6 +341,14 @@ class Cluster:
     def max_in_domains(self, sel: PodSelector, key: str) -> int:
         """The largest ``count_in_domain`` over the domains of ``key``; 0 when no counted node carries it."""
         return self._state.domains(sel, key).maximum
+
+    @exposed
+    def count_in_cluster(self, sel: PodSelector) -> int:
+        """Pods counting for ``sel`` on every node of the cluster (with ``honor_node_affinity``: on the
+        nodes the scheduled pod's node affinity allows), whatever labels the nodes carry: the total that
+        a domain's share is taken of (``count_in_domain(sel, key, node) * 100 / count_in_cluster(sel)``).
+        The pod being scheduled is never counted."""
+        return self._state.total(sel)
 
     # -- ImageLocality --------------------------------------------------------------------------------
 
