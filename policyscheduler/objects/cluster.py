@@ -54,8 +54,10 @@ class _State:
 
     def __init__(self, pod: Pod, nodes: tuple[Node, ...], index: topology.ClusterIndex | None,
                  ns_labels: affinity.NsLabels, image_states: Mapping[str, tuple[int, int]],
-                 hard: tuple[SpreadConstraint, ...], soft: tuple[SpreadConstraint, ...], require_all: bool) -> None:
+                 hard: tuple[SpreadConstraint, ...], soft: tuple[SpreadConstraint, ...], require_all: bool,
+                 now: int = 0) -> None:
         self.pod = pod
+        self.now = now
         self.nodes = nodes
         self.index = index
         self.generation = index.generation if index is not None else -1
@@ -181,6 +183,12 @@ class Cluster:
         state = self._state
         state.feasible_mask = np.asarray(mask, dtype=bool)
         state.__dict__.pop("spread_score", None)
+
+    @property
+    def now(self) -> int:
+        """The decision time (epoch nanoseconds) that rules read as the root name ``now`` (a ``timestamp``):
+        the same for every rule and node of this pod's evaluation (not a policy-visible member)."""
+        return self._state.now
 
     @property
     def nodes(self) -> tuple[Node, ...]:
@@ -438,8 +446,8 @@ COLUMNS: dict[str, Callable[..., IntArray]] = {
 """Builtins with a vector kernel for :meth:`Cluster.column`: every exposed method that takes a ``node``."""
 
 
-def make_cluster(pod: Pod, snapshot: topology.ClusterIndex) -> Cluster:
-    """Build the context for ``pod`` over the state's current nodes.
+def make_cluster(pod: Pod, snapshot: topology.ClusterIndex, now: int = 0) -> Cluster:
+    """Build the context for ``pod`` over the state's current nodes, at decision time ``now`` (epoch ns).
 
     The state also supplies the Services and controllers behind the default spread selector, the
     namespace labels that affinity terms' namespace selectors match, and the indexes.
@@ -455,5 +463,5 @@ def make_cluster(pod: Pod, snapshot: topology.ClusterIndex) -> Cluster:
         soft_spread_constraints=soft,  # type: ignore[arg-type]
         spread_require_all_topologies=require_all,
         pod_matches_own_affinity=matches_own,
-        _state=_State(pod, nodes, snapshot, ns_labels, snapshot.image_states, hard, soft, require_all),
+        _state=_State(pod, nodes, snapshot, ns_labels, snapshot.image_states, hard, soft, require_all, now),
     )
