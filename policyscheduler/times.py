@@ -22,7 +22,7 @@ Text forms, read by ``timestamp(s)`` / ``duration(s)`` and written by ``str(x)``
 from __future__ import annotations
 
 import re
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from typing import NewType
 
 __all__ = ["Timestamp", "Duration", "EPOCH", "SECOND", "DEFAULT_NOW_TEXT", "DEFAULT_NOW", "parse_timestamp",
@@ -41,7 +41,7 @@ DEFAULT_NOW_TEXT = "2026-01-01T00:00:00Z"
 """The ``now`` of ``simulate``, ``explain`` and ``test`` unless ``--now`` (or a test file's ``now``) says
 otherwise: a fixed instant, so their results never depend on the day they run."""
 
-_EPOCH_DT = datetime(1970, 1, 1, tzinfo=timezone.utc)
+_EPOCH_DT = datetime(1970, 1, 1, tzinfo=UTC)
 _RFC3339 = re.compile(
     r"(\d{4})-(\d{2})-(\d{2})[Tt](\d{2}):(\d{2}):(\d{2})(?:\.(\d{1,9}))?(?:([Zz])|([+-])(\d{2}):(\d{2}))")
 _BASIC = re.compile(r"(\d{4})(\d{2})(\d{2})[Tt](\d{2})(\d{2})(\d{2})[Zz]")
@@ -52,7 +52,8 @@ _UNITS = {"ns": 1, "us": 1_000, "µs": 1_000, "μs": 1_000, "ms": 1_000_000, "s"
 
 def _instant(parts: tuple[str, ...], fraction: str | None, offset_minutes: int) -> Timestamp | None:
     try:
-        wall = datetime(*(int(p) for p in parts), tzinfo=timezone.utc)  # type: ignore[misc]
+        year, month, day, hour, minute, second = (int(p) for p in parts)
+        wall = datetime(year, month, day, hour, minute, second, tzinfo=UTC)
     except ValueError:  # month 13, February 30 ...
         return None
     seconds = (wall - _EPOCH_DT) // timedelta(seconds=1) - offset_minutes * 60

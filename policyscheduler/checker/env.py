@@ -19,10 +19,10 @@ from policyscheduler import schema as registry
 from policyscheduler import times
 from policyscheduler.checker.types import (
     BOOL,
+    DURATION,
     ERROR,
     FLOAT,
     INT,
-    DURATION,
     QUANTITY,
     STRING,
     TIMESTAMP,

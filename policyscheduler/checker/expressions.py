@@ -351,7 +351,7 @@ class ExprChecker(ExprVisitor[Type]):
         t = self.check(e.operand, scope, mult)
         if t == INT:
             self._fold(e, "-", self.info.constants.get(id(e.operand)), 0)
-        if t == ERROR or is_numeric(t) or t == DURATION:
+        if t in (ERROR, DURATION) or is_numeric(t):
             return t
         return self.err("type-mismatch", f"unary '-' needs a number or a duration, got {t}", e.span)
 

@@ -14,6 +14,7 @@ from collections.abc import Callable, Iterator
 from fractions import Fraction
 from typing import Any
 
+from policyscheduler import times
 from policyscheduler.checker.conversions import parse_float, parse_int, parse_quantity
 from policyscheduler.checker.expressions import Info
 from policyscheduler.checker.passes import NOW
@@ -30,7 +31,6 @@ from policyscheduler.checker.types import (
     Type,
     zero_value,
 )
-from policyscheduler import times
 from policyscheduler.compiler import builtins as rt
 from policyscheduler.diagnostics import PolicyRuntimeError, Span
 from policyscheduler.syntax import ast

@@ -15,8 +15,8 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from policyscheduler.checker.env import FuncSig
 from policyscheduler import times
+from policyscheduler.checker.env import FuncSig
 from policyscheduler.checker.types import DURATION, STRING, TIMESTAMP, RecordT
 from policyscheduler.compiler import builtins as rt
 from policyscheduler.evaluation.vector import kernels, ops
