@@ -351,3 +351,12 @@ def test_a_bad_now_in_a_test_file_is_located(tmp_path: Path, capsys: pytest.Capt
     assert main(["test", str(folder)]) == 2
     err = capsys.readouterr().err
     assert "young.test.yaml:2:" in err and "now must be an RFC 3339 time" in err
+
+
+def test_the_language_server_knows_now() -> None:
+    from policyscheduler.lsp import reference
+
+    entry = reference.root_entry("now")
+    assert entry is not None and "now: timestamp" in entry and "--now" in entry
+    assert reference.resolve(["now"], {}) == reference.resolve(["pod", "created"], {})
+    assert "timestamp(s, default D)" in (reference.builtin_entry("timestamp") or "")
