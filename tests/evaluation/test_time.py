@@ -35,8 +35,8 @@ from policyscheduler.times import (
 from tests.gen import random_cluster, random_pod
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "policies"
-T0 = parse_timestamp("2026-12-04T12:00:00Z")
-assert T0 is not None
+T0 = 1_796_385_600 * SECOND
+"""2026-12-04T12:00:00Z, the instant the random node times are drawn around."""
 
 
 # -- text forms ------------------------------------------------------------------------------------------
@@ -59,6 +59,7 @@ def test_timestamps_parse_and_format(text: str, iso: str) -> None:
 
 
 def test_timestamp_values_are_epoch_nanoseconds() -> None:
+    assert parse_timestamp("2026-12-04T12:00:00Z") == T0
     assert parse_timestamp("1970-01-01T00:00:01Z") == SECOND
     assert parse_timestamp("1970-01-01T01:00:00+01:00") == 0
     assert parse_timestamp("2026-12-04T10:15:00Z") == 1_796_379_300 * SECOND
@@ -239,7 +240,8 @@ def test_backends_agree_on_time_rules(array_path: None) -> None:
     assert loaded.policy_set is not None, loaded.diagnostics
     policies = loaded.policy_set
     reference, vector = make_evaluator("reference"), make_evaluator("vector")  # one each: caches live on
-    seen = {"placed": 0, "unplaced": 0, "errors": 0, "reasons": set()}
+    placed = unplaced = errors = 0
+    reasons: set[str] = set()
     for seed in range(150):
         rng = random.Random(seed)
         objects = _date_nodes(random_cluster(rng), rng)
@@ -255,14 +257,14 @@ def test_backends_agree_on_time_rules(array_path: None) -> None:
             left = reference.evaluate(policies, snapshots[0], pod, rng=random.Random(seed))
             right = vector.evaluate(policies, snapshots[1], pod, rng=random.Random(seed))
             assert not diff_decisions(left, right), (seed, i, diff_decisions(left, right)[:5])
-            seen["placed" if left.node is not None else "unplaced"] += 1
-            seen["errors"] += len(left.score_errors) + sum(
+            placed += left.node is not None
+            unplaced += left.node is None
+            errors += len(left.score_errors) + sum(
                 1 for v in left.verdicts.values() if any("timestamp(" in r for r in v.reasons))
-            seen["reasons"] |= {r.split(" ")[1] for v in left.verdicts.values() for r in v.reasons
-                                if r.startswith("node(s) ")}
-    assert seen["placed"] > 50 and seen["unplaced"] > 20, seen
-    assert seen["errors"] > 0  # the runtime failures of timestamp() without default were compared too
-    assert {"were", "are"} <= seen["reasons"], seen["reasons"]  # both filters' reasons occurred
+            reasons |= {r.split(" ")[1] for v in left.verdicts.values() for r in v.reasons if r.startswith("node(s) ")}
+    assert placed > 50 and unplaced > 20, (placed, unplaced)
+    assert errors > 0  # the runtime failures of timestamp() without default were compared too
+    assert {"were", "are"} <= reasons, reasons  # both filters' reasons occurred
 
 
 def test_now_is_read_afresh_for_every_pod(array_path: None) -> None:
