@@ -527,8 +527,8 @@ class ExprChecker(ExprVisitor[Type]):
             return ERROR
         if e.kind == "sum" and not is_numeric(t):
             return self.err("type-mismatch", f"sum needs numbers, got {t}", e.value.span)
-        if e.kind in ("max", "min") and not (is_numeric(t) or t == STRING):
-            return self.err("type-mismatch", f"{e.kind} needs numbers or strings, got {t}", e.value.span)
+        if e.kind in ("max", "min") and not (is_numeric(t) or t == STRING or t in TIME):
+            return self.err("type-mismatch", f"{e.kind} needs numbers, strings or times, got {t}", e.value.span)
         if e.kind in ("max", "min") and e.default is None and not _never_empty(e.loop):
             self.diags.append(warning("empty-aggregate", f"{e.kind}(...) has no 'default' and its list may be empty "
                                       f"on some node, where it fails (a score rule then gives that node 0 and "

@@ -113,6 +113,7 @@ def _diagnostics(body: str) -> list[str]:
     '  require now > timestamp(node.labels["born"], default node.created) + duration("1h") * 2',
     '  require seconds(now - pod.created) / 60 > 5 and -duration("1s") < duration("0")',
     '  require max(now, node.created) == now and min(duration("1m"), duration("1h") / 2) > duration("0")',
+    '  require max(p in node.pods: p.created, default now) <= now and min(p in node.pods: now - p.created, default duration("1s")) > duration("0")',
     '  require str(now) != str(now - now) and duration(node.annotations["ttl"], default duration("5m")) > duration("0")',
     '  require now - duration("5m") + duration("5m") == now',
 ])
@@ -179,6 +180,11 @@ score young weight 2 normalize none
   let age = max(now - max(node.created, timestamp(node.labels["born"], default node.created)), duration("0"))
   value if age * 2 > duration("200m") then 0 else 100 - seconds(age / 2) / 60 * 1
 
+## The node whose newest pod started most recently wins (aggregates of timestamps, pods' creation times).
+score busy_lately weight 1 normalize scale
+  let last = max(p in node.pods: p.created, default node.created)
+  value if last > now then 0 else max(0, 1000 - seconds(now - last) / 600)
+
 ## Reverse: the older the node the fewer points, in seconds (huge values for undated nodes).
 score old_last weight 1 normalize reverse
   value seconds(max(now - node.created, duration("0")))
@@ -207,6 +213,9 @@ def _date_nodes(objects: list[dict[str, Any]], rng: random.Random) -> list[dict[
         if rng.random() < 0.7:
             meta["creationTimestamp"] = format_timestamp(at - rng.randint(0, 50) * 3600 * SECOND - at % SECOND)
         annotations = meta.setdefault("annotations", {})
+        for pod in objects:
+            if pod.get("kind") == "Pod" and rng.random() < 0.3:
+                pod["metadata"]["creationTimestamp"] = format_timestamp(T0 - rng.randint(-2, 60) * 1800 * SECOND)
         if rng.random() < 0.5:
             annotations["drain-at"] = rng.choice((format_timestamp(T0 + rng.randint(-5, 5) * 1800 * SECOND), "never"))
         if rng.random() < 0.4:
@@ -231,7 +240,7 @@ def test_time_rules_lower_to_array_operations() -> None:
     assert loaded.policy_set is not None, loaded.diagnostics
     report = lowering_report(loaded.policy_set)
     for rule in ("filter recent_nodes", "filter before_drain", "filter strict_born", "score young",
-                 "score old_last"):
+                 "score busy_lately", "score old_last"):
         assert report[rule][0] == "vector", (rule, report[rule])
 
 
