@@ -371,3 +371,25 @@ def test_the_language_server_knows_now() -> None:
     assert entry is not None and "now: timestamp" in entry and "--now" in entry
     assert reference.resolve(["now"], {}) == reference.resolve(["pod", "created"], {})
     assert "timestamp(s, default D)" in (reference.builtin_entry("timestamp") or "")
+
+
+def test_compare_runs_both_sides_at_the_given_now(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """simulate --compare OLD NEW --now T: a rule reading now decides alike on both sides (no moves)."""
+    young = tmp_path / "young.policy"
+    young.write_text('## Nodes created within the hour.\nfilter young\n  reason "old"\n'
+                     '  require now - node.created < duration("1h")\n')
+    (tmp_path / "cluster.yaml").write_text(json.dumps({"apiVersion": "v1", "kind": "List", "items": [
+        {"apiVersion": "v1", "kind": "Node", "metadata": {"name": n, "creationTimestamp": created},
+         "status": {"allocatable": {"cpu": "4", "memory": "4Gi", "pods": "10"}}}
+        for n, created in (("old", "2026-12-04T10:00:00Z"), ("new", "2026-12-04T11:30:00Z"))] + [
+        {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": f"p{i}", "namespace": "default"},
+         "spec": {"schedulerName": "policy-scheduler", "containers": [{"name": "c", "image": "x"}]}}
+        for i in range(3)]}))
+    assert main(["simulate", str(tmp_path / "cluster.yaml"), "--compare", str(young), str(young),
+                 "--now", "2026-12-04T12:00:00Z", "-o", "json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["moved"] == [] and doc["new"]["placed"] == doc["old"]["placed"] == 3, doc
+    assert main(["simulate", str(tmp_path / "cluster.yaml"), "--policies", str(young),
+                 "--now", "2026-12-04T12:00:00Z", "-o", "json"]) == 0
+    placed = json.loads(capsys.readouterr().out)["placements"]
+    assert {p["node"] for p in placed} == {"new"}  # at that now only the new node is young
