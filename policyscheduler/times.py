@@ -21,6 +21,7 @@ Text forms, read by ``timestamp(s)`` / ``duration(s)`` and written by ``str(x)``
 
 from __future__ import annotations
 
+import functools
 import re
 from datetime import UTC, datetime, timedelta
 from typing import NewType
@@ -61,8 +62,12 @@ def _instant(parts: tuple[str, ...], fraction: str | None, offset_minutes: int) 
     return Timestamp(ns) if INT64_MIN <= ns <= INT64_MAX else None
 
 
+@functools.lru_cache(maxsize=4096)
 def parse_timestamp(text: str) -> Timestamp | None:
-    """The instant ``text`` spells (RFC 3339, or ``20261204T101500Z``), None when it does not parse."""
+    """The instant ``text`` spells (RFC 3339, or ``20261204T101500Z``), None when it does not parse.
+
+    Cached (a pure function of a short string): a label or annotation read on every node for every pod
+    takes few distinct values."""
     if len(text) > 40:
         return None
     m = _RFC3339.fullmatch(text)
@@ -80,8 +85,10 @@ def parse_timestamp(text: str) -> Timestamp | None:
     return None
 
 
+@functools.lru_cache(maxsize=4096)
 def parse_duration(text: str) -> Duration | None:
-    """The duration ``text`` spells in Go's ``time.ParseDuration`` syntax, None when it does not parse."""
+    """The duration ``text`` spells in Go's ``time.ParseDuration`` syntax, None when it does not parse
+    (cached like :func:`parse_timestamp`)."""
     if len(text) > 64:
         return None
     sign, rest = 1, text

@@ -10,7 +10,7 @@ from __future__ import annotations
 import dataclasses
 import difflib
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 from policyscheduler.checker.conversions import parse_float, parse_int
 from policyscheduler.checker.env import GENERIC_BUILTINS, FuncSig, Schema
@@ -718,8 +718,10 @@ class ExprChecker(ExprVisitor[Type]):
         text = self.info.literals.get(id(arg))
         if not isinstance(text, str):
             return
-        parse = {"int": parse_int, "float": parse_float, "quantity": parse_quantity, "timestamp": parse_timestamp,
-                 "duration": parse_duration}[name]
+        parsers: dict[str, Callable[[str], object]] = {
+            "int": parse_int, "float": parse_float, "quantity": parse_quantity, "timestamp": parse_timestamp,
+            "duration": parse_duration}
+        parse = parsers[name]
         what = {"int": "an integer", "float": "a number", "quantity": "a quantity",
                 "timestamp": "an RFC 3339 timestamp (or 20261204T101500Z)",
                 "duration": "a duration (\"10m\", \"1h30m\", \"1.5s\")"}[name]
