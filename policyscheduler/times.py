@@ -52,12 +52,14 @@ _UNITS = {"ns": 1, "us": 1_000, "µs": 1_000, "μs": 1_000, "ms": 1_000_000, "s"
 
 
 def _instant(parts: tuple[str, ...], fraction: str | None, offset_minutes: int) -> Timestamp | None:
+    year, month, day, hour, minute, second = map(int, parts)
     try:
-        year, month, day, hour, minute, second = (int(p) for p in parts)
         wall = datetime(year, month, day, hour, minute, second, tzinfo=UTC)
     except ValueError:  # month 13, February 30 ...
         return None
-    seconds = (wall - _EPOCH_DT) // timedelta(seconds=1) - offset_minutes * 60
+    # whole seconds: the float is exact (far below 2**53), and timestamp() is C code (the watch builds
+    # every pod's creationTimestamp through here)
+    seconds = int(wall.timestamp()) - offset_minutes * 60
     ns = seconds * SECOND + (int(fraction.ljust(9, "0")) if fraction else 0)
     return Timestamp(ns) if INT64_MIN <= ns <= INT64_MAX else None
 
