@@ -393,3 +393,27 @@ def test_compare_runs_both_sides_at_the_given_now(tmp_path: Path, capsys: pytest
                  "--now", "2026-12-04T12:00:00Z", "-o", "json"]) == 0
     placed = json.loads(capsys.readouterr().out)["placements"]
     assert {p["node"] for p in placed} == {"new"}  # at that now only the new node is young
+
+
+@pytest.mark.parametrize("pending", [False, True])
+def test_explain_decides_at_now_and_says_so(tmp_path: Path, capsys: pytest.CaptureFixture[str], pending: bool) -> None:
+    """explain (and explain --with-pending, through simulate's run) decides at --now: the score of
+    prefer-newest-nodes follows it, and the first line names it."""
+    snapshot = EXAMPLES / "tests" / "prefer-newest-nodes" / "snapshot.yaml"
+    (tmp_path / "pod.yaml").write_text(json.dumps({"apiVersion": "v1", "kind": "Pod", "metadata": {
+        "name": "p", "namespace": "default"}, "spec": {"schedulerName": "policy-scheduler",
+                                                       "containers": [{"name": "c", "image": "x"}]}}))
+    policy = str(EXAMPLES / "prefer-newest-nodes.policy")
+    extra = ["--with-pending"] if pending else []
+    points = {}
+    for now in ("2026-12-04T12:00:00Z", "2026-12-08T06:00:00Z"):
+        args = ["explain", "default/p", "--cluster", str(snapshot), str(tmp_path / "pod.yaml"), "--policies", policy,
+                "--now", now, "--node", "day-old", *extra]
+        assert main(args) == 0
+        assert f"now {now})" in capsys.readouterr().out.splitlines()[0]
+        assert main([*args, "-o", "json"]) == 0
+        doc = json.loads(capsys.readouterr().out)
+        assert doc["now"] == now
+        (node,) = doc["nodes"]
+        points[now] = node["scores"]["prefer_newest_nodes"]["raw"]
+    assert points == {"2026-12-04T12:00:00Z": 76, "2026-12-08T06:00:00Z": 0}
