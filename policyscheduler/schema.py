@@ -12,8 +12,9 @@ by decorators applied in `policyscheduler.objects`:
 * ``ROOTS`` maps the names a rule starts from (``pod``, ``node``, ``cluster``) to their record types.
 
 Allowed annotation vocabulary (anything else is a bug in the object model, reported by a test):
-``bool``, ``int``, ``float``, ``str``, ``Quantity`` (below), ``list[T]``, ``dict[str, T]``, a ``@record``
-class, and ``Annotated[list[T], Bound(n)]`` to tell the cost model that a list holds at most ``n`` items.
+``bool``, ``int``, ``float``, ``str``, ``Quantity`` (below), ``Timestamp`` and ``Duration``
+(policyscheduler/times.py: ints of nanoseconds, typed ``timestamp`` / ``duration``), ``list[T]``,
+``dict[str, T]``, a ``@record`` class, and ``Annotated[list[T], Bound(n)]`` to tell the cost model that a list holds at most ``n`` items.
 
 Runtime values: ``Quantity`` is :class:`fractions.Fraction` (exact, so kube-scheduler's integer
 arithmetic on milli-cpu and bytes is reproduced without rounding surprises); int promotes to it.

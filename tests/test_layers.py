@@ -30,7 +30,7 @@ FLOORS: list[tuple[str, set[str]]] = [
     ("facts about Kubernetes objects (pending/placed, priority, keys, gates, List flattening): imports nothing",
      {"kobjects"}),
     ("leaves: import nothing from the package but kobjects",
-     {"source", "schema", "quantity", "inputs"}),
+     {"source", "schema", "quantity", "times", "inputs"}),
     ("diagnostics; Kubernetes objects as records; the API server (transport + adapters, nothing of the scheduler)",
      {"diagnostics", "objects", "kube"}),
     ("the parser; the cluster state", {"syntax", "state"}),

@@ -16,13 +16,16 @@ from fractions import Fraction
 from typing import Any
 
 from policyscheduler import schema as registry
+from policyscheduler import times
 from policyscheduler.checker.types import (
     BOOL,
+    DURATION,
     ERROR,
     FLOAT,
     INT,
     QUANTITY,
     STRING,
+    TIMESTAMP,
     ListT,
     MapT,
     RecordT,
@@ -50,6 +53,10 @@ GENERIC_DOCS: dict[str, str] = {
     "ln": "ln(x): natural logarithm of a positive number, as a float",
     "sqrt": "sqrt(x): square root of a non-negative number, as a float",
     "first": "first(L): a list of L's first item, or an empty list",
+    "timestamp": "timestamp(s, default D): a string parsed as an instant: RFC 3339 (\"2026-12-04T10:15:00Z\") or the "
+                 "label-safe 20261204T101500Z",
+    "duration": "duration(s, default D): a string parsed as a duration, Go syntax (\"10m\", \"1h30m\", \"1.5s\")",
+    "seconds": "seconds(d): a duration in whole seconds, as an int (toward zero)",
 }
 """The language's own builtins with a one-line signature each (diagnostics list them; LANGUAGE.md's
 "Builtins" section documents them, and a test keeps the two in step)."""
@@ -111,6 +118,10 @@ class _Converter:
             return STRING
         if ann is Fraction:
             return QUANTITY
+        if ann is times.Timestamp:
+            return TIMESTAMP
+        if ann is times.Duration:
+            return DURATION
         if origin in (list, tuple) and typing.get_args(ann):
             args = typing.get_args(ann)
             if origin is tuple and not (len(args) == 2 and args[1] is Ellipsis):

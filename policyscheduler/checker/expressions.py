@@ -9,18 +9,21 @@ from __future__ import annotations
 
 import dataclasses
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 from policyscheduler.checker.conversions import parse_float, parse_int
 from policyscheduler.checker.env import GENERIC_BUILTINS, FuncSig, Schema
 from policyscheduler.checker.types import (
     BOOL,
+    DURATION,
     ERROR,
     FLOAT,
     INT,
     NOTHING,
     QUANTITY,
     STRING,
+    TIME,
+    TIMESTAMP,
     ListT,
     MapT,
     Prim,
@@ -30,12 +33,14 @@ from policyscheduler.checker.types import (
     assignable,
     is_numeric,
     join,
+    time_arith,
 )
 from policyscheduler.diagnostics import Diagnostic, Span, close_names, error, warning
 from policyscheduler.quantity import MAX_EXPONENT, parse_quantity
 from policyscheduler.syntax import ast
 from policyscheduler.syntax.printer import to_source
 from policyscheduler.syntax.visitor import ExprVisitor
+from policyscheduler.times import parse_duration, parse_timestamp
 
 DEFAULT_LIST_BOUND = 256
 """Items assumed in a list whose schema annotation carries no ``Bound``."""
@@ -141,6 +146,10 @@ _STRING_METHODS = {
     "keys": "a loop 'k in M' (or 'k, v in M')", "values": "a loop 'k, v in M'",
 }
 _CONVERT = {"int": "int", "float": "float", "quantity": "quantity"}
+_PARSED = {"int": INT, "float": FLOAT, "quantity": QUANTITY, "timestamp": TIMESTAMP, "duration": DURATION}
+"""The builtins that parse a string (and take ``default``), with their result types."""
+_TIME_HINT = ("; timestamp - timestamp is a duration, compared with a duration (duration(\"10m\")); seconds(d) "
+              "converts a duration to an int of seconds")
 _BUILTIN_LIST_HINT = "the builtins are listed in grammar/LANGUAGE.md, section 'Builtins'"
 
 
@@ -352,9 +361,9 @@ class ExprChecker(ExprVisitor[Type]):
         t = self.check(e.operand, scope, mult)
         if t == INT:
             self._fold(e, "-", self.info.constants.get(id(e.operand)), 0)
-        if t == ERROR or is_numeric(t):
+        if t in (ERROR, DURATION) or is_numeric(t):
             return t
-        return self.err("type-mismatch", f"unary '-' needs a number, got {t}", e.span)
+        return self.err("type-mismatch", f"unary '-' needs a number or a duration, got {t}", e.span)
 
     def _fold(self, e: ast.Expr, op: str, a: int | None, b: int | None) -> None:
         """Fold an int operation over constants, always within 64 bits: a result outside them is an
@@ -410,10 +419,10 @@ class ExprChecker(ExprVisitor[Type]):
             self.cost += mult * min(self._walked(a), self._walked(b))  # lists compare item by item, nested too
             return BOOL
         if op in ("<", "<=", ">", ">="):
-            if (is_numeric(a) and is_numeric(b)) or (a == STRING and b == STRING):
+            if (is_numeric(a) and is_numeric(b)) or (a == STRING and b == STRING) or (a == b and a in TIME):
                 return BOOL
-            return self.err("type-mismatch", f"'{op}' needs two numbers or two strings, got {a} and {b}"
-                            + self._mixed_hint(e, a, b), at)
+            return self.err("type-mismatch", f"'{op}' needs two numbers, two strings, two timestamps or two "
+                            f"durations, got {a} and {b}" + self._mixed_hint(e, a, b), at)
         if op == "+" and a == STRING and b == STRING:
             self._string_size(e, self.size(e.left) + self.size(e.right))  # concatenation adds lengths
             return STRING
@@ -431,6 +440,13 @@ class ExprChecker(ExprVisitor[Type]):
             why = "" if isinstance(e.right, (ast.IntLit, ast.FloatLit, ast.QuantityLit)) else \
                 f" ({to_source(e.right)} is always 0)"
             self.err("division-by-zero", f"'{op}' by zero{why}: this fails on every node", at)
+        if a in TIME or b in TIME:
+            r = time_arith(op, a, b)
+            if r is None:
+                return self.err("type-mismatch", f"'{op}' is not defined for {a} and {b}: timestamp - timestamp is "
+                                "a duration, timestamp ± duration a timestamp, durations add, subtract and scale by "
+                                "an int (d * n, d / n)", at)
+            return r
         if op == "%":
             if a == INT and b == INT:
                 self._fold(e, op, self.info.constants.get(id(e.left)), self.info.constants.get(id(e.right)))
@@ -445,6 +461,8 @@ class ExprChecker(ExprVisitor[Type]):
         return r
 
     def _mixed_hint(self, e: ast.Binary, a: Type, b: Type) -> str:
+        if (a in TIME) != (b in TIME) and STRING not in (a, b):
+            return _TIME_HINT
         if a == STRING and is_numeric(b):
             return _numeric_hint(e.left, b, e.op, e.right, True)
         if b == STRING and is_numeric(a):
@@ -521,8 +539,8 @@ class ExprChecker(ExprVisitor[Type]):
             return ERROR
         if e.kind == "sum" and not is_numeric(t):
             return self.err("type-mismatch", f"sum needs numbers, got {t}", e.value.span)
-        if e.kind in ("max", "min") and not (is_numeric(t) or t == STRING):
-            return self.err("type-mismatch", f"{e.kind} needs numbers or strings, got {t}", e.value.span)
+        if e.kind in ("max", "min") and not (is_numeric(t) or t == STRING or t in TIME):
+            return self.err("type-mismatch", f"{e.kind} needs numbers, strings or times, got {t}", e.value.span)
         if e.kind in ("max", "min") and e.default is None and not _never_empty(e.loop):
             self.diags.append(warning("empty-aggregate", f"{e.kind}(...) has no 'default' and its list may be empty "
                                       f"on some node, where it fails (a score rule then gives that node 0 and "
@@ -617,9 +635,9 @@ class ExprChecker(ExprVisitor[Type]):
         ts = [self.check(a, scope, mult) for a in e.args]
         n = len(ts)
         d = self.check(e.default, scope, mult) if e.default is not None else None
-        if e.default is not None and name not in ("int", "float", "quantity"):
-            return self.err("type-mismatch", f"'{name}' takes no 'default'; only int(), float() and quantity() of a "
-                            "string do", e.default.span)
+        if e.default is not None and name not in _PARSED:
+            return self.err("type-mismatch", f"'{name}' takes no 'default'; only int(), float(), quantity(), "
+                            "timestamp() and duration() of a string do", e.default.span)
         two = ("starts_with", "ends_with", "split")
         if name in ("min", "max"):
             if n < 2:
@@ -644,7 +662,7 @@ class ExprChecker(ExprVisitor[Type]):
             acc: Type | None = t
             for other in ts[1:]:
                 acc = None if acc is None else join(acc, other)
-            if acc is None or not (is_numeric(acc) or acc == STRING):
+            if acc is None or not (is_numeric(acc) or acc == STRING or acc in TIME):
                 return self.err("type-mismatch", f"'{name}' needs numbers or strings of one kind, got "
                                 + ", ".join(map(str, ts)), e.span)
             return acc
@@ -662,10 +680,25 @@ class ExprChecker(ExprVisitor[Type]):
                 return STRING
             return BOOL
         if name == "str":
-            if t in (BOOL, INT, FLOAT, QUANTITY, STRING):
+            if t in (BOOL, INT, FLOAT, QUANTITY, STRING, TIMESTAMP, DURATION):
                 self.info.sizes[id(e)] = self.size(e.args[0]) if t == STRING else 64
                 return STRING
-            return self.err("type-mismatch", f"'str' needs a number, bool or string, got {t}", e.args[0].span)
+            return self.err("type-mismatch", f"'str' needs a number, bool, string or time, got {t}", e.args[0].span)
+        if name in ("timestamp", "duration"):
+            if t != STRING:
+                return self.err("type-mismatch", f"'{name}' needs a string, got {t}", e.args[0].span)
+            result = _PARSED[name]
+            self._check_literal_conversion(name, e.args[0], e.default is not None)
+            if d is not None and d != ERROR and not assignable(d, result):
+                return self.err("type-mismatch", f"the default of {name}() must be a {result}, got {d}",
+                                e.default.span if e.default is not None else e.span)
+            return result
+        if name == "seconds":
+            if t != DURATION:
+                return self.err("type-mismatch", f"'seconds' needs a duration, got {t}"
+                                + ("; a timestamp minus a timestamp is a duration" if t == TIMESTAMP else ""),
+                                e.args[0].span)
+            return INT
         if name in ("int", "float", "quantity"):
             result = {"int": INT, "float": FLOAT, "quantity": QUANTITY}[name]
             if t == STRING:
@@ -700,10 +733,16 @@ class ExprChecker(ExprVisitor[Type]):
         text = self.info.literals.get(id(arg))
         if not isinstance(text, str):
             return
-        parse = {"int": parse_int, "float": parse_float, "quantity": parse_quantity}[name]
+        parsers: dict[str, Callable[[str], object]] = {
+            "int": parse_int, "float": parse_float, "quantity": parse_quantity, "timestamp": parse_timestamp,
+            "duration": parse_duration}
+        parse = parsers[name]
+        what = {"int": "an integer", "float": "a number", "quantity": "a quantity",
+                "timestamp": "an RFC 3339 timestamp (or 20261204T101500Z)",
+                "duration": "a duration (\"10m\", \"1h30m\", \"1.5s\")"}[name]
         if parse(text) is None and not has_default:
             self.err("bad-conversion", f"{name}({to_source(arg)}) can never succeed: {to_source(arg)} is not "
-                     f"{'an integer' if name == 'int' else 'a number' if name == 'float' else 'a quantity'}", arg.span)
+                     f"{what}", arg.span)
 
 
 def _op_span(e: ast.Binary) -> Span:

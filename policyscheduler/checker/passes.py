@@ -12,7 +12,7 @@ from collections.abc import Sequence
 
 from policyscheduler.checker.env import Schema
 from policyscheduler.checker.expressions import Binding, ExprChecker, Info, Scope, constant_leaves
-from policyscheduler.checker.types import BOOL, ERROR, INT, STRING, ListT, Type
+from policyscheduler.checker.types import BOOL, ERROR, INT, STRING, TIMESTAMP, ListT, Type
 from policyscheduler.diagnostics import Diagnostic, Span, error, warning
 from policyscheduler.syntax import ast
 
@@ -28,6 +28,9 @@ _ONCE = (ast.Reason, ast.Applies, ast.IgnoreWhen, ast.Value, ast.VictimWhen)
 _ALLOWED: dict[type, tuple[type, ...]] = {
     ast.FilterRule: _FILTER_CLAUSES, ast.ScoreRule: _SCORE_CLAUSES, ast.PreemptRule: _PREEMPT_CLAUSES,
 }
+
+NOW = "now"
+"""The decision time, a ``timestamp`` every rule may read (the cluster context's ``now``, see objects/cluster.py)."""
 
 TARGET = "target"
 """The root a preempt rule's ``victim`` clause reads: the candidate victim (a Pod, like ``pod``)."""
@@ -166,6 +169,8 @@ def check_clauses(rule: ast.Rule, schema: Schema, checked: CheckedRule, diags: l
     schema = schema_for(rule, schema)
     ec = ExprChecker(schema, checked.info, diags)
     roots = {name: Binding(t, None, "root") for name, t in schema.roots.items()}
+    if "cluster" in roots and NOW not in roots:
+        roots[NOW] = Binding(TIMESTAMP, None, "root")
     # one scope for all the rule's lets, filled in clause order: a chain of one scope per let made every
     # lookup of an unbound name (each let's shadowing check) walk all earlier lets -- quadratic lint time
     # on a rule with thousands of lets (bench/lint_fuzz.py, shape 'lets')

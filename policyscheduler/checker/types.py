@@ -13,7 +13,7 @@ from fractions import Fraction
 
 @dataclasses.dataclass(frozen=True)
 class Prim:
-    name: str  # bool | int | float | string | quantity
+    name: str  # bool | int | float | string | quantity | timestamp | duration
 
     def __str__(self) -> str:
         return self.name
@@ -59,10 +59,16 @@ INT = Prim("int")
 FLOAT = Prim("float")
 STRING = Prim("string")
 QUANTITY = Prim("quantity")
+TIMESTAMP = Prim("timestamp")
+DURATION = Prim("duration")
 ERROR = Special("error")
 NOTHING = Special("nothing")
 
 NUMERIC = (INT, FLOAT, QUANTITY)
+TIME = (TIMESTAMP, DURATION)
+"""Time types (policyscheduler/times.py): int64 nanoseconds at run time, typed apart from ints here."""
+INT_LIKE = (INT, TIMESTAMP, DURATION)
+"""Types whose values are Python ints at run time (the int operators, with their 64-bit checks, apply)."""
 
 
 def is_numeric(t: Type) -> bool:
@@ -123,6 +129,25 @@ def arith(a: Type, b: Type) -> Type | None:
     if FLOAT in (a, b):
         return FLOAT
     return QUANTITY
+
+
+def time_arith(op: str, a: Type, b: Type) -> Type | None:
+    """Result of ``+ - * /`` with a time operand, None if the operation has no meaning: timestamp - timestamp
+    is a duration; timestamp ± duration a timestamp; durations add and subtract, and scale by an int
+    (``d * n``, ``n * d``, ``d / n`` truncating)."""
+    if op == "-" and a == b == TIMESTAMP:
+        return DURATION
+    if op in ("+", "-") and a == TIMESTAMP and b == DURATION:
+        return TIMESTAMP
+    if op == "+" and a == DURATION and b == TIMESTAMP:
+        return TIMESTAMP
+    if op in ("+", "-") and a == b == DURATION:
+        return DURATION
+    if op == "*" and {a, b} == {DURATION, INT}:
+        return DURATION
+    if op == "/" and a == DURATION and b == INT:
+        return DURATION
+    return None
 
 
 def zero_value(t: Type) -> object | None:

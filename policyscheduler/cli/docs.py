@@ -61,6 +61,15 @@ CONSTRUCTS: list[tuple[str, str, str]] = [
      '  require not (node.pod_count * 2 % 3 >= 7 - 1) or "a" in node.labels and "b" not in node.labels\n'),
     ("500m, 2Gi, 1e3", "quantity literals", 'filter f11\n  reason "r"\n'
      '  require node.allocatable["memory"] >= 2Gi and node.allocatable["cpu"] > 500m\n'),
+    ("now, timestamp(s), duration(s)", "time: `now` is the decision time (the wall clock in `run`; fixed, printed "
+     "and set by `--now` in `simulate`, `explain`, `test`); timestamp - timestamp is a duration, timestamp ± "
+     "duration a timestamp; `seconds(d)` gives an int (LANGUAGE.md, \"Time\")",
+     'filter f12\n  reason "node(s) are about to be drained"\n'
+     '  require now < timestamp(node.labels["drain-at"], default now + duration("2h")) - duration("1h")\n'),
+    ("cluster.count_in_cluster(sel)", "the whole-cluster count of a pod selector, for shares of a domain",
+     'filter f13\n  let app = cluster.pods_with("app", pod.labels["app"])\n'
+     '  require cluster.count_in_domain(app, "topology.kubernetes.io/zone", node) * 100\n'
+     '    < 40 * (cluster.count_in_cluster(app) + 1) else "node(s) are in a zone at 40% of the app"\n'),
 ]
 CONSTRUCTS[[c[0] for c in CONSTRUCTS].index("use defaults none")] = ("use defaults none", "start from an empty set (then add filters)",
                   'use defaults none\n\nfilter only\n  reason "r"\n  require not node.unschedulable\n')
@@ -73,6 +82,8 @@ GENERIC_EXAMPLES: dict[str, str] = {
     "str": "str(node.pod_count)", "starts_with": 'starts_with(node.name, "gpu-")',
     "ends_with": 'ends_with(node.name, "-1")', "split": 'split(node.name, "-")', "lower": "lower(node.name)",
     "ln": "ln(2.0)", "sqrt": "sqrt(4.0)", "first": "first(node.taints)",
+    "timestamp": 'timestamp(node.annotations["example.com/provisioned-at"], default node.created)',
+    "duration": 'duration("1h30m")', "seconds": "seconds(now - node.created)",
 }
 
 
@@ -141,7 +152,8 @@ def generate() -> str:
         out += [f"### `{name}({params}) -> {sig.ret}`", "", (sig.doc or "").strip() or "(no documentation)", ""]
     examples = field_examples(schema)
     out += ["## Records, fields and methods", "",
-            "Roots: " + ", ".join(f"`{r}`: {t}" for r, t in schema.roots.items()) + ".", ""]
+            "Roots: " + ", ".join(f"`{r}`: {t}" for r, t in schema.roots.items())
+            + ", `now`: timestamp (the decision time); a preempt rule also has `target`: Pod.", ""]
     for rname, info in sorted(schema.records.items()):
         out += [f"### {rname}", ""]
         if info.doc:

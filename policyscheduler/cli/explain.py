@@ -38,12 +38,15 @@ import argparse
 import json
 import random
 import sys
+import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, NamedTuple, TextIO
 
 from policyscheduler.cli.explain_render import select_nodes
+from policyscheduler.cli.now import add_now_argument, chosen_now
 from policyscheduler.kobjects import DEFAULT_NAMESPACE, is_bound, join_key, node_name, pod_key
+from policyscheduler.times import format_timestamp
 
 __all__ = ["add_arguments", "explain", "run"]
 
@@ -97,6 +100,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--scheduler-name", metavar="NAME", default=None,
                         help="with --config: the profile (when the file has several)")
     parser.add_argument("--seed", type=int, default=0, help="seed for breaking score ties (default: 0)")
+    add_now_argument(parser)
 
 
 # ---------------------------------------------------------------------------------------------- core
@@ -470,8 +474,11 @@ def run(args: argparse.Namespace, *, stdout: TextIO | None = None, stderr: TextI
                                          for o in objects):
         err.write(f"policyscheduler explain: no node {args.node} {where}\n")
         return EXIT_BAD_INPUT
+    now = chosen_now(args)
+    if args.kubeconfig is not None and getattr(args, "now", None) is None:
+        now = time.time_ns()  # a live cluster: the decision the scheduler would make now
     if getattr(args, "with_pending", False):
-        found = _explain_with_pending(args, loaded, objects, pod, engine)
+        found = _explain_with_pending(args, loaded, objects, pod, engine, now)
         if isinstance(found, str):
             err.write(f"policyscheduler explain: {found}\n")
             return EXIT_BAD_INPUT
@@ -479,10 +486,11 @@ def run(args: argparse.Namespace, *, stdout: TextIO | None = None, stderr: TextI
     else:
         running = [o for o in objects if not (o.get("kind") == "Pod" and not is_bound(o))]
         pending = {"with_pending": False, "others": sum(1 for o in objects if is_pending(o) and o is not pod)}
-        prepared = prepare(running)
+        prepared = prepare(running, now)
         doc = explain(loaded.policy_set, prepared.snapshot, pod, engine=engine, sources=loaded.sources,
                       seed=args.seed)
-    doc = {"pod": doc["pod"], "policy_digest": doc["policy_digest"], "policy_source": source, "pending": pending, **doc}
+    doc = {"pod": doc["pod"], "policy_digest": doc["policy_digest"], "policy_source": source, "pending": pending,
+           "now": format_timestamp(now), **doc}
     which = getattr(args, "nodes", "all") or "all"
     if args.output == "json":
         out.write(relabel(_escape_json(json.dumps(to_json(doc, node=args.node, docs=args.docs, nodes=which),
@@ -493,7 +501,7 @@ def run(args: argparse.Namespace, *, stdout: TextIO | None = None, stderr: TextI
 
 
 def _explain_with_pending(args: argparse.Namespace, loaded: Any, objects: list[dict[str, Any]], pod: dict[str, Any],
-                          engine: str) -> tuple[dict[str, Any], dict[str, Any]] | str:
+                          engine: str, now: int) -> tuple[dict[str, Any], dict[str, Any]] | str:
     """``--with-pending``: the pending pods simulate would place (those of ``--scheduler-name``, default
     ``policy-scheduler``; ``--include-default-scheduler`` as in simulate), the explained pod whatever its
     scheduler, through simulate's own run (:mod:`policyscheduler.cli.explain_pending`)."""
@@ -504,7 +512,7 @@ def _explain_with_pending(args: argparse.Namespace, loaded: Any, objects: list[d
     kept, _skipped = select_pods([o for o in objects if o is not pod], name,
                                  getattr(args, "include_default_scheduler", False))
     return explain_in_simulation(loaded.policy_set, [*kept, pod], pod, engine=engine, seed=args.seed,
-                                 sources=loaded.sources, explain=explain)
+                                 sources=loaded.sources, explain=explain, now=now)
 
 
 def _escape_lines(text: str) -> str:

@@ -58,12 +58,14 @@ class _Watching:
 
 def explain_in_simulation(policy_set: Any, objects: Sequence[dict[str, Any]], pod: dict[str, Any], *,
                           engine: str, seed: int, sources: dict[str, Any] | None,
-                          explain: Callable[..., dict[str, Any]]) -> tuple[dict[str, Any], dict[str, Any]] | str:
+                          explain: Callable[..., dict[str, Any]], now: int | None = None,
+                          ) -> tuple[dict[str, Any], dict[str, Any]] | str:
     """(explanation, pending info) for ``pod`` as simulate's run over ``objects`` (which hold the pod,
     pending) decides it; a message when the run never evaluated it (e.g. it is being deleted)."""
     from policyscheduler.evaluation import make_evaluator
     from policyscheduler.simulate import simulate
     from policyscheduler.simulate.queue import is_pending
+    from policyscheduler.simulate.run import prepare
 
     found: list[dict[str, Any]] = []
 
@@ -72,7 +74,8 @@ def explain_in_simulation(policy_set: Any, objects: Sequence[dict[str, Any]], po
 
     watcher = _Watching(make_evaluator(engine), _key(pod), on_target)
     others = sum(1 for o in objects if is_pending(o) and o is not pod)
-    run = simulate(policy_set, objects, seed=seed, evaluator=watcher, detail=False)
+    prepared = prepare(objects) if now is None else prepare(objects, now)
+    run = simulate(policy_set, objects, seed=seed, evaluator=watcher, detail=False, prepared=prepared)
     if not found:
         return f"simulate never tried pod {'/'.join(_key(pod))} (it is not pending: finished or being deleted)"
     doc = found[0]

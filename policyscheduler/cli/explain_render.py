@@ -53,7 +53,8 @@ def summary_lines(doc: dict[str, Any], *, which: str = "all", node: str | None =
     """The summary (a bounded number of lines, whatever the node count)."""
     summary = doc["summary"]
     lines = [f"pod {doc['pod']}: {summary['nodes']} nodes, {summary['feasible']} feasible, {summary['rejected']} "
-             f"rejected (engine {doc['engine']}, policy digest {doc['policy_digest'][:12]})"]
+             f"rejected (engine {doc['engine']}, policy digest {doc['policy_digest'][:12]}"
+             + (f", now {doc['now']})" if doc.get("now") else ")")]
     if doc.get("policy_source"):
         lines.append(f"policies: {doc['policy_source']} (digest {doc['policy_digest']})")
     lines.append(pending_line(doc.get("pending")))

@@ -16,6 +16,8 @@ import re
 import sys
 from typing import Any, TextIO
 
+from policyscheduler.cli.now import add_now_argument, chosen_now
+
 __all__ = ["add_arguments", "run", "render_text"]
 
 
@@ -29,10 +31,20 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--engine", choices=("vector", "reference"), default="vector")
     parser.add_argument("--coverage", action="store_true", help="list every uncovered clause (text output)")
     parser.add_argument("-v", "--verbose", action="store_true", help="print passing cases too")
+    add_now_argument(parser)
 
 
 def _show(x: Any) -> str:
     return json.dumps(x, sort_keys=True)
+
+
+def _nows(results: Any) -> str:
+    """``, now 2026-01-01T00:00:00Z``: the decision time(s) the cases ran at (a test file's ``now:``, else
+    ``--now``, else the fixed default)."""
+    nows = sorted({r.now for r in results if r.now})
+    if not nows:
+        return ""
+    return f", now {nows[0]}" if len(nows) == 1 else f", now {nows[0]} and {len(nows) - 1} other instant(s)"
 
 
 def render_text(run: Any, *, verbose: bool = False, clauses: bool = False) -> str:
@@ -58,7 +70,7 @@ def render_text(run: Any, *, verbose: bool = False, clauses: bool = False) -> st
     errors = sum(1 for r in run.results if r.status == "error")
     lines.append(f"{passed}/{len(run.results)} cases passed"
                  + (f", {failed} failed" if failed else "") + (f", {errors} with errors" if errors else "")
-                 + f" (policy digest {', '.join(d[:12] for d in run.digests)})")
+                 + f" (policy digest {', '.join(d[:12] for d in run.digests)}{_nows(run.results)})")
     lines.append(cov.summary())
     if cov.rules:
         lines.append(f"  ({MEANING})")
@@ -88,7 +100,7 @@ def run(args: argparse.Namespace, *, stdout: TextIO | None = None, stderr: TextI
     from policyscheduler.cycle.preemption import preempt
 
     result, errors = run_tests(args.paths or ["."], extra_policies=args.policies, run=args.run, engine=args.engine,
-                               preempt=preempt)
+                               preempt=preempt, now=chosen_now(args))
     if result is None:
         for e in errors:
             err.write(f"error: {e}\n")

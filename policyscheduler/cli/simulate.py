@@ -34,8 +34,10 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, NamedTuple, TextIO
 
+from policyscheduler.cli.now import add_now_argument, chosen_now
 from policyscheduler.kobjects import DEFAULT_SCHEDULER as KUBE_DEFAULT_SCHEDULER
 from policyscheduler.kobjects import scheduler_name
+from policyscheduler.times import format_timestamp
 
 __all__ = ["add_arguments", "main", "run", "rule_error_lines", "score_error_lines", "select_pods"]
 
@@ -92,6 +94,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="with --compare: exit 1 when some pod moved (for CI)")
     parser.add_argument("--output", "-o", choices=("table", "json"), default="table", help="output format (default: table)")
     parser.add_argument("--seed", type=int, default=0, help="seed for breaking score ties (default: 0)")
+    add_now_argument(parser)
     parser.add_argument(
         "--engine",
         choices=("vector", "reference"),
@@ -238,6 +241,7 @@ def run(args: argparse.Namespace, *, stdout: TextIO | None = None, stderr: TextI
     if isinstance(snapshot, int):
         return snapshot
     objects, prepared = snapshot
+    prepared.snapshot.now_ns = chosen_now(args)
     progress = _progress(err)
     try:
         sim = simulate(loaded.policy_set, objects, seed=args.seed, progress=progress, prepared=prepared,
@@ -249,9 +253,9 @@ def run(args: argparse.Namespace, *, stdout: TextIO | None = None, stderr: TextI
     for line in score_error_lines(sim.decisions):
         err.write(_esc(line) + "\n")
     if args.output == "json":
-        out.write(render_json(sim) + "\n")
+        out.write(render_json(sim, now=format_timestamp(chosen_now(args))) + "\n")
     else:
-        out.write(render_table(sim, seed=args.seed))
+        out.write(render_table(sim, seed=args.seed, now=format_timestamp(chosen_now(args))))
     return EXIT_OK
 
 
@@ -419,6 +423,7 @@ def _run_compare(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     if isinstance(snapshot, int):
         return snapshot
     objects, prepared = snapshot
+    prepared.snapshot.now_ns = chosen_now(args)
     drawn: list[str] = []
 
     def progress(label: str) -> Callable[[int, int], None] | None:

@@ -13,6 +13,7 @@ from fractions import Fraction
 from typing import Any
 
 from policyscheduler.checker.conversions import format_value, parse_float, parse_int, parse_quantity
+from policyscheduler.times import SECOND
 
 
 class EvalFailure(Exception):
@@ -85,6 +86,11 @@ def sqrt(x: Any) -> float:
     if x < 0:
         raise EvalFailure(f"sqrt of a negative number ({x})")
     return math.sqrt(x)
+
+
+def seconds(d: int) -> int:
+    """``seconds(d)``: a duration (int nanoseconds) in whole seconds, toward zero."""
+    return go_div(d, SECOND)
 
 
 def first(xs: Sequence[Any]) -> tuple[Any, ...]:

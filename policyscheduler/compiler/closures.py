@@ -14,13 +14,18 @@ from collections.abc import Callable, Iterator
 from fractions import Fraction
 from typing import Any
 
+from policyscheduler import times
 from policyscheduler.checker.conversions import parse_float, parse_int, parse_quantity
 from policyscheduler.checker.expressions import Info
+from policyscheduler.checker.passes import NOW
 from policyscheduler.checker.types import (
+    DURATION,
     FLOAT,
     INT,
+    INT_LIKE,
     QUANTITY,
     STRING,
+    TIMESTAMP,
     ListT,
     MapT,
     Type,
@@ -153,12 +158,17 @@ _ONE_ARG_GENERICS: dict[str, Callable[[Any], Any]] = {
     "len": len, "abs": abs, "trunc": rt.go_trunc, "round": rt.go_round, "float": rt.to_float,
     "ln": rt.ln, "sqrt": rt.sqrt, "first": rt.first, "int": rt.go_trunc, "quantity": Fraction,
     "str": rt.to_str, "lower": str.lower, "is_int": rt.is_int, "is_float": rt.is_float,
-    "is_quantity": rt.is_quantity,
+    "is_quantity": rt.is_quantity, "seconds": rt.seconds,
 }
 _TWO_ARG_GENERICS: dict[str, Callable[[Any, Any], Any]] = {
     "starts_with": str.startswith, "ends_with": str.endswith, "split": rt.split,
 }
-_PARSERS: dict[str, Callable[[str], Any]] = {"int": parse_int, "float": parse_float, "quantity": parse_quantity}
+_PARSERS: dict[str, Callable[[str], Any]] = {"int": parse_int, "float": parse_float, "quantity": parse_quantity,
+                                             "timestamp": times.parse_timestamp, "duration": times.parse_duration}
+_TIME_STR: dict[Type, Callable[[int], str]] = {TIMESTAMP: times.format_timestamp, DURATION: times.format_duration}
+"""``str(x)`` of a time value: its text form (times.py), not the int of nanoseconds it is at run time."""
+_KIND_OF_TEXT = {"int": "an integer", "float": "a number", "quantity": "a quantity",
+                 "timestamp": "an RFC 3339 timestamp (or 20261204T101500Z)", "duration": "a duration (\"10m\")"}
 
 
 def _located_default(default: Fn | None, parse: Callable[[str], Any], what: str) -> Callable[[dict[str, Any], str], Any]:
@@ -167,7 +177,7 @@ def _located_default(default: Fn | None, parse: Callable[[str], Any], what: str)
         if value is not None:
             return value
         if default is None:
-            kind = {"int": "an integer", "float": "a number"}.get(what, "a quantity")
+            kind = _KIND_OF_TEXT[what]
             raise rt.EvalFailure(f"{what}({text!r}): not {kind} (add ', default D' for values that may not parse)")
         return default(f)
 
@@ -281,6 +291,8 @@ class ExprCompiler(ExprVisitor[Fn]):
 
     def _Name(self, e: ast.Name) -> Fn:
         name = e.id
+        if name == NOW:  # no binding may shadow the root 'now': it is the cluster context's decision time
+            return lambda f: f["cluster"].now
         return lambda f: f[name]
 
     def _Attr(self, e: ast.Attr) -> Fn:
@@ -323,7 +335,7 @@ class ExprCompiler(ExprVisitor[Fn]):
         x = self.compile(e.operand)
         if e.op == "not":
             return lambda f: not x(f)
-        if self.type_of(e) == INT:
+        if self.type_of(e) in INT_LIKE:
             return _int_checked(lambda f: -x(f), e.span, "-")
         return lambda f: -x(f)
 
@@ -392,7 +404,7 @@ class ExprCompiler(ExprVisitor[Fn]):
         else:
             a, b = self.as_type(e.left, tr), self.as_type(e.right, tr)
         span = e.op_span or e.span  # a failure of the operation (a zero divisor, an overflow) is at its operator
-        if tr == INT:
+        if tr in INT_LIKE:  # ints, and timestamps / durations (int nanoseconds, times.py)
             raw = {"+": operator.add, "-": operator.sub, "*": operator.mul}.get(op)
             if raw is None:
                 div = rt.go_mod if op == "%" else rt.go_div
@@ -592,6 +604,8 @@ class ExprCompiler(ExprVisitor[Fn]):
             return self._conversion(e, name, t)
         x = self.compile(e.args[0])
         fn = _ONE_ARG_GENERICS[name]
+        if name == "str":
+            fn = _TIME_STR.get(self.type_of(e.args[0]), fn)
         if name in ("lower", "str"):
             span = e.span
 

@@ -17,8 +17,10 @@ onto **facets** -- the parts of the cluster a watch event can change -- and deci
   pod changes, namespace labels and the objects default spreading reads (Services, ReplicaSets, ...) touch it;
 * ``node``: a ``Node.*`` member this module does not know (a newer schema): any node change touches it.
 
-Members that never change for a pending pod (``Node.name``, the pod's own fields, sub-records reached
-through them) are no facet: the pod's own update always moves it (kube-scheduler does the same).
+Members that never change for a pending pod (``Node.name``, ``Node.created``, the pod's own fields,
+sub-records reached through them) are no facet: the pod's own update always moves it (kube-scheduler does
+the same). ``now`` (the decision time) is no facet either: no event says time passed, so a pod a
+time-dependent rule rejected is retried by the periodic flush of the unschedulable pods (5 minutes).
 
 **Per node.** A decision says which rule rejected each node (the first filter that failed there). A
 node-local event (node X updated, a pod added to or removed from X) can only change the verdict on X, so
@@ -77,6 +79,7 @@ _MEMBER_FACETS: dict[str, frozenset[str]] = {
     "Node.port_conflict()": frozenset({"pods"}),
     "HostPort.conflicts()": frozenset({"pods"}),
     "Node.name": frozenset(),
+    "Node.created": frozenset(),
 }
 
 

@@ -74,6 +74,8 @@ def complete(layered: Layered | None, lines: list[str], pos: types.Position) -> 
     items += [types.CompletionItem(label=name, kind=types.CompletionItemKind.Variable,
                                    detail=str(t), documentation=_markdown(reference.root_entry(name) or ""))
               for name, t in reference.schema().roots.items()]
+    items.append(types.CompletionItem(label="now", kind=types.CompletionItemKind.Variable, detail="timestamp",
+                                      documentation=_markdown(reference.root_entry("now") or "")))
     headers = _HEADERS.findall(before)
     if headers and headers[-1] == "preempt":  # inside a preempt rule: its candidate victim too
         items.append(types.CompletionItem(label="target", kind=types.CompletionItemKind.Variable,

@@ -17,7 +17,7 @@ import re
 
 from policyscheduler.checker import Schema, global_schema
 from policyscheduler.checker.env import GENERIC_DOCS, FuncSig
-from policyscheduler.checker.types import ListT, MapT, RecordT, Type
+from policyscheduler.checker.types import TIMESTAMP, ListT, MapT, RecordT, Type
 
 __all__ = ["Member", "schema", "members", "resolve", "local_types", "builtin_entry", "member_entry",
            "root_entry", "builtin_names"]
@@ -75,11 +75,15 @@ def _step(t: Type, name: str) -> Type | None:
 
 
 TARGET_NOTE = "preempt rules only: the candidate victim (a Pod, like `pod`, which is the preemptor there)"
+NOW_NOTE = ("the decision time: the wall clock in `run`; fixed (2026-01-01T00:00:00Z unless `--now`) in `simulate`, "
+            "`explain` and `test`")
 
 
 def _root(name: str) -> Type | None:
     """A root's type; ``target`` (a preempt rule's candidate victim) has the type of ``pod``."""
     roots = schema().roots
+    if name == "now" and "now" not in roots and "cluster" in roots:
+        return TIMESTAMP
     return roots.get("pod") if name == "target" and "target" not in roots else roots.get(name)
 
 
@@ -159,6 +163,8 @@ def root_entry(name: str) -> str | None:
         return None
     if name == "target":
         return f"```policy\ntarget: {t}\n```\n\n{TARGET_NOTE}"
+    if name == "now":
+        return f"```policy\nnow: {t}\n```\n\n{NOW_NOTE}"
     info = schema().records.get(t.name) if isinstance(t, RecordT) else None
     doc = info.doc.strip() if info is not None and info.doc else ""
     return f"```policy\n{name}: {t}\n```" + (f"\n\n{doc}" if doc else "")

@@ -26,6 +26,7 @@ from policyscheduler.objects.records import (
 )
 from policyscheduler.objects.requests import is_scalar_resource, pod_requests
 from policyscheduler.quantity import round_resource
+from policyscheduler.times import EPOCH, Timestamp, parse_timestamp
 
 __all__ = ["build_pod", "build_node", "object_name", "normalized_image_name"]
 
@@ -234,6 +235,7 @@ def build_pod(obj: Any, warnings: list[str]) -> Pod:
         preferred_affinity_terms=pref_aff,
         preferred_anti_affinity_terms=pref_anti,
         spread_constraints=r.spread_constraints(spec, labels),
+        created=_created(r, meta),
         _owner=owner,
     )
 
@@ -273,4 +275,17 @@ def build_node(obj: Any, warnings: list[str]) -> Node:
         pods=(),
         used_ports=(),
         images=images,
+        created=_created(r, meta),
     )
+
+
+def _created(r: Reader, meta: Mapping[str, Any]) -> Timestamp:
+    """``metadata.creationTimestamp`` as a timestamp; the epoch when absent, or (with a warning) unreadable."""
+    raw = meta.get("creationTimestamp")
+    if raw is None or raw == "":
+        return EPOCH
+    value = parse_timestamp(raw) if isinstance(raw, str) else None
+    if value is None:
+        r.warn(f"metadata.creationTimestamp {str(raw)[:40]!r} is not an RFC 3339 time; read as the epoch")
+        return EPOCH
+    return value

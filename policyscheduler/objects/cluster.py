@@ -54,8 +54,10 @@ class _State:
 
     def __init__(self, pod: Pod, nodes: tuple[Node, ...], index: topology.ClusterIndex | None,
                  ns_labels: affinity.NsLabels, image_states: Mapping[str, tuple[int, int]],
-                 hard: tuple[SpreadConstraint, ...], soft: tuple[SpreadConstraint, ...], require_all: bool) -> None:
+                 hard: tuple[SpreadConstraint, ...], soft: tuple[SpreadConstraint, ...], require_all: bool,
+                 now: int = 0) -> None:
         self.pod = pod
+        self.now = now
         self.nodes = nodes
         self.index = index
         self.generation = index.generation if index is not None else -1
@@ -67,6 +69,7 @@ class _State:
         self.feasible_mask: npt.NDArray[np.bool_] | None = None
         self.selectors = domains.SelectorPool(pod.namespace)
         self.domain_tables: dict[tuple[int, str], domains.Domains] = {}
+        self.totals: dict[int, int] = {}
 
     def feasible_nodes(self) -> tuple[Node, ...] | list[Node]:
         """The nodes passing the filters (every node before ``set_feasible``), built only when asked."""
@@ -109,6 +112,20 @@ class _State:
                 table = domains.indexed_domains(sel, key, index, lambda: self.included(_HONOR_AFFINITY))
             self.domain_tables[cache_key] = table
         return table
+
+    def total(self, sel: PodSelector) -> int:
+        """``count_in_cluster(sel)``, computed once per context (keyed like :meth:`domains`)."""
+        found = self.totals.get(id(sel))
+        if found is None:
+            if sel._pool is not self.selectors:
+                raise ValueError("a pod selector can only be used with the cluster value that made it")
+            index = self.indexed
+            if index is None:
+                found = domains.walk_total(sel, self.nodes, self.pod)
+            else:
+                found = domains.indexed_total(sel, index, lambda: self.included(_HONOR_AFFINITY))
+            self.totals[id(sel)] = found
+        return found
 
     @cached_property
     def spread_filter(self) -> topology.FilterCounts:
@@ -166,6 +183,12 @@ class Cluster:
         state = self._state
         state.feasible_mask = np.asarray(mask, dtype=bool)
         state.__dict__.pop("spread_score", None)
+
+    @property
+    def now(self) -> int:
+        """The decision time (epoch nanoseconds) that rules read as the root name ``now`` (a ``timestamp``):
+        the same for every rule and node of this pod's evaluation (not a policy-visible member)."""
+        return self._state.now
 
     @property
     def nodes(self) -> tuple[Node, ...]:
@@ -347,6 +370,14 @@ class Cluster:
         """The largest ``count_in_domain`` over the domains of ``key``; 0 when no counted node carries it."""
         return self._state.domains(sel, key).maximum
 
+    @exposed
+    def count_in_cluster(self, sel: PodSelector) -> int:
+        """Pods counting for ``sel`` on every node of the cluster (with ``honor_node_affinity``: on the
+        nodes the scheduled pod's node affinity allows), whatever labels the nodes carry: the total that
+        a domain's share is taken of (``count_in_domain(sel, key, node) * 100 / count_in_cluster(sel)``).
+        The pod being scheduled is never counted."""
+        return self._state.total(sel)
+
     # -- ImageLocality --------------------------------------------------------------------------------
 
     @exposed
@@ -449,8 +480,8 @@ COLUMNS: dict[str, Callable[..., IntArray]] = {
 """Builtins with a vector kernel for :meth:`Cluster.column`: every exposed method that takes a ``node``."""
 
 
-def make_cluster(pod: Pod, snapshot: topology.ClusterIndex) -> Cluster:
-    """Build the context for ``pod`` over the state's current nodes.
+def make_cluster(pod: Pod, snapshot: topology.ClusterIndex, now: int = 0) -> Cluster:
+    """Build the context for ``pod`` over the state's current nodes, at decision time ``now`` (epoch ns).
 
     The state also supplies the Services and controllers behind the default spread selector, the
     namespace labels that affinity terms' namespace selectors match, and the indexes.
@@ -466,5 +497,5 @@ def make_cluster(pod: Pod, snapshot: topology.ClusterIndex) -> Cluster:
         soft_spread_constraints=soft,  # type: ignore[arg-type]
         spread_require_all_topologies=require_all,
         pod_matches_own_affinity=matches_own,
-        _state=_State(pod, nodes, snapshot, ns_labels, snapshot.image_states, hard, soft, require_all),
+        _state=_State(pod, nodes, snapshot, ns_labels, snapshot.image_states, hard, soft, require_all, now),
     )

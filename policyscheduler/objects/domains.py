@@ -9,7 +9,10 @@ constraints and terms. These primitives give a policy the same machinery with se
   ``in_namespace``, ``in_all_namespaces``, ``honor_node_affinity``) says which pods count;
 * ``cluster.count_in_domain(sel, key, node)``, ``cluster.domain_count(sel, key)``,
   ``cluster.min_in_domains(sel, key)``, ``cluster.max_in_domains(sel, key)`` (on
-  :class:`~policyscheduler.objects.cluster.Cluster`) read one :class:`Domains` table per (selector, key).
+  :class:`~policyscheduler.objects.cluster.Cluster`) read one :class:`Domains` table per (selector, key);
+* ``cluster.count_in_cluster(sel)`` is the whole-cluster total: the counting pods on every counted node,
+  whatever its labels (a node is counted unless the selector honours node affinity and the node is not
+  allowed), so "this zone's share of the app" needs no label every node shares.
 
 Semantics (also in grammar/LANGUAGE.md, "Topology: other pods by domain"): a pod *counts* for a selector
 when it is placed (or assumed) on a node, is not terminating, is in one of the selector's namespaces
@@ -40,7 +43,7 @@ from policyscheduler.objects.selectors import Selector, set_selector
 from policyscheduler.objects.topology import ClusterIndex, MatchKey, domain_sums
 from policyscheduler.schema import exposed, record
 
-__all__ = ["PodSelector", "SelectorPool", "Domains", "walk_domains", "indexed_domains"]
+__all__ = ["PodSelector", "SelectorPool", "Domains", "walk_domains", "indexed_domains", "walk_total", "indexed_total"]
 
 BoolArray = npt.NDArray[np.bool_]
 
@@ -190,3 +193,23 @@ def indexed_domains(sel: PodSelector, key: str, index: ClusterIndex,
     sums, present = domain_sums(codes.codes, len(codes.values), index.match_counts(sel._key), mask)
     values = codes.values
     return Domains({values[j]: int(sums[j]) for j in np.flatnonzero(present).tolist()})
+
+
+def walk_total(sel: PodSelector, nodes: Sequence[Node], pod: Pod) -> int:
+    """``count_in_cluster`` from the node records and their pods (the reference; O(pods))."""
+    total = 0
+    for node in nodes:
+        if sel.honors_node_affinity and not pod_matches_required_node_affinity(pod, node):
+            continue
+        total += sum(1 for p in node.pods if sel.matches(p))
+    return total
+
+
+def indexed_total(sel: PodSelector, index: ClusterIndex, allowed: Callable[[], BoolArray]) -> int:
+    """``count_in_cluster`` from the selector's per-node count array (kept exact on every pod change by
+    the state): one numpy sum over the nodes, never a walk over the pods. ``allowed`` as in
+    :func:`indexed_domains`."""
+    counts = index.match_counts(sel._key)
+    if sel.honors_node_affinity:
+        return int(counts[allowed()].sum())
+    return int(counts.sum())

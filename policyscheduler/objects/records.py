@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from policyscheduler.kobjects import join_key
 from policyscheduler.objects.selectors import Selector
 from policyscheduler.schema import Quantity, exposed, record
+from policyscheduler.times import EPOCH, Timestamp
 
 __all__ = [
     "Taint",
@@ -195,6 +196,9 @@ class Pod:
     preferred_affinity_terms: list[WeightedPodAffinityTerm]
     preferred_anti_affinity_terms: list[WeightedPodAffinityTerm]
     spread_constraints: list[SpreadConstraint]
+    created: Timestamp = EPOCH
+    """``metadata.creationTimestamp`` (a ``timestamp``; the epoch when absent): ``now - target.created`` is a
+    victim's age in a preempt rule."""
     _owner: tuple[str, str, str] | None = field(default=None, repr=False)  # (apiVersion, kind, name)
 
     @exposed
@@ -235,6 +239,8 @@ class Node:
     pods: list[Pod]
     used_ports: list[HostPort]
     images: dict[str, int]
+    created: Timestamp = EPOCH
+    """``metadata.creationTimestamp`` (a ``timestamp``; the epoch when absent)."""
 
     @exposed
     def port_conflict(self, port: HostPort) -> bool:

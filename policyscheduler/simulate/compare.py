@@ -374,11 +374,13 @@ def compare(
     """
     objects = list(objects)
     first = prepared if prepared is not None else prepare(objects)
+    now = first.snapshot.now_ns  # both runs decide at the same instant (the caller's --now)
     old = simulate(old_set, objects, seed=seed, evaluator=make_evaluator(engine), prepared=first, detail=False,
                    progress=progress("OLD") if progress is not None else None)
     old_nodes = {d.pod: d.node for d in old.decisions}
     watching = _Watching(make_evaluator(engine), new_set, old_set, old_nodes, seed, engine)
-    new = simulate(new_set, objects, seed=seed, evaluator=watching, prepared=prepare(objects), detail=False,
+    again = prepare(objects) if now is None else prepare(objects, now)
+    new = simulate(new_set, objects, seed=seed, evaluator=watching, prepared=again, detail=False,
                    progress=progress("NEW") if progress is not None else None)
     moves: list[Move] = []
     for decision in new.decisions:

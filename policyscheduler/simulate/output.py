@@ -17,9 +17,13 @@ __all__ = ["render_compare_json", "render_compare_table", "render_json", "render
 _HEADERS = ("POD", "NODE", "SCORE", "TIES", "MESSAGE")
 
 
-def render_json(sim: Simulation) -> str:
-    """The documented JSON schema: ``{"policy_digest", "placements": [{pod, node, score, top, message}]}``."""
-    return _escape_json(json.dumps(sim.to_json(), indent=2))
+def render_json(sim: Simulation, *, now: str | None = None) -> str:
+    """The documented JSON schema: ``{"policy_digest", "placements": [{pod, node, score, top, message}]}``,
+    and ``now`` (the decision time rules read, RFC 3339) when given."""
+    doc = sim.to_json()
+    if now is not None:
+        doc["now"] = now
+    return _escape_json(json.dumps(doc, indent=2))
 
 
 def _escape_json(text: str) -> str:
@@ -30,8 +34,8 @@ def _escape_json(text: str) -> str:
 _JSON_EXTRA = re.compile("[\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
 
 
-def summary_line(sim: Simulation, *, seed: int | None = None) -> str:
-    """``placed 187/200 pods on 36 nodes; 13 pending`` plus passes, digest and seed."""
+def summary_line(sim: Simulation, *, seed: int | None = None, now: str | None = None) -> str:
+    """``placed 187/200 pods on 36 nodes; 13 pending`` plus passes, digest, seed and ``now``."""
     placed = sim.placed
     used = len({d.node for d in placed})
     total = len(sim.decisions)
@@ -41,6 +45,8 @@ def summary_line(sim: Simulation, *, seed: int | None = None) -> str:
         extra.insert(1, f"{evicted} pod{'' if evicted == 1 else 's'} preempted")
     if seed is not None:
         extra.append(f"seed {seed}")
+    if now is not None:
+        extra.append(f"now {now}")
     node_word = "node" if used == 1 else "nodes"
     return (
         f"placed {len(placed)}/{total} pods on {used} {node_word} (of {sim.node_count}); "
@@ -79,7 +85,8 @@ def _with_preemption(sim: Simulation, pod: str, message: str | None) -> str:
     return f"{message} [{note}]" if message else note
 
 
-def render_table(sim: Simulation, *, seed: int | None = None, width: int | None = None) -> str:
+def render_table(sim: Simulation, *, seed: int | None = None, width: int | None = None,
+                 now: str | None = None) -> str:
     """One aligned row per pod (settled order), the nodes' utilisation, then the summary line.
 
     ``TIES`` is how many feasible nodes shared the best score (the chosen one was drawn among them);
@@ -106,7 +113,7 @@ def render_table(sim: Simulation, *, seed: int | None = None, width: int | None 
         lines.append("")
         lines.extend(render_nodes(sim))
     lines.append("")
-    lines.append(summary_line(sim, seed=seed))
+    lines.append(summary_line(sim, seed=seed, now=now))
     return "\n".join(lines) + "\n"
 
 

@@ -60,6 +60,7 @@ from policyscheduler.cycle.events import ClusterEvent
 from policyscheduler.cycle.gates import gate_message
 from policyscheduler.evaluation import Decision, Evaluator, ReferenceEvaluator, pod_key
 from policyscheduler.simulate.queue import is_pending, queue_order
+from policyscheduler.times import DEFAULT_NOW
 
 if TYPE_CHECKING:
     from policyscheduler.compiler import PolicySet
@@ -148,8 +149,9 @@ class Prepared(NamedTuple):
     queue: list[dict[str, Any]]
 
 
-def prepare(objects: Iterable[dict[str, Any]]) -> Prepared:
-    """Build the snapshot and the queue (pending pods in queue order).
+def prepare(objects: Iterable[dict[str, Any]], now: int = DEFAULT_NOW) -> Prepared:
+    """Build the snapshot and the queue (pending pods in queue order), the snapshot's decision time (what
+    rules read as ``now``) fixed at ``now`` (epoch nanoseconds): an offline run never reads the clock.
 
     Every pending pod is converted once here, so the object model's notes about malformed fields (bad
     quantities, wrong field types; it never raises) are all in ``snapshot.warnings`` before the run:
@@ -159,6 +161,7 @@ def prepare(objects: Iterable[dict[str, Any]]) -> Prepared:
 
     objects = list(objects)
     snapshot = ClusterSnapshot.from_objects(objects)
+    snapshot.now_ns = now
     queue = queue_order([obj for obj in objects if is_pending(obj)])
     for pod in queue:
         snapshot.pod_record(pod)

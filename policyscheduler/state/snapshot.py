@@ -13,6 +13,7 @@ dicts are converted as they arrive and not kept (a 50,000-pod snapshot would oth
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterable, Mapping
 from datetime import datetime
 from typing import Any
@@ -74,6 +75,10 @@ class ClusterSnapshot:
         # Bounded: a long-running scheduler sees millions of pod objects. Objects with a uid and a
         # resourceVersion are keyed by them; others by identity, the object kept so its id stays unique.
         self._records: LRUCache[Any, tuple[Any, Pod]] = LRUCache(maxsize=_RECORD_CACHE)
+        self.now_ns: int | None = None
+        """The decision time rules read as ``now`` (epoch nanoseconds): fixed by ``simulate``, ``explain`` and
+        ``test`` (``--now``) so their results are reproducible; None (the scheduler's run) is the wall clock
+        when each pod's context is made."""
         self.start_times: dict[str, float] = {}
         """Pod key -> ``status.startTime`` (epoch seconds) of placed pods that have one: preemption
         orders victims by it (a pod without one started "now", as kube's GetPodStartTime says)."""
@@ -309,5 +314,5 @@ class ClusterSnapshot:
         self.state.remove_pod(pod_key(self.pod_record(pod)))
 
     def context(self, pod: Pod) -> Cluster:
-        """The per-pod ``cluster`` value over the current nodes."""
-        return make_cluster(pod, self.state)
+        """The per-pod ``cluster`` value over the current nodes, at the decision time :attr:`now_ns`."""
+        return make_cluster(pod, self.state, self.now_ns if self.now_ns is not None else time.time_ns())

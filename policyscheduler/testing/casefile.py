@@ -15,16 +15,18 @@ from __future__ import annotations
 import dataclasses
 import json
 from collections.abc import Sequence
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 from policyscheduler.inputs import KEPT_KINDS, Document, DocumentError, read_documents, read_objects, read_texts
+from policyscheduler.times import parse_timestamp
 
 __all__ = ["Case", "Suite", "TestInputError", "collect", "read_suite", "is_test_document", "shape_problems",
            "SUITE_KEYS", "CASE_KEYS", "WANT_KEYS"]
 
-SUITE_KEYS = frozenset({"policies", "objects_from", "objects", "cases"})
-CASE_KEYS = frozenset({"name", "note", "objects", "objects_from", "pod", "pod_from", "want"})
+SUITE_KEYS = frozenset({"policies", "objects_from", "objects", "cases", "now"})
+CASE_KEYS = frozenset({"name", "note", "objects", "objects_from", "pod", "pod_from", "want", "now"})
 SINGLE_KEYS = CASE_KEYS | {"policies"}
 WANT_KEYS = frozenset({"feasible", "rejected", "filters", "scores", "raw", "weighted", "totals", "chosen", "message",
                        "absent", "preemption"})
@@ -58,6 +60,9 @@ class Case:
     policies: tuple[str, ...]
     doc: Document | None = None
     at: tuple[Any, ...] = ()
+    now: int | None = None
+    """The decision time rules read as ``now`` (epoch ns): the case's ``now:``, else its file's; None: the
+    runner's (``--now``, else the fixed default)."""
 
     @property
     def id(self) -> str:
@@ -284,8 +289,21 @@ def is_test_document(doc: Any) -> bool:
     return isinstance(doc, dict) and ("cases" in doc or (("pod" in doc or "pod_from" in doc) and "want" in doc))
 
 
+def _now(check: _Checker, at: tuple[Any, ...], raw: dict[str, Any]) -> int | None:
+    """A ``now:`` key: an RFC 3339 time (YAML may have read an unquoted one as a datetime already)."""
+    if "now" not in raw:
+        return None
+    value = raw["now"]
+    if isinstance(value, datetime):
+        value = value.isoformat().replace("+00:00", "Z") if value.tzinfo is not None else value.isoformat() + "Z"
+    parsed = parse_timestamp(value) if isinstance(value, str) else None
+    if parsed is None:
+        check.bad((*at, "now"), f"now must be an RFC 3339 time such as \"2026-12-04T10:15:00Z\", not {value!r}")
+    return parsed
+
+
 def _case(check: _Checker, path: Path, shared: list[dict[str, Any]], at: tuple[Any, ...], raw: Any, name: str,
-          policies: tuple[str, ...], allowed: frozenset[str]) -> Case | None:
+          policies: tuple[str, ...], allowed: frozenset[str], suite_now: int | None = None) -> Case | None:
     if not isinstance(raw, dict):
         check.bad(at, f"a case must be a mapping (name, pod, want ...), not {_type_name(raw)}")
         return None
@@ -298,9 +316,10 @@ def _case(check: _Checker, path: Path, shared: list[dict[str, Any]], at: tuple[A
     objects = shared + _k8s_objects(check, path.parent, at, raw)
     pod = _pod(check, path.parent, at, raw)
     check.want(raw.get("want"), (*at, "want"))
+    now = _now(check, at, raw)
     if len(check.problems) > before:
         return None
-    return Case(str(path), name, raw, objects, pod, policies, check.doc, at)
+    return Case(str(path), name, raw, objects, pod, policies, check.doc, at, now if now is not None else suite_now)
 
 
 def _policies(check: _Checker, path: Path, doc: dict[str, Any]) -> tuple[str, ...]:
@@ -332,6 +351,7 @@ def read_suite(path: Path) -> Suite | None:
     check.keys(value, (), SUITE_KEYS, "a test file")
     policies = _policies(check, path, value)
     shared = _k8s_objects(check, path.parent, (), value)
+    suite_now = _now(check, (), value)
     cases = value["cases"]
     out: list[Case] = []
     if not isinstance(cases, list) or not cases:
@@ -345,7 +365,7 @@ def read_suite(path: Path) -> Suite | None:
         if name in seen:
             check.bad((*("cases", k), "name"), f"two cases are named {name!r} (the other is case {seen[name] + 1})")
         seen.setdefault(name, k)
-        case = _case(check, path, shared, ("cases", k), raw, name, policies, CASE_KEYS)
+        case = _case(check, path, shared, ("cases", k), raw, name, policies, CASE_KEYS, suite_now)
         if case is not None:
             out.append(case)
     if check.problems:

@@ -29,6 +29,7 @@ from typing import Any
 from policyscheduler.kobjects import is_bound
 from policyscheduler.testing.casefile import Case, Suite, TestInputError, collect
 from policyscheduler.testing.coverage import Coverage
+from policyscheduler.times import DEFAULT_NOW, format_timestamp
 
 __all__ = ["Case", "CaseResult", "Coverage", "Failure", "Suite", "TestInputError", "TestRun", "collect",
            "run_tests", "validate"]
@@ -51,10 +52,13 @@ class CaseResult:
     failures: list[Failure] = dataclasses.field(default_factory=list)
     error: str | None = None
     digest: str | None = None
+    now: str | None = None
+    """The decision time the case ran at (RFC 3339): rules read it as ``now``."""
 
     def to_json(self) -> dict[str, Any]:
         return {"file": self.case.file, "name": self.case.name, "status": self.status,
-                "failures": [f.to_json() for f in self.failures], "error": self.error, "policy_digest": self.digest}
+                "failures": [f.to_json() for f in self.failures], "error": self.error, "policy_digest": self.digest,
+                "now": self.now}
 
 
 @dataclasses.dataclass
@@ -198,7 +202,8 @@ package's floor (tests/test_layers.py), so the runner does not import it."""
 
 
 def run_case(case: Case, policy_set: Any, cov: Coverage | None = None, engine: str = "vector",
-             defaults: frozenset[str] = frozenset(), preempt: Preempter | None = None) -> CaseResult:
+             defaults: frozenset[str] = frozenset(), preempt: Preempter | None = None,
+             now: int = DEFAULT_NOW) -> CaseResult:
     """Evaluate one case and compare with its expectations (``want.preemption`` and preempt-rule coverage
     need ``preempt``; without it a ``want.preemption`` is a failure saying so)."""
     from policyscheduler.compiler.program import trace_rule
@@ -211,6 +216,7 @@ def run_case(case: Case, policy_set: Any, cov: Coverage | None = None, engine: s
     if problems or case.pod is None:
         return CaseResult(case, "error", error="; ".join(problems), digest=policy_set.digest)
     snapshot = ClusterSnapshot.from_objects([o for o in case.objects if not (o.get("kind") == "Pod" and not is_bound(o))])
+    snapshot.now_ns = case.now if case.now is not None else now  # the case's or file's now:, else the run's
     snapshot.pod_record(case.pod)  # the pod's unreadable fields (a quantity 5Xi) are warnings like the nodes'
     if snapshot.warnings:
         return CaseResult(case, "error", error=f"{case.where()}: fields that cannot be read (the scheduler would "
@@ -353,7 +359,8 @@ def _cover(cov: Coverage, policy_set: Any, decision: Any, traces: dict[tuple[str
 
 
 def run_tests(paths: Sequence[str | Path], *, extra_policies: Sequence[str | Path] = (), run: str | None = None,
-              engine: str = "vector", preempt: Preempter | None = None) -> tuple[TestRun | None, list[str]]:
+              engine: str = "vector", preempt: Preempter | None = None,
+              now: int = DEFAULT_NOW) -> tuple[TestRun | None, list[str]]:
     """Run every case under ``paths``. Returns the run (None when nothing could run) and input errors."""
     from policyscheduler.diagnostics import render_text
     from policyscheduler.loader import load_layered
@@ -390,7 +397,9 @@ def run_tests(paths: Sequence[str | Path], *, extra_policies: Sequence[str | Pat
             # unless nothing else is under test: then the bundled set itself is)
             scope = (under_test or set()) | {str(p.resolve()) for p in _expand(case.policies)} or None
             _register(cov, loaded.policy_set, scope)
-        results.append(run_case(case, sets[key], cov, engine, defaults, preempt))
+        result = run_case(case, sets[key], cov, engine, defaults, preempt, now)
+        result.now = format_timestamp(case.now if case.now is not None else now)
+        results.append(result)
     return TestRun(results, cov, sorted({ps.digest for ps in sets.values()})), []
 
 

@@ -57,8 +57,9 @@ def test_json_output_follows_the_schema_on_a_small_cluster(small_cluster: Path) 
     assert proc.returncode == 0, proc.stderr
     assert "Traceback" not in proc.stderr
     doc = json.loads(proc.stdout)
-    assert set(doc) == {"policy_digest", "placements"}
+    assert set(doc) == {"policy_digest", "placements", "now"}
     assert isinstance(doc["policy_digest"], str) and len(doc["policy_digest"]) == 64
+    assert doc["now"] == "2026-01-01T00:00:00Z"  # the fixed decision time (no --now)
     by_pod = {p["pod"]: p for p in doc["placements"]}
     assert set(by_pod) == {"default/small", "default/medium", "default/giant"}
     for p in doc["placements"]:

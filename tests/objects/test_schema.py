@@ -11,9 +11,9 @@ from typing import Any
 import pytest
 
 import policyscheduler.objects  # noqa: F401 - registers the records
-from policyscheduler import schema
+from policyscheduler import schema, times
 
-SCALARS = {bool, int, float, str, Fraction}
+SCALARS = {bool, int, float, str, Fraction, times.Timestamp, times.Duration}
 
 
 def allowed(tp: object) -> bool:

@@ -44,7 +44,7 @@ MALFORMED = [
      "t.yaml:1:1: policies must be a list of strings, not a mapping"),
     (f"pod: {POD}\nwant: {{feasible: []}}\npolicies: x.policy\n", "t.yaml:3:1: policies must be a list of strings"),
     (_case() + f"  - {{name: x, pod: {POD}, want: {{feasible: []}}}}\n", "two cases are named 'x'"),
-    (_case(extra="1"), "unknown key 'extra' in a case (known: name, note, objects, objects_from, pod, pod_from, want)"),
+    (_case(extra="1"), "unknown key 'extra' in a case (known: name, note, now, objects, objects_from, pod, pod_from, want)"),
     ("cases: &a [*a]\n", "t.yaml:1:12: recursive YAML anchor"),
     ("a: &x 1\na: 2\ncases: [1]\n", "t.yaml:2:1: duplicate key 'a'"),
     ("cases: [\n", "t.yaml:2:1: invalid YAML"),

@@ -15,8 +15,9 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from policyscheduler import times
 from policyscheduler.checker.env import FuncSig
-from policyscheduler.checker.types import STRING, RecordT
+from policyscheduler.checker.types import DURATION, STRING, TIMESTAMP, RecordT
 from policyscheduler.compiler import builtins as rt
 from policyscheduler.evaluation.vector import kernels, ops
 from policyscheduler.evaluation.vector.base import LowerBase
@@ -189,6 +190,16 @@ class CallLowering(LowerBase):
 
         return conflict
 
+    def _parse_time(self, e: ast.Call, name: str, scope: Scope, level: int) -> Fn:
+        """``timestamp(s[, default D])`` / ``duration(...)`` of a node-dependent string."""
+        parse = _TIME_PARSERS[name]
+        text = self.expr(e.args[0], scope, level)
+        default = self.expr(e.default, scope, level) if e.default is not None else None
+        if default is None:
+            return lambda ctx: _parse_time_value(parse, text(ctx), None, ctx)
+        d = default
+        return lambda ctx: _parse_time_value(parse, text(ctx), d(ctx), ctx)
+
     def _generic(self, e: ast.Call, name: str, scope: Scope, level: int) -> Fn:
         t = self.type_of(e)
         if name in ("min", "max"):
@@ -220,12 +231,20 @@ class CallLowering(LowerBase):
             fn, kind_out = _STRING_GENERICS[name]
             xs = [self.expr(a, scope, level) for a in e.args]
             return lambda ctx: _map_strings(fn, kind_out, [x(ctx) for x in xs], ctx)
+        if name in ("timestamp", "duration"):
+            return self._parse_time(e, name, scope, level)
+        if name == "seconds":  # int nanoseconds to whole seconds, toward zero: go_div, as rt.seconds
+            x = self.expr(arg, scope, level)
+            return lambda ctx: ops.arith("/", x(ctx), Const(times.SECOND), "int")
         if name == "str":
             if ka is None:
                 raise Unsupported(f"str() of {ta}")
             x = self.expr(arg, scope, level)
             if ka == "str":
                 return x
+            if ta in _TIME_STR:  # the text form of the time value, once per distinct value
+                text = _TIME_STR[ta]
+                return lambda ctx: ops.unary_map(text, x(ctx), "int", "str", ctx.state.interner)
             # the reference's own formatting (Go's), once per distinct value; the result is interned
             return lambda ctx: ops.unary_map(_to_str, x(ctx), ka, "str", ctx.state.interner)
         if ka not in ("int", "float", "q") or name not in _NUMERIC_GENERICS:
@@ -244,6 +263,27 @@ class CallLowering(LowerBase):
         return lambda ctx: ops.unary_map(fn1, x(ctx), ka, "float", ctx.state.interner)
 
 
+_TIME_STR: dict[Any, Callable[[Any], str]] = {
+    TIMESTAMP: lambda v: times.format_timestamp(int(v)), DURATION: lambda v: times.format_duration(int(v)),
+}
+"""``str(x)`` of a time value (an int64 of nanoseconds here) as the reference's closures.py ``_TIME_STR``."""
+
+_TIME_PARSERS: dict[str, Callable[[str], int | None]] = {
+    "timestamp": times.parse_timestamp, "duration": times.parse_duration,
+}
+
+
+def _parser_or_fail(parse: Callable[[str], int | None]) -> Callable[[str], int]:
+    """``parse`` raising on text that does not parse: those rows go to the reference, which reports the
+    located failure (a ``timestamp(s)`` without ``default``)."""
+    def parsed(text: str) -> int:
+        value = parse(text)
+        if value is None:
+            raise ValueError(text)
+        return value
+    return parsed
+
+
 _STRING_GENERICS: dict[str, tuple[Callable[..., Any], str]] = {
     "lower": (str.lower, "str"), "is_int": (rt.is_int, "bool"), "is_float": (rt.is_float, "bool"),
     "is_quantity": (rt.is_quantity, "bool"), "starts_with": (str.startswith, "bool"),
@@ -254,6 +294,16 @@ _TWO_ARG_GENERICS) and the result's kind."""
 
 _NUMERIC_GENERICS = frozenset({"abs", "trunc", "round", "int", "float", "quantity", "ln", "sqrt"})
 """Generic builtins of one number lowered by :meth:`Lowerer._generic`; any other name is Unsupported."""
+
+
+def _parse_time_value(parse: Callable[[str], int | None], text: Value, default: Value | None, ctx: Ctx) -> Value:
+    """``timestamp(s)`` / ``duration(s)`` of a string value, once per distinct string; with ``default``,
+    the default where the text does not parse (both int64 nanoseconds)."""
+    if default is None:
+        return _map_strings(_parser_or_fail(parse), "int", [text], ctx)
+    ok = _map_strings(lambda s: parse(s) is not None, "bool", [text], ctx)
+    value = _map_strings(lambda s: parse(s) or 0, "int", [text], ctx)
+    return ops.select(ok, value, default, "int", ctx.state.interner)
 
 
 def _map_strings(fn: Callable[..., Any], kind_out: str, args: list[Value], ctx: Ctx) -> Value:

@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from policyscheduler.checker.types import BOOL, FLOAT, INT, QUANTITY, STRING, Type
+from policyscheduler.checker.types import BOOL, DURATION, FLOAT, INT, QUANTITY, STRING, TIMESTAMP, Type
 from policyscheduler.evaluation.vector import kernels
 from policyscheduler.evaluation.vector.values import Bools, Col, Const, MList, Value, err_or, from_python
 
@@ -20,8 +20,10 @@ __all__ = ["KIND", "Ctx", "Fn", "PodState", "err_of", "kind_of", "with_err"]
 
 Fn = Callable[["Ctx"], Value]
 
-KIND: dict[Type, str] = {BOOL: "bool", INT: "int", FLOAT: "float", STRING: "str", QUANTITY: "q"}
-"""The column kind of each scalar type (see :mod:`.values`)."""
+KIND: dict[Type, str] = {BOOL: "bool", INT: "int", FLOAT: "float", STRING: "str", QUANTITY: "q",
+                         TIMESTAMP: "int", DURATION: "int"}
+"""The column kind of each scalar type (see :mod:`.values`): timestamps and durations are int64
+nanoseconds (policyscheduler/times.py), so their comparisons and arithmetic are the int ones."""
 
 
 def kind_of(t: Type) -> str | None:

@@ -11,7 +11,7 @@ the same idea as its equivalence-class cache; here it is exact by construction:
 * which pod fields a rule depends on is read off its AST (:func:`pod_fields`): ``pod.f`` reads ``f``;
   a method of the pod reads the fields listed in :data:`METHOD_FIELDS`; ``pod`` used any other way
   (passed to a method, compared, put in a list) makes the rule depend on *every* field (name and uid
-  included, so it effectively never hits); a rule mentioning ``cluster`` is never cached;
+  included, so it effectively never hits); a rule mentioning ``cluster`` or ``now`` is never cached;
 * the values are compared structurally (:func:`freeze`): records by type and every field, maps in
   order, numbers with their type -- anything :func:`freeze` does not know disables the cache for that
   pod;
@@ -202,7 +202,7 @@ def _pod_fields(checked: CheckedRule | None, cluster_calls: frozenset[str] | Non
     def visit(e: ast.Expr, parent: ast.Expr | None) -> Sequence[ast.Expr] | None:
         nonlocal whole, calls
         if isinstance(e, ast.Name):
-            if e.id == "cluster":
+            if e.id in ("cluster", "now"):  # now: the decision time moves between pods (the scheduler's run)
                 raise _GiveUp
             if e.id == "pod":
                 if isinstance(parent, ast.Attr) and parent.obj is e and parent.name in _POD_FIELDS:
