@@ -42,6 +42,14 @@ RESOURCES: dict[str, str] = {
     "StatefulSet": "/apis/apps/v1/statefulsets",
     "ReplicationController": "/api/v1/replicationcontrollers",
     "PodDisruptionBudget": "/apis/policy/v1/poddisruptionbudgets",  # preemption spares budgets
+    # the volume plugins (objects/volumes.py)
+    "PersistentVolumeClaim": "/api/v1/persistentvolumeclaims",
+    "PersistentVolume": "/api/v1/persistentvolumes",
+    "StorageClass": "/apis/storage.k8s.io/v1/storageclasses",
+    "CSINode": "/apis/storage.k8s.io/v1/csinodes",
+    "CSIDriver": "/apis/storage.k8s.io/v1/csidrivers",
+    "CSIStorageCapacity": "/apis/storage.k8s.io/v1/csistoragecapacities",
+    "VolumeAttachment": "/apis/storage.k8s.io/v1/volumeattachments",
 }
 """kind -> the all-namespaces collection path the scheduler lists and watches."""
 

@@ -25,6 +25,7 @@ from policyscheduler.objects.records import (
     WeightedPodAffinityTerm,
 )
 from policyscheduler.objects.requests import is_scalar_resource, pod_requests
+from policyscheduler.objects.storage import build_pod_volumes
 from policyscheduler.quantity import round_resource
 
 __all__ = ["build_pod", "build_node", "object_name", "normalized_image_name"]
@@ -234,6 +235,9 @@ def build_pod(obj: Any, warnings: list[str]) -> Pod:
         preferred_affinity_terms=pref_aff,
         preferred_anti_affinity_terms=pref_anti,
         spread_constraints=r.spread_constraints(spec, labels),
+        volumes=build_pod_volumes(r, name, spec) if "volumes" in spec else (),
+        resource_claims=tuple(r.str(c, "name") for c in r.list(spec, "resourceClaims", "spec.resourceClaims")
+                              if isinstance(c, Mapping)),
         _owner=owner,
     )
 

@@ -30,9 +30,10 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from policyscheduler.objects import affinity, domains, topology
+from policyscheduler.objects import affinity, domains, topology, volumes
 from policyscheduler.objects.domains import PodSelector
 from policyscheduler.objects.records import Node, Pod, PodAffinityTerm, SpreadConstraint
+from policyscheduler.objects.storage import PersistentVolume, PersistentVolumeClaim
 from policyscheduler.schema import exposed, record
 
 __all__ = ["Cluster", "make_cluster", "COLUMNS"]
@@ -67,6 +68,31 @@ class _State:
         self.feasible_mask: npt.NDArray[np.bool_] | None = None
         self.selectors = domains.SelectorPool(pod.namespace)
         self.domain_tables: dict[tuple[int, str], domains.Domains] = {}
+        self.storage: volumes.StorageView = volumes.EmptyStorage()
+        self.binding_checks: dict[str, volumes.BindingCheck] = {}
+
+    def binding_check(self, node: Node) -> volumes.BindingCheck:
+        """VolumeBinding's FindPodVolumes for this pod on ``node``, once per node and context."""
+        check = self.binding_checks.get(node.name)
+        if check is None:
+            check = self.binding_checks[node.name] = volumes.find_pod_volumes(self.pod, node, self.storage)
+        return check
+
+    @cached_property
+    def missing_claim(self) -> str:
+        return volumes.missing_claim(self.pod, self.storage)
+
+    @cached_property
+    def binding_error(self) -> str:
+        return volumes.binding_error(self.pod, self.storage)
+
+    @cached_property
+    def zone_error(self) -> str:
+        return volumes.zone_error(self.pod, self.storage)
+
+    @cached_property
+    def rwop_conflict(self) -> bool:
+        return volumes.read_write_once_pod_conflict(self.pod, self.storage)
 
     def feasible_nodes(self) -> tuple[Node, ...] | list[Node]:
         """The nodes passing the filters (every node before ``set_feasible``), built only when asked."""
@@ -327,6 +353,90 @@ class Cluster:
         """The largest ``count_in_domain`` over the domains of ``key``; 0 when no counted node carries it."""
         return self._state.domains(sel, key).maximum
 
+    # -- Storage (objects/volumes.py: kube-scheduler's volume plugins) ----------------------------------
+
+    @exposed
+    def claims(self) -> list[PersistentVolumeClaim]:
+        """The PersistentVolumeClaims the pod's volumes use (named and generic ephemeral ones), in volume
+        order; claims that do not exist are left out (``missing_claim`` names the first)."""
+        state = self._state
+        found = (state.storage.claim(state.pod.namespace, v.claim_name) for v in volumes.claim_volumes(state.pod))
+        return [c for c in found if c is not None]
+
+    @exposed
+    def bound_volumes(self) -> list[PersistentVolume]:
+        """The PersistentVolumes the pod's ``persistentVolumeClaim`` claims name (``spec.volumeName``), in
+        volume order: where the pod's data already lives (VolumeZone reads their zone labels)."""
+        return volumes.pod_bound_volumes(self._state.pod, self._state.storage)
+
+    @exposed
+    def missing_claim(self) -> str:
+        """The first ``persistentVolumeClaim`` volume's claim that does not exist, ``""`` when all do
+        (VolumeRestrictions' PreFilter: kube says ``persistentvolumeclaim "NAME" not found``)."""
+        return self._state.missing_claim
+
+    @exposed
+    def read_write_once_pod_conflict(self) -> bool:
+        """True if a ``ReadWriteOncePod`` claim of the pod is already used by a pod on some node
+        (VolumeRestrictions): the pod fits no node until that pod is gone."""
+        return self._state.rwop_conflict
+
+    @exposed
+    def disk_conflict(self, node: Node) -> bool:
+        """True if an inline GCE PD / AWS EBS / iSCSI / RBD volume of the pod conflicts with a volume of a
+        pod on the node (VolumeRestrictions: "node(s) had no available disk")."""
+        return volumes.disk_conflict(self._state.pod, node)
+
+    @exposed
+    def volume_limit_exceeded(self, node: Node) -> bool:
+        """True if the pod's new CSI volumes (in-tree ones counted under their CSI driver as kube
+        migrates them) would take a driver past the node's CSINode ``allocatable.count`` (NodeVolumeLimits)."""
+        return volumes.volume_limit_exceeded(self._state.pod, node, self._state.storage)
+
+    @exposed
+    def volume_binding_error(self) -> str:
+        """VolumeBinding's PreFilter rejection, ``""`` when there is none: a missing or lost claim, one being
+        deleted, or "pod has unbound immediate PersistentVolumeClaims"."""
+        return self._state.binding_error
+
+    @exposed
+    def volume_node_conflict(self, node: Node) -> bool:
+        """True if a bound claim's PersistentVolume has node affinity that excludes the node (VolumeBinding:
+        "node(s) didn't match PersistentVolume's node affinity")."""
+        return volumes.NODE_CONFLICT in self._state.binding_check(node).reasons
+
+    @exposed
+    def volume_bind_conflict(self, node: Node) -> bool:
+        """True if an unbound ``WaitForFirstConsumer`` claim finds neither a matching static PV usable on the
+        node nor a class that may provision there (VolumeBinding: "node(s) didn't find available persistent
+        volumes to bind")."""
+        return volumes.BIND_CONFLICT in self._state.binding_check(node).reasons
+
+    @exposed
+    def volume_capacity_short(self, node: Node) -> bool:
+        """True if a claim to provision finds no CSIStorageCapacity with room for it that reaches the node
+        (only for CSI drivers with ``storageCapacity: true``; "node(s) did not have enough free storage")."""
+        return volumes.NOT_ENOUGH_SPACE in self._state.binding_check(node).reasons
+
+    @exposed
+    def volume_pv_missing(self, node: Node) -> bool:
+        """True if a bound claim's PersistentVolume does not exist (VolumeBinding: "node(s) unavailable due
+        to one or more pvc(s) bound to non-existent pv(s)")."""
+        return volumes.PV_NOT_EXIST in self._state.binding_check(node).reasons
+
+    @exposed
+    def volume_zone_error(self) -> str:
+        """VolumeZone's PreFilter rejection, ``""`` when there is none (in practice a bound claim whose
+        PersistentVolume does not exist: ``persistentvolume "NAME" not found``)."""
+        return self._state.zone_error
+
+    @exposed
+    def volume_zone_conflict(self, node: Node) -> bool:
+        """True if a bound PersistentVolume's zone or region label (``topology.kubernetes.io/zone`` /
+        ``region`` or the ``failure-domain.beta`` ones; several zones separated by ``__``) names no value of
+        the node's (VolumeZone: "node(s) had no available volume zone"); a node without such labels fits."""
+        return volumes.zone_conflict(self._state.pod, node, self._state.storage)
+
     # -- ImageLocality --------------------------------------------------------------------------------
 
     @exposed
@@ -426,7 +536,7 @@ def make_cluster(pod: Pod, snapshot: topology.ClusterIndex) -> Cluster:
     ns_labels = snapshot.namespace_labels
     own = pod.required_affinity_terms
     matches_own = bool(own) and all(affinity.incoming_term_matches(t, pod, ns_labels) for t in own)
-    return Cluster(
+    cluster = Cluster(
         node_count=len(nodes),
         hard_spread_constraints=hard,  # type: ignore[arg-type]  # lists are stored as tuples (records.py)
         soft_spread_constraints=soft,  # type: ignore[arg-type]
@@ -434,3 +544,7 @@ def make_cluster(pod: Pod, snapshot: topology.ClusterIndex) -> Cluster:
         pod_matches_own_affinity=matches_own,
         _state=_State(pod, nodes, snapshot, ns_labels, snapshot.image_states, hard, soft, require_all),
     )
+    storage = getattr(snapshot, "storage", None)
+    if storage is not None:
+        cluster._state.storage = storage
+    return cluster
