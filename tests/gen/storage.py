@@ -48,8 +48,8 @@ def _node(name: str, zone: str) -> Obj:
 
 
 def _classes(rng: random.Random) -> list[Obj]:
-    topo = [{"matchLabelExpressions": [{"key": ZONE, "values": sorted(rng.sample(ZONES, rng.randint(1, 2)))}]}]
-    out = [
+    topo: list[Obj] = [{"matchLabelExpressions": [{"key": ZONE, "values": sorted(rng.sample(ZONES, rng.randint(1, 2)))}]}]
+    out: list[Obj] = [
         {"apiVersion": "storage.k8s.io/v1", "kind": "StorageClass", "metadata": {"name": "immediate"},
          "provisioner": DRIVER, "volumeBindingMode": "Immediate"},
         {"apiVersion": "storage.k8s.io/v1", "kind": "StorageClass", "metadata": {"name": "wffc"},
@@ -173,8 +173,9 @@ def storage_scenario(rng: random.Random, *, nodes: int = 4, pending: int = 6,
     # Unbound claims for the pending pods.
     unbound: list[str] = []
     for i in range(rng.randint(2, 8)):
-        cls = rng.choice(["immediate", "wffc", "wffc", "wffc-zoned", "wffc-zoned", "local", "local", "local", None])
-        claim = _claim(f"claim-{i}", namespace, cls, rng.randint(1, 8) * 1024, list(rng.choice(_MODES[:3])))
+        wanted: str | None = rng.choice(["immediate", "wffc", "wffc", "wffc-zoned", "wffc-zoned", "local", "local",
+                                         "local", None])
+        claim = _claim(f"claim-{i}", namespace, wanted, rng.randint(1, 8) * 1024, list(rng.choice(_MODES[:3])))
         claims.append(claim)
         unbound.append(claim["metadata"]["name"])
     bound_names = [c["metadata"]["name"] for c in claims if c["spec"].get("volumeName")]
