@@ -148,6 +148,7 @@ class ClusterSnapshot:
             return None
         self.state.add_pod(pod)
         key = pod_key(pod)
+        self.volume_plans.pop(key, None)  # the pod is bound for real: the watched claims and PVs carry the rest
         started = _start_time(obj)
         if started is None:
             self.start_times.pop(key, None)
@@ -218,6 +219,7 @@ class ClusterSnapshot:
         elif kind == "Pod":
             self.state.remove_pod(self._key_of(obj))
             self.start_times.pop(self._key_of(obj), None)
+            self.volume_plans.pop(self._key_of(obj), None)
         elif kind in KINDS:
             self._apply_other(kind, obj, [], remove=True)
 
