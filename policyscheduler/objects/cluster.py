@@ -70,13 +70,40 @@ class _State:
         self.domain_tables: dict[tuple[int, str], domains.Domains] = {}
         self.storage: volumes.StorageView = volumes.EmptyStorage()
         self.binding_checks: dict[str, volumes.BindingCheck] = {}
+        self.new_volumes: dict[tuple[bool, bool], dict[str, str]] = {}
 
     def binding_check(self, node: Node) -> volumes.BindingCheck:
         """VolumeBinding's FindPodVolumes for this pod on ``node``, once per node and context."""
         check = self.binding_checks.get(node.name)
         if check is None:
-            check = self.binding_checks[node.name] = volumes.find_pod_volumes(self.pod, node, self.storage)
+            check = self.binding_checks[node.name] = volumes.find_pod_volumes(self.pod, node, self.storage,
+                                                                              self.pod_claims)
         return check
+
+    @cached_property
+    def pod_claims(self) -> volumes.PodClaims:
+        return volumes.classify_claims(self.pod, self.storage)
+
+    @cached_property
+    def zone_topologies(self) -> tuple[tuple[str, frozenset[str]], ...]:
+        return volumes.zone_topologies(self.pod, self.storage)
+
+    def limit_exceeded(self, node: Node) -> bool:
+        """NodeVolumeLimits on ``node``, the pod's new volumes computed once per kind of CSINode."""
+        pod = self.pod
+        if not pod.volumes:
+            return False
+        csi_node = self.storage.csi_node(node.name)
+        if csi_node is None or not csi_node.attach_limits:
+            return False
+        key = volumes.migration_key(csi_node)
+        new = self.new_volumes.get(key)
+        if new is None:
+            new = self.new_volumes[key] = volumes.new_attachable(pod, csi_node, self.storage)
+        return volumes.volume_limit_exceeded(pod, node, self.storage, new)
+
+    def has_disks(self) -> bool:
+        return any(v._disk is not None for v in self.pod.volumes)
 
     @cached_property
     def missing_claim(self) -> str:
@@ -391,7 +418,7 @@ class Cluster:
     def volume_limit_exceeded(self, node: Node) -> bool:
         """True if the pod's new CSI volumes (in-tree ones counted under their CSI driver as kube
         migrates them) would take a driver past the node's CSINode ``allocatable.count`` (NodeVolumeLimits)."""
-        return volumes.volume_limit_exceeded(self._state.pod, node, self._state.storage)
+        return self._state.limit_exceeded(node)
 
     @exposed
     def volume_binding_error(self) -> str:
@@ -435,7 +462,8 @@ class Cluster:
         """True if a bound PersistentVolume's zone or region label (``topology.kubernetes.io/zone`` /
         ``region`` or the ``failure-domain.beta`` ones; several zones separated by ``__``) names no value of
         the node's (VolumeZone: "node(s) had no available volume zone"); a node without such labels fits."""
-        return volumes.zone_conflict(self._state.pod, node, self._state.storage)
+        state = self._state
+        return volumes.zone_conflict(state.pod, node, state.storage, state.zone_topologies)
 
     # -- ImageLocality --------------------------------------------------------------------------------
 
@@ -513,6 +541,44 @@ def _domain_column(cl: Cluster, index: topology.ClusterIndex, sel: PodSelector, 
     return index.label_codes(key).column(cl._state.domains(sel, key).per_value)
 
 
+def _bool_column(test: Callable[[Cluster], Callable[[Node], bool] | None]) -> Callable[[Cluster, topology.ClusterIndex], IntArray]:
+    """A storage builtin on every node: zeros when the pod-level part already says "no node" (``test``
+    returns None), else the per-node check over the context's nodes (as 0 / 1)."""
+    def column(cl: Cluster, index: topology.ClusterIndex) -> IntArray:
+        nodes = cl._state.nodes
+        check = test(cl)
+        if check is None:
+            return np.zeros(len(nodes), dtype=np.int64)
+        return np.fromiter((check(n) for n in nodes), dtype=np.int64, count=len(nodes))
+    return column
+
+
+def _binding_reason(reason: str) -> Callable[[Cluster], Callable[[Node], bool] | None]:
+    def test(cl: Cluster) -> Callable[[Node], bool] | None:
+        state = cl._state
+        if state.pod_claims.empty:
+            return None
+        return lambda n: reason in state.binding_check(n).reasons
+    return test
+
+
+def _disk_test(cl: Cluster) -> Callable[[Node], bool] | None:
+    state = cl._state
+    return (lambda n: volumes.disk_conflict(state.pod, n)) if state.has_disks() else None
+
+
+def _limit_test(cl: Cluster) -> Callable[[Node], bool] | None:
+    state = cl._state
+    return state.limit_exceeded if state.pod.volumes else None
+
+
+def _zone_test(cl: Cluster) -> Callable[[Node], bool] | None:
+    state = cl._state
+    if not state.pod.volumes or not state.zone_topologies:
+        return None
+    return lambda n: volumes.zone_conflict(state.pod, n, state.storage, state.zone_topologies)
+
+
 COLUMNS: dict[str, Callable[..., IntArray]] = {
     "spread_count": _spread_filter_column,
     "spread_score_count": _spread_score_column,
@@ -521,6 +587,13 @@ COLUMNS: dict[str, Callable[..., IntArray]] = {
     **{name: _lookup(attr, part) for name, (attr, part) in _LOOKUPS.items()},
     "scaled_image_size": _image_column,
     "count_in_domain": _domain_column,
+    "disk_conflict": _bool_column(_disk_test),
+    "volume_limit_exceeded": _bool_column(_limit_test),
+    "volume_node_conflict": _bool_column(_binding_reason(volumes.NODE_CONFLICT)),
+    "volume_bind_conflict": _bool_column(_binding_reason(volumes.BIND_CONFLICT)),
+    "volume_capacity_short": _bool_column(_binding_reason(volumes.NOT_ENOUGH_SPACE)),
+    "volume_pv_missing": _bool_column(_binding_reason(volumes.PV_NOT_EXIST)),
+    "volume_zone_conflict": _bool_column(_zone_test),
 }
 """Builtins with a vector kernel for :meth:`Cluster.column`: every exposed method that takes a ``node``."""
 

@@ -57,18 +57,23 @@ __all__ = [
     "ZONE_CONFLICT",
     "BindingCheck",
     "EmptyStorage",
+    "PodClaims",
     "StorageView",
     "binding_error",
     "claim_volumes",
+    "classify_claims",
     "disk_conflict",
     "find_matching_volume",
     "find_pod_volumes",
+    "migration_key",
     "missing_claim",
+    "new_attachable",
     "pod_bound_volumes",
     "read_write_once_pod_conflict",
     "volume_limit_exceeded",
     "zone_conflict",
     "zone_error",
+    "zone_topologies",
 ]
 
 DISK_CONFLICT = "node(s) had no available disk"
@@ -248,14 +253,32 @@ def _attachable(pod: Pod, csi_node: CSINode | None, view: StorageView, into: dic
             into[f"{driver}/{handle}"] = driver
 
 
-def volume_limit_exceeded(pod: Pod, node: Node, view: StorageView) -> bool:
-    """True if the pod's new CSI volumes would take a driver past the node's attach limit (CSILimits.Filter)."""
+def new_attachable(pod: Pod, csi_node: CSINode | None, view: StorageView) -> dict[str, str]:
+    """The pod's attachable volumes (unique name -> driver) as a node with ``csi_node`` sees them; only
+    the presence of a CSINode and its migrated plugins matter, so callers may reuse the answer per
+    :func:`migration_key`."""
+    new: dict[str, str] = {}
+    _attachable(pod, csi_node, view, new)
+    return new
+
+
+def migration_key(csi_node: CSINode | None) -> tuple[bool, bool]:
+    """What of a CSINode changes :func:`new_attachable`: whether there is one, and whether Portworx is migrated."""
+    return csi_node is not None, csi_node is not None and "kubernetes.io/portworx-volume" in csi_node.migrated_plugins
+
+
+def volume_limit_exceeded(pod: Pod, node: Node, view: StorageView,
+                          new_volumes: dict[str, str] | None = None) -> bool:
+    """True if the pod's new CSI volumes would take a driver past the node's attach limit (CSILimits.Filter).
+    ``new_volumes``: :func:`new_attachable` for this node's CSINode, when the caller made it already."""
     if not pod.volumes:
         return False
     csi_node = view.csi_node(node.name)
-    new: dict[str, str] = {}
-    _attachable(pod, csi_node, view, new)
-    if not new or csi_node is None or not csi_node.attach_limits:
+    if csi_node is None or not csi_node.attach_limits:
+        return False
+    new = dict(new_volumes) if new_volumes is not None else new_attachable(pod, csi_node, view)
+    limits = csi_node.attach_limits
+    if not any(driver in limits for driver in new.values()):
         return False
     attached: dict[str, str] = {}
     for other in node.pods:
@@ -275,7 +298,6 @@ def volume_limit_exceeded(pod: Pod, node: Node, view: StorageView) -> bool:
     wanted: dict[str, int] = {}
     for driver in new.values():
         wanted[driver] = wanted.get(driver, 0) + 1
-    limits = csi_node.attach_limits
     return any(driver in limits and counts.get(driver, 0) + n > limits[driver] for driver, n in wanted.items())
 
 
@@ -385,28 +407,49 @@ def _enough_capacity(pvc: PersistentVolumeClaim, cls: StorageClass, labels: Mapp
     return False
 
 
-def find_pod_volumes(pod: Pod, node: Node, view: StorageView) -> BindingCheck:
-    """VolumeBinding's Filter on one node (FindPodVolumes), for a pod that passed :func:`binding_error`.
+@dataclasses.dataclass(frozen=True)
+class PodClaims:
+    """VolumeBinding's PreFilter classification of a pod's claims (GetPodVolumeClaims), made once per pod:
+    the bound claims with their PVs (None: the PV does not exist) and the unbound ``WaitForFirstConsumer``
+    claims without a volume name."""
 
-    Reasons, in kube's order: the node conflicts with a bound PV's node affinity; no PV to bind and no
-    provisioning there; not enough capacity; a bound claim's PV does not exist. A claim already annotated
-    with another selected node fails the node at once (kube's fast path)."""
-    bound: list[PersistentVolumeClaim] = []
+    bound: tuple[tuple[PersistentVolumeClaim, PersistentVolume | None], ...] = ()
+    delayed: tuple[PersistentVolumeClaim, ...] = ()
+
+    @property
+    def empty(self) -> bool:
+        return not self.bound and not self.delayed
+
+
+def classify_claims(pod: Pod, view: StorageView) -> PodClaims:
+    """:class:`PodClaims` of a pod that passed :func:`binding_error` (claims that do not exist are skipped)."""
+    bound: list[tuple[PersistentVolumeClaim, PersistentVolume | None]] = []
     delayed: list[PersistentVolumeClaim] = []
     for v in claim_volumes(pod):
         pvc = view.claim(pod.namespace, v.claim_name)
         if pvc is None:
             continue
         if pvc.bound:
-            bound.append(pvc)
+            bound.append((pvc, view.volume(pvc.volume_name)))
         elif _delay_binding(pvc, view) and not pvc.volume_name:
             delayed.append(pvc)
-    if not bound and not delayed:
+    return PodClaims(tuple(bound), tuple(delayed))
+
+
+def find_pod_volumes(pod: Pod, node: Node, view: StorageView, claims: PodClaims | None = None) -> BindingCheck:
+    """VolumeBinding's Filter on one node (FindPodVolumes), for a pod that passed :func:`binding_error`
+    (``claims``: its :func:`classify_claims`, when the caller made it already).
+
+    Reasons, in kube's order: the node conflicts with a bound PV's node affinity; no PV to bind and no
+    provisioning there; not enough capacity; a bound claim's PV does not exist. A claim already annotated
+    with another selected node fails the node at once (kube's fast path)."""
+    if claims is None:
+        claims = classify_claims(pod, view)
+    if claims.empty:
         return _FITS
     labels = node.labels
     bound_ok = pvs_found = True
-    for pvc in bound:  # checkBoundClaims: stops at the first missing PV or mismatching node affinity
-        pv = view.volume(pvc.volume_name)
+    for _, pv in claims.bound:  # checkBoundClaims: stops at the first missing PV or mismatching node affinity
         if pv is None:
             pvs_found = False
             break
@@ -415,7 +458,7 @@ def find_pod_volumes(pod: Pod, node: Node, view: StorageView) -> BindingCheck:
             break
     to_match: list[PersistentVolumeClaim] = []
     to_provision: list[PersistentVolumeClaim] = []
-    for pvc in delayed:
+    for pvc in claims.delayed:
         if pvc._has_selected_node:
             if pvc.selected_node != node.name:
                 return _check(bound_ok, False, True, pvs_found)
@@ -509,24 +552,37 @@ def _zone_values(value: str) -> frozenset[str] | None:
     return None if any(not p for p in parts) else frozenset(parts)
 
 
-def zone_conflict(pod: Pod, node: Node, view: StorageView) -> bool:
+def zone_topologies(pod: Pod, view: StorageView) -> tuple[tuple[str, frozenset[str]], ...]:
+    """VolumeZone's PreFilter state: (label key, zones) of every zone/region label of the pod's bound PVs
+    (labels whose zone list has an empty entry are ignored, as kube does)."""
+    out = []
+    for pv in pod_bound_volumes(pod, view):
+        for key in _ZONE_LABELS:
+            if key in pv.labels:
+                values = _zone_values(pv.labels[key])
+                if values is not None:
+                    out.append((key, values))
+    return tuple(out)
+
+
+def zone_conflict(pod: Pod, node: Node, view: StorageView,
+                  topologies: tuple[tuple[str, frozenset[str]], ...] | None = None) -> bool:
     """True if a bound PV's zone/region label names no value the node has (VolumeZone.Filter). A node
-    without any zone/region label fits; the beta labels of a PV are also matched against the GA labels."""
+    without any zone/region label fits; the beta labels of a PV are also matched against the GA labels.
+    ``topologies``: the pod's :func:`zone_topologies`, when the caller made them already."""
     if not pod.volumes:
+        return False
+    if topologies is None:
+        topologies = zone_topologies(pod, view)
+    if not topologies:
         return False
     labels = node.labels
     if not any(key in labels for key in _ZONE_LABELS):
         return False
-    for pv in pod_bound_volumes(pod, view):
-        for key in _ZONE_LABELS:
-            if key not in pv.labels:
-                continue
-            values = _zone_values(pv.labels[key])
-            if values is None:
-                continue
-            value = labels.get(key)
-            if value is None:
-                value = labels.get(_GA_LABEL.get(key, key))
-            if value is None or value not in values:
-                return True
+    for key, values in topologies:
+        value = labels.get(key)
+        if value is None:
+            value = labels.get(_GA_LABEL.get(key, key))
+        if value is None or value not in values:
+            return True
     return False
