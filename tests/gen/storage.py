@@ -113,9 +113,12 @@ def _claim_volume(i: int, claim: str) -> Obj:
     return {"name": f"v{i}", "persistentVolumeClaim": {"claimName": claim}}
 
 
-def storage_scenario(rng: random.Random, *, nodes: int = 4, pending: int = 6,
-                     namespace: str = "default") -> tuple[list[Obj], list[Obj]]:
+def storage_scenario(rng: random.Random, *, nodes: int = 4, pending: int = 6, namespace: str = "default",
+                     inline_disks: bool = True) -> tuple[list[Obj], list[Obj]]:
     """A random storage scenario: ``(objects, pending_pods)``; see the module docstring.
+
+    ``inline_disks=False`` leaves out the inline GCE PD volumes (for an API server that refuses the
+    in-tree source); the draws stay the same, so a seed still names the same claims and volumes.
 
     ``objects`` holds, in creation order: Nodes, CSINodes, StorageClasses, PersistentVolumes,
     PersistentVolumeClaims and running Pods (``spec.nodeName`` set); ``pending_pods`` the pods to schedule,
@@ -168,8 +171,10 @@ def storage_scenario(rng: random.Random, *, nodes: int = 4, pending: int = 6,
         running.append(_pod(f"holder-{i}", namespace, [_claim_volume(0, claim["metadata"]["name"])], rng.choice(names)))
     # A running pod with an inline GCE PD (disk conflicts).
     if _chance(rng, 0.3):
-        running.append(_pod("disk-holder", namespace, [{"name": "d", "gcePersistentDisk": {"pdName": "disk-1"}}],
-                            rng.choice(names)))
+        host = rng.choice(names)
+        if inline_disks:
+            running.append(_pod("disk-holder", namespace, [{"name": "d", "gcePersistentDisk": {"pdName": "disk-1"}}],
+                                host))
     # Unbound claims for the pending pods.
     unbound: list[str] = []
     for i in range(rng.randint(2, 8)):
@@ -198,7 +203,7 @@ def storage_scenario(rng: random.Random, *, nodes: int = 4, pending: int = 6,
                 continue
             if all(v.get("persistentVolumeClaim", {}).get("claimName") != name for v in volumes):
                 volumes.append(_claim_volume(j, name))
-        if _chance(rng, 0.15):
+        if _chance(rng, 0.15) and inline_disks:
             volumes.append({"name": "disk", "gcePersistentDisk": {"pdName": "disk-1"}})
         pods.append(_pod(f"pending-{p}", namespace, volumes))
     return objects, pods

@@ -273,3 +273,27 @@ def test_storage_rules_wait_for_storage_events() -> None:
     assert interest.wants(ClusterEvent.storage("PersistentVolumeClaimChange"))
     ports = Interest({"n1": "node_ports"}, {"node_ports": frozenset({"pods"})}, frozenset({"pods"}))
     assert not ports.wants(ClusterEvent.storage("PersistentVolumeClaimChange"))
+
+
+def test_storage_scenarios_are_seeded_and_inline_disks_optional() -> None:
+    """tests/gen/storage.py: a seed names one scenario, and leaving out the inline disks keeps every other
+    object the same (the live parity test may need to)."""
+    import random
+
+    from tests.gen.storage import storage_scenario
+
+    for seed in range(20):
+        a = storage_scenario(random.Random(seed))
+        assert a == storage_scenario(random.Random(seed))
+        b = storage_scenario(random.Random(seed), inline_disks=False)
+
+        def strip(objs: list[dict[str, Any]]) -> list[Any]:
+            out = []
+            for o in objs:
+                if o["metadata"]["name"] == "disk-holder":
+                    continue
+                vols = [v for v in o.get("spec", {}).get("volumes", []) if "gcePersistentDisk" not in v]
+                out.append((o["kind"], o["metadata"]["name"], vols))
+            return out
+
+        assert strip(a[0]) == strip(b[0]) and strip(a[1]) == strip(b[1])
