@@ -114,11 +114,13 @@ def _claim_volume(i: int, claim: str) -> Obj:
 
 
 def storage_scenario(rng: random.Random, *, nodes: int = 4, pending: int = 6, namespace: str = "default",
-                     inline_disks: bool = True) -> tuple[list[Obj], list[Obj]]:
+                     inline_disks: bool = True, prefix: str = "") -> tuple[list[Obj], list[Obj]]:
     """A random storage scenario: ``(objects, pending_pods)``; see the module docstring.
 
     ``inline_disks=False`` leaves out the inline GCE PD volumes (for an API server that refuses the
     in-tree source); the draws stay the same, so a seed still names the same claims and volumes.
+    ``prefix`` is put before the name of every cluster-scoped object (Nodes, CSINodes, StorageClasses,
+    PersistentVolumes) and every reference to one, so several scenarios can live in one cluster.
 
     ``objects`` holds, in creation order: Nodes, CSINodes, StorageClasses, PersistentVolumes,
     PersistentVolumeClaims and running Pods (``spec.nodeName`` set); ``pending_pods`` the pods to schedule,
@@ -206,7 +208,29 @@ def storage_scenario(rng: random.Random, *, nodes: int = 4, pending: int = 6, na
         if _chance(rng, 0.15) and inline_disks:
             volumes.append({"name": "disk", "gcePersistentDisk": {"pdName": "disk-1"}})
         pods.append(_pod(f"pending-{p}", namespace, volumes))
+    if prefix:
+        _prefix(objects + pods, prefix)
     return objects, pods
+
+
+def _prefix(objects: list[Obj], prefix: str) -> None:
+    """Rename the cluster-scoped objects and every reference to them, in place."""
+    for o in objects:
+        kind, meta, spec = o["kind"], o["metadata"], o.get("spec", {})
+        if kind in ("Node", "CSINode", "StorageClass", "PersistentVolume"):
+            meta["name"] = prefix + meta["name"]
+        if kind == "Node":
+            meta["labels"]["kubernetes.io/hostname"] = meta["name"]
+        elif kind == "CSINode":
+            for d in spec["drivers"]:
+                d["nodeID"] = meta["name"]
+        elif kind in ("PersistentVolume", "PersistentVolumeClaim"):
+            if spec.get("storageClassName"):
+                spec["storageClassName"] = prefix + spec["storageClassName"]
+            if spec.get("volumeName"):
+                spec["volumeName"] = prefix + spec["volumeName"]
+        elif kind == "Pod" and spec.get("nodeName"):
+            spec["nodeName"] = prefix + spec["nodeName"]
 
 
 def storage_case(seed: int) -> tuple[list[Obj], Obj]:

@@ -297,3 +297,26 @@ def test_storage_scenarios_are_seeded_and_inline_disks_optional() -> None:
             return out
 
         assert strip(a[0]) == strip(b[0]) and strip(a[1]) == strip(b[1])
+
+
+def test_storage_scenario_prefix_renames_cluster_scoped_objects() -> None:
+    """Several scenarios in one cluster: a prefix on every Node, CSINode, class and PV name and reference
+    leaves the decisions as they were (the same nodes, by their prefixed names)."""
+    import random
+
+    from policyscheduler.simulate.run import simulate
+    from tests.gen.policysets import default_policy_set
+    from tests.gen.storage import storage_scenario
+
+    policies = default_policy_set()
+    for seed in range(8):
+        plain = storage_scenario(random.Random(seed))
+        prefixed = storage_scenario(random.Random(seed), prefix="s7-")
+        names = {o["metadata"]["name"] for o in prefixed[0] if o["kind"] in ("Node", "PersistentVolume", "StorageClass")}
+        assert all(n.startswith("s7-") for n in names)
+        runs = []
+        for objects, pods in (plain, prefixed):
+            for p in pods:
+                p["spec"]["schedulerName"] = "policy-scheduler"
+            runs.append([(d.pod, d.node, d.message) for d in simulate(policies, objects + pods, seed=seed).decisions])
+        assert [(pod, node and "s7-" + node, msg) for pod, node, msg in runs[0]] == runs[1], seed
