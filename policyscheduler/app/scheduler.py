@@ -71,7 +71,7 @@ from policyscheduler.cycle import (
     SchedulingQueue,
 )
 from policyscheduler.cycle.cache import is_placed
-from policyscheduler.cycle.events import ClusterEvent, node_facet_view, node_facets_changed
+from policyscheduler.cycle.events import STORAGE_KINDS, ClusterEvent, node_facet_view, node_facets_changed
 from policyscheduler.cycle.gates import gate_log_fields
 from policyscheduler.evaluation import make_evaluator
 from policyscheduler.kobjects import is_bound
@@ -125,7 +125,7 @@ class LiveScheduler:
         self.binder: Binder[Attempt] = Binder(client, lambda: self.cycle, lanes=options.bind_lanes,
                                               on_done=self._bind_done)
         self.volume_planner = options.volume_planner or default_planner()
-        """Plans a pod's claim work on its node (app/volumes.py; the storage rules' planner once wired)."""
+        """Plans a pod's claim work on its node (app/volumes.py: the plan the cycle's assume made)."""
         self.volumes: VolumeBinder[Attempt] = VolumeBinder(client, bind=self._bind_pod, failed=self._volumes_failed,
                                                            may_bind=self._may_schedule, assume=self.cache.upsert,
                                                            timeout=options.volume_bind_timeout)
@@ -334,6 +334,8 @@ class LiveScheduler:
                 facets = node_facets_changed(old, view)
                 if facets:
                     self.queue.move(ClusterEvent.node_updated(name, facets))
+        elif kind in STORAGE_KINDS:  # claims, volumes, classes, CSI objects: rules of the volume plugins
+            self.queue.move(ClusterEvent.storage(f"{kind}Change"))
         elif kind == "Namespace":
             name = str((obj.get("metadata") or {}).get("name"))
             labels = (obj.get("metadata") or {}).get("labels")
@@ -361,6 +363,8 @@ class LiveScheduler:
                 self.queue.move(ClusterEvent.node_deleted(name))
         elif kind == "Namespace":
             self._namespaces.pop(str((obj.get("metadata") or {}).get("name")), None)
+        elif kind in STORAGE_KINDS:
+            self.queue.move(ClusterEvent.storage(f"{kind}Delete"))
 
     def on_synced(self, kind: str) -> None:
         log.info("watch %s: list delivered", kind)

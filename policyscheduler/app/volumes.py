@@ -60,7 +60,7 @@ if TYPE_CHECKING:
 
 __all__ = ["BIND_COMPLETED", "BOUND_BY_CONTROLLER", "DEFAULT_BIND_TIMEOUT", "PREBIND", "SELECTED_NODE",
            "VolumeBinder", "VolumePlanner", "annotated_claim", "bound_volume", "claim_is_fully_bound",
-           "default_planner", "node_affinity_error", "plan_nothing", "pod_claim_names"]
+           "default_planner", "node_affinity_error", "plan_assumed", "pod_claim_names"]
 
 log = logging.getLogger("policyscheduler.volumes")
 
@@ -87,15 +87,18 @@ class VolumePlanner(Protocol):
     def __call__(self, pod: Mapping[str, Any], node: str, snapshot: ClusterSnapshot, /) -> VolumePlan: ...
 
 
-def plan_nothing(pod: Mapping[str, Any], node: str, snapshot: ClusterSnapshot, /) -> VolumePlan:
-    """The planner until the storage rules plan: nothing to write; the pod still waits for all its claims."""
-    return VolumePlan(node=node)
+def plan_assumed(pod: Mapping[str, Any], node: str, snapshot: ClusterSnapshot, /) -> VolumePlan:
+    """The claim work the cycle planned when it assumed ``pod`` on ``node`` (``ClusterSnapshot.assume`` runs
+    the volume rules' own planning, ``state.volumes.plan_volumes``, and remembers the plan): one matching
+    algorithm for the filter and for the binder. No remembered plan: nothing to write, and the pod still
+    waits for all its claims to be bound."""
+    plan = snapshot.volume_plan(pod)
+    return plan if plan is not None else VolumePlan(node=node)
 
 
 def default_planner() -> VolumePlanner:
-    """The planner a scheduler uses unless ``Options.volume_planner`` names one: the one place to wire the
-    storage rules' planning function (until then :func:`plan_nothing`)."""
-    return plan_nothing
+    """The planner a scheduler uses unless ``Options.volume_planner`` names one: :func:`plan_assumed`."""
+    return plan_assumed
 
 
 def pod_claim_names(pod: Mapping[str, Any]) -> tuple[str, ...]:

@@ -30,7 +30,8 @@ from policyscheduler.state.store import replace_fields
 __all__ = ["ClusterCache", "KINDS", "object_key", "is_placed", "node_name_of"]
 
 KINDS = ("Node", "Pod", "Namespace", "Service", "ReplicaSet", "StatefulSet", "ReplicationController",
-         "PodDisruptionBudget")
+         "PodDisruptionBudget", "PersistentVolumeClaim", "PersistentVolume", "StorageClass", "CSINode", "CSIDriver",
+         "CSIStorageCapacity", "VolumeAttachment")
 """The kinds the snapshot reads (the scheduler watches exactly these)."""
 
 ObjKey = tuple[str, str]

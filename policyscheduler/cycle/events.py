@@ -15,6 +15,10 @@ onto **facets** -- the parts of the cluster a watch event can change -- and deci
 * ``cluster``: any ``Cluster.*`` member (counts per topology domain, affinity matches, image spread, node
   count): they aggregate over nodes and pods, so node label/taint/image changes, node deletion, assigned
   pod changes, namespace labels and the objects default spreading reads (Services, ReplicaSets, ...) touch it;
+* ``storage``: the ``cluster`` builtins of the volume plugins (``Cluster.volume_*()``, ``claims()``, ...)
+  and the fields of claims, volumes, classes and CSI nodes: a PersistentVolumeClaim, PersistentVolume,
+  StorageClass, CSINode, CSIDriver, CSIStorageCapacity or VolumeAttachment changed (kube's VolumeBinding,
+  VolumeZone, NodeVolumeLimits and VolumeRestrictions register these events);
 * ``node``: a ``Node.*`` member this module does not know (a newer schema): any node change touches it.
 
 Members that never change for a pending pod (``Node.name``, ``Node.created``, the pod's own fields,
@@ -43,6 +47,8 @@ import dataclasses
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
+from policyscheduler.state.storage import STORAGE_KINDS
+
 if TYPE_CHECKING:
     from policyscheduler.compiler import PolicySet
     from policyscheduler.evaluation import Decision
@@ -55,12 +61,24 @@ __all__ = [
     "node_facets_changed",
     "node_facet_view",
     "ALL_FACETS",
+    "STORAGE_KINDS",
 ]
 
 NODE_FACETS = ("labels", "annotations", "unschedulable", "taints", "allocatable", "images")
 """Facets of a node object that a node update can change (see :func:`node_facets_changed`)."""
 
-ALL_FACETS = frozenset(NODE_FACETS) | {"pods", "cluster", "node"}
+ALL_FACETS = frozenset(NODE_FACETS) | {"pods", "cluster", "node", "storage"}
+
+_STORAGE_MEMBERS = frozenset({
+    "Cluster.claims()", "Cluster.bound_volumes()", "Cluster.missing_claim()", "Cluster.read_write_once_pod_conflict()",
+    "Cluster.disk_conflict()", "Cluster.volume_limit_exceeded()", "Cluster.volume_binding_error()",
+    "Cluster.volume_node_conflict()", "Cluster.volume_bind_conflict()", "Cluster.volume_capacity_short()",
+    "Cluster.volume_pv_missing()", "Cluster.volume_zone_error()", "Cluster.volume_zone_conflict()",
+})
+"""The ``cluster`` builtins that read storage objects (objects/volumes.py): facets ``storage`` and ``cluster``
+(they also read node labels and the pods on nodes)."""
+
+_STORAGE_RECORDS = ("PersistentVolumeClaim.", "PersistentVolume.", "StorageClass.", "CSINode.")
 
 _MEMBER_FACETS: dict[str, frozenset[str]] = {
     "Node.labels": frozenset({"labels"}),
@@ -78,6 +96,7 @@ _MEMBER_FACETS: dict[str, frozenset[str]] = {
     "Node.used_ports": frozenset({"pods"}),
     "Node.port_conflict()": frozenset({"pods"}),
     "HostPort.conflicts()": frozenset({"pods"}),
+    "Volume.conflicts()": frozenset({"pods"}),
     "Node.name": frozenset(),
     "Node.created": frozenset(),
 }
@@ -94,6 +113,10 @@ def facets_of_reads(reads: Iterable[str]) -> frozenset[str]:
         known = _MEMBER_FACETS.get(member)
         if known is not None:
             found |= known
+        elif member in _STORAGE_MEMBERS:
+            found.update(("storage", "cluster"))
+        elif member.startswith(_STORAGE_RECORDS):
+            found.add("storage")
         elif member.startswith("Cluster."):
             found.add("cluster")
         elif member.startswith("Node."):
@@ -181,6 +204,12 @@ class ClusterEvent:
         """An assigned pod was added to, removed from or changed on ``node`` (``AssignedPodAdd`` /
         ``AssignedPodDelete`` / ``AssignedPodUpdate``; a failed bind frees what its assumption held)."""
         return cls(name, frozenset({"pods", "cluster"}), node)
+
+    @classmethod
+    def storage(cls, name: str) -> ClusterEvent:
+        """A claim, volume, class or CSI object was added, changed or deleted (``name``: e.g.
+        ``PersistentVolumeClaimUpdate``): it moves the pods a storage-reading rule rejected."""
+        return cls(name, frozenset({"storage"}))
 
     @classmethod
     def cluster(cls, name: str) -> ClusterEvent:

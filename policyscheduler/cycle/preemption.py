@@ -84,6 +84,11 @@ UNRESOLVABLE_REASONS: Mapping[str, str] = {
     "node(s) didn't satisfy plugin(s) [NodeAffinity]": "NodeAffinity (PreFilterResult)",
     "node(s) didn't match pod topology spread constraints (missing required label)": "PodTopologySpread",
     "node(s) didn't match pod affinity rules": "InterPodAffinity",
+    "node(s) didn't match PersistentVolume's node affinity": "VolumeBinding",
+    "node(s) didn't find available persistent volumes to bind": "VolumeBinding",
+    "node(s) did not have enough free storage": "VolumeBinding",
+    "node(s) unavailable due to one or more pvc(s) bound to non-existent pv(s)": "VolumeBinding",
+    "node(s) had no available volume zone": "VolumeZone",
 }
 """Reasons kube-scheduler v1.35 reports with UnschedulableAndUnresolvable (reason -> the plugin that
 says so): taking pods away cannot change them, so their nodes are never preemption candidates. Any

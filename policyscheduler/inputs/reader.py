@@ -28,7 +28,8 @@ __all__ = ["KEPT_KINDS", "ReadResult", "read_objects", "read_texts", "SUFFIXES"]
 
 KEPT_KINDS = frozenset(
     {"Node", "Pod", "Namespace", "Service", "ReplicaSet", "StatefulSet", "ReplicationController",
-     "PodDisruptionBudget"}
+     "PodDisruptionBudget", "PersistentVolumeClaim", "PersistentVolume", "StorageClass", "CSINode", "CSIDriver",
+     "CSIStorageCapacity", "VolumeAttachment"}
 )
 """Kinds the cluster snapshot uses; everything else is skipped with a warning."""
 

@@ -49,6 +49,8 @@ RESOURCES: dict[str, str] = {
     "StorageClass": "/apis/storage.k8s.io/v1/storageclasses",
     "CSINode": "/apis/storage.k8s.io/v1/csinodes",
     "CSIDriver": "/apis/storage.k8s.io/v1/csidrivers",
+    "CSIStorageCapacity": "/apis/storage.k8s.io/v1/csistoragecapacities",
+    "VolumeAttachment": "/apis/storage.k8s.io/v1/volumeattachments",
 }
 """kind -> the all-namespaces collection path the scheduler lists and watches."""
 

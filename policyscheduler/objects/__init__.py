@@ -4,7 +4,9 @@
 :mod:`policyscheduler.schema` when this package is imported.
 
 Layout: ``selectors`` (label / node selector matching), ``requests`` (PodRequests and its non-zero variant), ``records`` (the frozen records), ``parse`` and
-``builders`` (object dicts -> records, warnings instead of exceptions), ``topology`` and ``affinity``
+``builders`` (object dicts -> records, warnings instead of exceptions), ``storage`` (claims, volumes,
+classes, CSI nodes: records and builders) and ``volumes`` (kube-scheduler's four volume plugins as pure
+functions over them), ``topology`` and ``affinity``
 (PodTopologySpread / InterPodAffinity bookkeeping), ``domains`` (the ``PodSelector`` and per-domain
 counts behind ``cluster.pods_with`` / ``count_in_domain`` ...: other pods by topology domain, for rules
 written in policy text), ``cluster`` (the per-pod ``Cluster`` with lazy
@@ -34,8 +36,10 @@ from policyscheduler.objects.records import (
     SpreadConstraint,
     Taint,
     Toleration,
+    Volume,
     WeightedPodAffinityTerm,
 )
+from policyscheduler.objects.storage import CSINode, PersistentVolume, PersistentVolumeClaim, StorageClass
 from policyscheduler.quantity import parse_quantity
 from policyscheduler.schema import ROOTS
 
@@ -56,6 +60,11 @@ __all__ = [
     "PodSelector",
     "WeightedPodAffinityTerm",
     "SpreadConstraint",
+    "Volume",
+    "PersistentVolumeClaim",
+    "PersistentVolume",
+    "StorageClass",
+    "CSINode",
     "parse_quantity",
     "taint",
 ]

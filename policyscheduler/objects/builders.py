@@ -25,6 +25,7 @@ from policyscheduler.objects.records import (
     WeightedPodAffinityTerm,
 )
 from policyscheduler.objects.requests import is_scalar_resource, pod_requests
+from policyscheduler.objects.storage import build_pod_volumes
 from policyscheduler.quantity import round_resource
 from policyscheduler.times import EPOCH, Timestamp, parse_timestamp
 
@@ -235,6 +236,9 @@ def build_pod(obj: Any, warnings: list[str]) -> Pod:
         preferred_affinity_terms=pref_aff,
         preferred_anti_affinity_terms=pref_anti,
         spread_constraints=r.spread_constraints(spec, labels),
+        volumes=build_pod_volumes(r, name, spec) if "volumes" in spec else (),
+        resource_claims=tuple(r.str(c, "name") for c in r.list(spec, "resourceClaims", "spec.resourceClaims")
+                              if isinstance(c, Mapping)),
         created=_created(r, meta),
         _owner=owner,
     )

@@ -30,9 +30,10 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from policyscheduler.objects import affinity, domains, topology
+from policyscheduler.objects import affinity, domains, topology, volumes
 from policyscheduler.objects.domains import PodSelector
 from policyscheduler.objects.records import Node, Pod, PodAffinityTerm, SpreadConstraint
+from policyscheduler.objects.storage import PersistentVolume, PersistentVolumeClaim
 from policyscheduler.schema import exposed, record
 
 __all__ = ["Cluster", "make_cluster", "COLUMNS"]
@@ -70,6 +71,58 @@ class _State:
         self.selectors = domains.SelectorPool(pod.namespace)
         self.domain_tables: dict[tuple[int, str], domains.Domains] = {}
         self.totals: dict[int, int] = {}
+        self.storage: volumes.StorageView = volumes.EmptyStorage()
+        self.binding_checks: dict[str, volumes.BindingCheck] = {}
+        self.new_volumes: dict[tuple[bool, bool], dict[str, str]] = {}
+
+    def binding_check(self, node: Node) -> volumes.BindingCheck:
+        """VolumeBinding's FindPodVolumes for this pod on ``node``, once per node and context."""
+        check = self.binding_checks.get(node.name)
+        if check is None:
+            check = self.binding_checks[node.name] = volumes.find_pod_volumes(self.pod, node, self.storage,
+                                                                              self.pod_claims)
+        return check
+
+    @cached_property
+    def pod_claims(self) -> volumes.PodClaims:
+        return volumes.classify_claims(self.pod, self.storage)
+
+    @cached_property
+    def zone_topologies(self) -> tuple[tuple[str, frozenset[str]], ...]:
+        return volumes.zone_topologies(self.pod, self.storage)
+
+    def limit_exceeded(self, node: Node) -> bool:
+        """NodeVolumeLimits on ``node``, the pod's new volumes computed once per kind of CSINode."""
+        pod = self.pod
+        if not pod.volumes:
+            return False
+        csi_node = self.storage.csi_node(node.name)
+        if csi_node is None or not csi_node.attach_limits:
+            return False
+        key = volumes.migration_key(csi_node)
+        new = self.new_volumes.get(key)
+        if new is None:
+            new = self.new_volumes[key] = volumes.new_attachable(pod, csi_node, self.storage)
+        return volumes.volume_limit_exceeded(pod, node, self.storage, new)
+
+    def has_disks(self) -> bool:
+        return any(v._disk is not None for v in self.pod.volumes)
+
+    @cached_property
+    def missing_claim(self) -> str:
+        return volumes.missing_claim(self.pod, self.storage)
+
+    @cached_property
+    def binding_error(self) -> str:
+        return volumes.binding_error(self.pod, self.storage)
+
+    @cached_property
+    def zone_error(self) -> str:
+        return volumes.zone_error(self.pod, self.storage)
+
+    @cached_property
+    def rwop_conflict(self) -> bool:
+        return volumes.read_write_once_pod_conflict(self.pod, self.storage)
 
     def feasible_nodes(self) -> tuple[Node, ...] | list[Node]:
         """The nodes passing the filters (every node before ``set_feasible``), built only when asked."""
@@ -378,6 +431,91 @@ class Cluster:
         The pod being scheduled is never counted."""
         return self._state.total(sel)
 
+    # -- Storage (objects/volumes.py: kube-scheduler's volume plugins) ----------------------------------
+
+    @exposed
+    def claims(self) -> list[PersistentVolumeClaim]:
+        """The PersistentVolumeClaims the pod's volumes use (named and generic ephemeral ones), in volume
+        order; claims that do not exist are left out (``missing_claim`` names the first)."""
+        state = self._state
+        found = (state.storage.claim(state.pod.namespace, v.claim_name) for v in volumes.claim_volumes(state.pod))
+        return [c for c in found if c is not None]
+
+    @exposed
+    def bound_volumes(self) -> list[PersistentVolume]:
+        """The PersistentVolumes the pod's ``persistentVolumeClaim`` claims name (``spec.volumeName``), in
+        volume order: where the pod's data already lives (VolumeZone reads their zone labels)."""
+        return volumes.pod_bound_volumes(self._state.pod, self._state.storage)
+
+    @exposed
+    def missing_claim(self) -> str:
+        """The first ``persistentVolumeClaim`` volume's claim that does not exist, ``""`` when all do
+        (VolumeRestrictions' PreFilter: kube says ``persistentvolumeclaim "NAME" not found``)."""
+        return self._state.missing_claim
+
+    @exposed
+    def read_write_once_pod_conflict(self) -> bool:
+        """True if a ``ReadWriteOncePod`` claim of the pod is already used by a pod on some node
+        (VolumeRestrictions): the pod fits no node until that pod is gone."""
+        return self._state.rwop_conflict
+
+    @exposed
+    def disk_conflict(self, node: Node) -> bool:
+        """True if an inline GCE PD / AWS EBS / iSCSI / RBD volume of the pod conflicts with a volume of a
+        pod on the node (VolumeRestrictions: "node(s) had no available disk")."""
+        return volumes.disk_conflict(self._state.pod, node)
+
+    @exposed
+    def volume_limit_exceeded(self, node: Node) -> bool:
+        """True if the pod's new CSI volumes (in-tree ones counted under their CSI driver as kube
+        migrates them) would take a driver past the node's CSINode ``allocatable.count`` (NodeVolumeLimits)."""
+        return self._state.limit_exceeded(node)
+
+    @exposed
+    def volume_binding_error(self) -> str:
+        """VolumeBinding's PreFilter rejection, ``""`` when there is none: a missing or lost claim, one being
+        deleted, or "pod has unbound immediate PersistentVolumeClaims"."""
+        return self._state.binding_error
+
+    @exposed
+    def volume_node_conflict(self, node: Node) -> bool:
+        """True if a bound claim's PersistentVolume has node affinity that excludes the node (VolumeBinding:
+        "node(s) didn't match PersistentVolume's node affinity")."""
+        return volumes.NODE_CONFLICT in self._state.binding_check(node).reasons
+
+    @exposed
+    def volume_bind_conflict(self, node: Node) -> bool:
+        """True if an unbound ``WaitForFirstConsumer`` claim finds neither a matching static PV usable on the
+        node nor a class that may provision there (VolumeBinding: "node(s) didn't find available persistent
+        volumes to bind")."""
+        return volumes.BIND_CONFLICT in self._state.binding_check(node).reasons
+
+    @exposed
+    def volume_capacity_short(self, node: Node) -> bool:
+        """True if a claim to provision finds no CSIStorageCapacity with room for it that reaches the node
+        (only for CSI drivers with ``storageCapacity: true``; "node(s) did not have enough free storage")."""
+        return volumes.NOT_ENOUGH_SPACE in self._state.binding_check(node).reasons
+
+    @exposed
+    def volume_pv_missing(self, node: Node) -> bool:
+        """True if a bound claim's PersistentVolume does not exist (VolumeBinding: "node(s) unavailable due
+        to one or more pvc(s) bound to non-existent pv(s)")."""
+        return volumes.PV_NOT_EXIST in self._state.binding_check(node).reasons
+
+    @exposed
+    def volume_zone_error(self) -> str:
+        """VolumeZone's PreFilter rejection, ``""`` when there is none (in practice a bound claim whose
+        PersistentVolume does not exist: ``persistentvolume "NAME" not found``)."""
+        return self._state.zone_error
+
+    @exposed
+    def volume_zone_conflict(self, node: Node) -> bool:
+        """True if a bound PersistentVolume's zone or region label (``topology.kubernetes.io/zone`` /
+        ``region`` or the ``failure-domain.beta`` ones; several zones separated by ``__``) names no value of
+        the node's (VolumeZone: "node(s) had no available volume zone"); a node without such labels fits."""
+        state = self._state
+        return volumes.zone_conflict(state.pod, node, state.storage, state.zone_topologies)
+
     # -- ImageLocality --------------------------------------------------------------------------------
 
     @exposed
@@ -468,6 +606,44 @@ def _domain_column(cl: Cluster, index: topology.ClusterIndex, sel: PodSelector, 
     return index.label_codes(key).column(cl._state.domains(sel, key).per_value)
 
 
+def _bool_column(test: Callable[[Cluster], Callable[[Node], bool] | None]) -> Callable[[Cluster, topology.ClusterIndex], IntArray]:
+    """A storage builtin on every node: zeros when the pod-level part already says "no node" (``test``
+    returns None), else the per-node check over the context's nodes (as 0 / 1)."""
+    def column(cl: Cluster, index: topology.ClusterIndex) -> IntArray:
+        nodes = cl._state.nodes
+        check = test(cl)
+        if check is None:
+            return np.zeros(len(nodes), dtype=np.int64)
+        return np.fromiter((check(n) for n in nodes), dtype=np.int64, count=len(nodes))
+    return column
+
+
+def _binding_reason(reason: str) -> Callable[[Cluster], Callable[[Node], bool] | None]:
+    def test(cl: Cluster) -> Callable[[Node], bool] | None:
+        state = cl._state
+        if state.pod_claims.empty:
+            return None
+        return lambda n: reason in state.binding_check(n).reasons
+    return test
+
+
+def _disk_test(cl: Cluster) -> Callable[[Node], bool] | None:
+    state = cl._state
+    return (lambda n: volumes.disk_conflict(state.pod, n)) if state.has_disks() else None
+
+
+def _limit_test(cl: Cluster) -> Callable[[Node], bool] | None:
+    state = cl._state
+    return state.limit_exceeded if state.pod.volumes else None
+
+
+def _zone_test(cl: Cluster) -> Callable[[Node], bool] | None:
+    state = cl._state
+    if not state.pod.volumes or not state.zone_topologies:
+        return None
+    return lambda n: volumes.zone_conflict(state.pod, n, state.storage, state.zone_topologies)
+
+
 COLUMNS: dict[str, Callable[..., IntArray]] = {
     "spread_count": _spread_filter_column,
     "spread_score_count": _spread_score_column,
@@ -476,6 +652,13 @@ COLUMNS: dict[str, Callable[..., IntArray]] = {
     **{name: _lookup(attr, part) for name, (attr, part) in _LOOKUPS.items()},
     "scaled_image_size": _image_column,
     "count_in_domain": _domain_column,
+    "disk_conflict": _bool_column(_disk_test),
+    "volume_limit_exceeded": _bool_column(_limit_test),
+    "volume_node_conflict": _bool_column(_binding_reason(volumes.NODE_CONFLICT)),
+    "volume_bind_conflict": _bool_column(_binding_reason(volumes.BIND_CONFLICT)),
+    "volume_capacity_short": _bool_column(_binding_reason(volumes.NOT_ENOUGH_SPACE)),
+    "volume_pv_missing": _bool_column(_binding_reason(volumes.PV_NOT_EXIST)),
+    "volume_zone_conflict": _bool_column(_zone_test),
 }
 """Builtins with a vector kernel for :meth:`Cluster.column`: every exposed method that takes a ``node``."""
 
@@ -491,7 +674,7 @@ def make_cluster(pod: Pod, snapshot: topology.ClusterIndex, now: int = 0) -> Clu
     ns_labels = snapshot.namespace_labels
     own = pod.required_affinity_terms
     matches_own = bool(own) and all(affinity.incoming_term_matches(t, pod, ns_labels) for t in own)
-    return Cluster(
+    cluster = Cluster(
         node_count=len(nodes),
         hard_spread_constraints=hard,  # type: ignore[arg-type]  # lists are stored as tuples (records.py)
         soft_spread_constraints=soft,  # type: ignore[arg-type]
@@ -499,3 +682,7 @@ def make_cluster(pod: Pod, snapshot: topology.ClusterIndex, now: int = 0) -> Clu
         pod_matches_own_affinity=matches_own,
         _state=_State(pod, nodes, snapshot, ns_labels, snapshot.image_states, hard, soft, require_all, now),
     )
+    storage = getattr(snapshot, "storage", None)
+    if storage is not None:
+        cluster._state.storage = storage
+    return cluster

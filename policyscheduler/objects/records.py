@@ -8,6 +8,7 @@ selectors (and a pod's controller reference) and are invisible to policies. Reco
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 from policyscheduler.kobjects import join_key
 from policyscheduler.objects.selectors import Selector
@@ -24,6 +25,7 @@ __all__ = [
     "PodAffinityTerm",
     "WeightedPodAffinityTerm",
     "SpreadConstraint",
+    "Volume",
     "Pod",
     "Node",
 ]
@@ -167,6 +169,46 @@ class SpreadConstraint:
 
 @record
 @dataclass(**_FROZEN)
+class Volume:
+    """One entry of a pod's ``spec.volumes``, as the volume plugins read it.
+
+    ``source`` is the API field that defines it (``persistentVolumeClaim``, ``ephemeral``,
+    ``gcePersistentDisk``, ``awsElasticBlockStore``, ``rbd``, ``iscsi``, ``csi``, ``emptyDir`` ...; ``other``
+    for a field this model does not list). ``claim_name`` is the PersistentVolumeClaim it uses: the named
+    claim, or ``<pod>-<volume>`` for a generic ephemeral volume; ``""`` otherwise.
+    """
+
+    name: str
+    source: str
+    claim_name: str
+    read_only: bool
+    _disk: tuple[Any, ...] | None = field(default=None, repr=False)
+    _in_tree: tuple[str, str, str] | None = field(default=None, repr=False)  # (plugin, CSI driver, handle)
+
+    @property
+    def ephemeral(self) -> bool:
+        """A generic ephemeral volume (its claim is made by the ephemeral volume controller)."""
+        return self.source == "ephemeral"
+
+    @exposed
+    def conflicts(self, other: Volume) -> bool:
+        """True if this volume and ``other`` use the same disk in a way one node cannot serve
+        (VolumeRestrictions' disk conflict): the same GCE PD or iSCSI IQN unless both are read-only, the
+        same AWS EBS volume id, the same RBD image and pool with a shared monitor unless both read-only."""
+        a, b = self._disk, other._disk
+        if a is None or b is None or a[0] != b[0]:
+            return False
+        kind = a[0]
+        if kind in ("gce", "iscsi"):
+            return bool(a[1] == b[1] and not (a[2] and b[2]))
+        if kind == "aws":
+            return bool(a[1] == b[1])
+        # rbd: (kind, monitors, pool, image, read_only)
+        return bool(a[1] & b[1]) and a[2] == b[2] and a[3] == b[3] and not (a[4] and b[4])
+
+
+@record
+@dataclass(**_FROZEN)
 class Pod:
     """A pod as the scheduler sees it. Requests are kube PodRequests, cpu in cores (500m = 1/2)."""
 
@@ -196,6 +238,8 @@ class Pod:
     preferred_affinity_terms: list[WeightedPodAffinityTerm]
     preferred_anti_affinity_terms: list[WeightedPodAffinityTerm]
     spread_constraints: list[SpreadConstraint]
+    volumes: list[Volume]
+    resource_claims: list[str]
     created: Timestamp = EPOCH
     """``metadata.creationTimestamp`` (a ``timestamp``; the epoch when absent): ``now - target.created`` is a
     victim's age in a preempt rule."""

@@ -1,10 +1,13 @@
 """ClusterSnapshot: the cluster state fed with plain Kubernetes object dicts.
 
 ``from_objects`` takes a whole snapshot (kinds Node, Pod, Namespace, Service, ReplicaSet, StatefulSet,
-ReplicationController, PodDisruptionBudget; ``List`` objects are unpacked; other kinds are ignored). Pods with
+ReplicationController, PodDisruptionBudget and the storage kinds PersistentVolumeClaim, PersistentVolume,
+StorageClass, CSINode, CSIDriver, CSIStorageCapacity, VolumeAttachment; ``List`` objects are unpacked;
+other kinds are ignored). Pods with
 ``spec.nodeName`` are placed on that node unless they are in phase Succeeded/Failed (the scheduler's
 informer filters those out; :func:`policyscheduler.kobjects.is_placed` decides). ``assume`` places a pending
-pod and ``forget`` takes it back; ``add`` / ``update`` / ``remove`` apply one watched object. Records of
+pod (and its claim work: PVs it binds read as bound, claims it provisions as annotated, kube's
+AssumePodVolumes) and ``forget`` takes both back; ``add`` / ``update`` / ``remove`` apply one watched object. Records of
 the nodes made before a change stay as they were; ``nodes`` read after it shows the change.
 
 Malformed objects never raise: the problem becomes a warning and the field a safe default. Raw object
@@ -25,12 +28,15 @@ from policyscheduler.objects.builders import build_node, build_pod, object_name
 from policyscheduler.objects.cluster import Cluster, make_cluster
 from policyscheduler.objects.records import Node, Pod
 from policyscheduler.state.budgets import build_budget
+from policyscheduler.state.storage import STORAGE_KINDS
 from policyscheduler.state.store import ClusterState, pod_key, replace_fields
+from policyscheduler.state.volumeplan import VolumePlan
+from policyscheduler.state.volumes import plan_volumes
 
 __all__ = ["ClusterSnapshot", "KINDS"]
 
 KINDS = ("Node", "Pod", "Namespace", "Service", "ReplicaSet", "StatefulSet", "ReplicationController",
-         "PodDisruptionBudget")
+         "PodDisruptionBudget", *STORAGE_KINDS)
 _RECORD_CACHE = 4096
 
 
@@ -79,6 +85,9 @@ class ClusterSnapshot:
         """The decision time rules read as ``now`` (epoch nanoseconds): fixed by ``simulate``, ``explain`` and
         ``test`` (``--now``) so their results are reproducible; None (the scheduler's run) is the wall clock
         when each pod's context is made."""
+        self.volume_plans: dict[str, VolumePlan] = {}
+        """Pod key -> the claim work assumed with the pod (non-empty plans only): what the binder must
+        write before the pod's Binding, and what :meth:`forget` takes back."""
         self.start_times: dict[str, float] = {}
         """Pod key -> ``status.startTime`` (epoch seconds) of placed pods that have one: preemption
         orders victims by it (a pod without one started "now", as kube's GetPodStartTime says)."""
@@ -144,6 +153,7 @@ class ClusterSnapshot:
             return None
         self.state.add_pod(pod)
         key = pod_key(pod)
+        self.volume_plans.pop(key, None)  # the pod is bound for real: the watched claims and PVs carry the rest
         started = _start_time(obj)
         if started is None:
             self.start_times.pop(key, None)
@@ -154,6 +164,9 @@ class ClusterSnapshot:
     def _apply_other(self, kind: str, obj: Mapping[str, Any], warnings: list[str], *, remove: bool = False) -> None:
         ns, name = object_key(obj)
         state = self.state
+        if kind in STORAGE_KINDS:
+            state.apply_storage(kind, obj, warnings, remove=remove)
+            return
         if kind == "Namespace":
             if remove:
                 state.set_namespace(name, None)
@@ -211,6 +224,7 @@ class ClusterSnapshot:
         elif kind == "Pod":
             self.state.remove_pod(self._key_of(obj))
             self.start_times.pop(self._key_of(obj), None)
+            self.volume_plans.pop(self._key_of(obj), None)
         elif kind in KINDS:
             self._apply_other(kind, obj, [], remove=True)
 
@@ -307,11 +321,43 @@ class ClusterSnapshot:
         if self.state.slot_of(node_name) is None:
             self._warn([f"{object_name(pod, 'Pod')}: cannot assume on unknown node {node_name!r}"])
             return
-        self.state.add_pod(replace_fields(self.pod_record(pod), node_name=node_name))
+        record = self.pod_record(pod)
+        if record.volumes:
+            self._assume_volumes(record, node_name)
+        self.state.add_pod(replace_fields(record, node_name=node_name))
+
+    def _assume_volumes(self, record: Pod, node_name: str) -> None:
+        """Plan the pod's claim work on the node and treat it as done (kube's AssumePodVolumes), so the
+        next pod does not take the same PersistentVolume."""
+        key = pod_key(record)
+        old = self.volume_plans.pop(key, None)
+        if old is not None:
+            self.state.storage.forget(old)
+        decision = plan_volumes(self.state, record, node_name)
+        if decision.plan is None:
+            self._warn([f"Pod {record.key}: assumed on {node_name!r} although its volumes do not fit there "
+                        f"({'; '.join(decision.reasons)})"])
+            return
+        if not decision.plan.empty:
+            self.state.storage.assume(decision.plan)
+            self.volume_plans[key] = decision.plan
 
     def forget(self, pod: Mapping[str, Any]) -> None:
-        """Take back an assumed pod (kube's ForgetPod, when binding failed)."""
-        self.state.remove_pod(pod_key(self.pod_record(pod)))
+        """Take back an assumed pod (kube's ForgetPod, when binding failed) and its assumed claim work."""
+        key = pod_key(self.pod_record(pod))
+        plan = self.volume_plans.pop(key, None)
+        if plan is not None:
+            self.state.storage.forget(plan)
+        self.state.remove_pod(key)
+
+    def volume_plan(self, pod: Mapping[str, Any]) -> VolumePlan | None:
+        """The claim work assumed with ``pod`` (None: nothing to write before its Binding)."""
+        return self.volume_plans.get(pod_key(self.pod_record(pod)))
+
+    def settle_volumes(self, pod: Mapping[str, Any]) -> None:
+        """The pod's claim work is done (its claims are bound): stop remembering the plan; the watched
+        objects carry the result from now on."""
+        self.volume_plans.pop(pod_key(self.pod_record(pod)), None)
 
     def context(self, pod: Pod) -> Cluster:
         """The per-pod ``cluster`` value over the current nodes, at the decision time :attr:`now_ns`."""

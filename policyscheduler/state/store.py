@@ -29,6 +29,7 @@ from policyscheduler.objects.records import HostPort, Node, Pod, PodAffinityTerm
 from policyscheduler.objects.topology import LabelCodes, MatchKey
 from policyscheduler.state.budgets import DisruptionBudget
 from policyscheduler.state.indexes import LabelCodeCache, MatchCounts, TermIndex
+from policyscheduler.state.storage import StorageState
 
 __all__ = ["ClusterState", "pod_key"]
 
@@ -163,6 +164,9 @@ class ClusterState:
         self._codes = LabelCodeCache()
         self.node_masks: dict[Any, npt.NDArray[np.bool_]] = {}
         """Per-node masks of pod shapes (objects.topology._Included), valid while no node changes."""
+        self._claim_users: dict[tuple[str, str], int] = {}  # (namespace, claim) -> placed pods using it
+        self.storage = StorageState(self.claim_in_use)
+        """Claims, volumes, classes, CSI objects (objects.volumes' StorageView)."""
         self.generation = 0
         self._journal: list[tuple[int, int]] = []  # (generation, slot) per node-record change
         self._floor = 0  # changed_nodes_since(g) needs g >= floor (node set stable and journal complete)
@@ -261,6 +265,8 @@ class ClusterState:
         self._remove_images(slot.spec)
         for key, pod in slot.pods.items():
             self._unindex(key)
+            if pod.volumes:
+                self._count_claims(pod, -1)
             self._waiting.setdefault(name, {})[key] = pod
         self._counts.clear()
         self._terms = None
@@ -363,6 +369,8 @@ class ClusterState:
             self._bump()
             return pod
         pod = self._slots[i].remove(key)
+        if pod.volumes:
+            self._count_claims(pod, -1)
         self._unindex(key)
         self._counts.pod_changed(i, pod, -1)
         if self._terms is not None:
@@ -417,6 +425,8 @@ class ClusterState:
             self._bump()
             return
         self._slots[i].add(key, pod)
+        if pod.volumes:
+            self._count_claims(pod, 1)
         if pod.required_anti_affinity_terms:
             self._with_anti[key] = pod
         if _has_affinity(pod):
@@ -425,6 +435,27 @@ class ClusterState:
         if self._terms is not None:
             self._terms.pod_changed(i, pod, 1)
         self._node_changed(i)
+
+    def _count_claims(self, pod: Pod, delta: int) -> None:
+        """Count the pod's ``persistentVolumeClaim`` volumes in or out (kube's NodeInfo PVCRefCounts)."""
+        users = self._claim_users
+        for v in pod.volumes:
+            if v.source == "persistentVolumeClaim":
+                key = (pod.namespace, v.claim_name)
+                n = users.get(key, 0) + delta
+                if n > 0:
+                    users[key] = n
+                else:
+                    users.pop(key, None)
+
+    def claim_in_use(self, namespace: str, name: str) -> bool:
+        """True if a pod on a known node uses the claim (VolumeRestrictions' IsPVCUsedByPods)."""
+        return (namespace, name) in self._claim_users
+
+    def apply_storage(self, kind: str, obj: Mapping[str, Any], warnings: list[str], *, remove: bool = False) -> None:
+        """Add, update or remove a storage object (:data:`~policyscheduler.state.storage.STORAGE_KINDS`)."""
+        self.storage.apply(kind, obj, warnings, remove=remove)
+        self._bump()
 
     def _unindex(self, key: str) -> None:
         self._with_anti.pop(key, None)

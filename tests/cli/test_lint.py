@@ -32,11 +32,11 @@ def test_valid_policy_is_clean(tmp_path: Path, capsys: pytest.CaptureFixture[str
     (tmp_path / "10-a.policy").write_text(VALID)
     assert lint.main([str(tmp_path)]) == 0
     out = capsys.readouterr().out
-    assert out.startswith("ok: 2 rules in 1 file + 16 bundled default rules, digest ")
+    assert out.startswith("ok: 2 rules in 1 file + 21 bundled default rules, digest ")
     assert lint.main([str(tmp_path), "--format", "json"]) == 0
     doc = json.loads(capsys.readouterr().out)
-    assert doc["diagnostics"] == [] and doc["files"] == 1 and doc["rules"] == 18 and len(doc["digest"]) == 64
-    assert doc["default_files"] == 11
+    assert doc["diagnostics"] == [] and doc["files"] == 1 and doc["rules"] == 23 and len(doc["digest"]) == 64
+    assert doc["default_files"] == 16
 
 
 def test_text_format_has_caret_under_the_column(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -52,7 +52,7 @@ def test_lint_deploy_is_clean(kubectl: str | None, capsys: pytest.CaptureFixture
         monkeypatch.setenv("PATH", "/nonexistent")
     assert lint.main([str(DEPLOY)]) == 0
     out = capsys.readouterr().out
-    assert out.startswith("ok: ") and "16 bundled default rules" in out
+    assert out.startswith("ok: ") and "21 bundled default rules" in out
     assert lint.main([str(DEPLOY), "--format", "json"]) == 0
     doc = json.loads(capsys.readouterr().out)
     assert doc["diagnostics"] == [] and doc["configmap"] == "policyscheduler-system/policy-scheduler-policies"
@@ -262,4 +262,4 @@ def test_kustomize_errors_are_reported(tmp_path: Path, capsys: pytest.CaptureFix
 def test_plain_policy_paths_still_lint_as_before(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert not configmap.is_manifest(REPO / "policies") and configmap.is_manifest(DEPLOY)
     assert lint.main([str(REPO / "policies")]) == 0
-    assert capsys.readouterr().out.startswith("ok: 16 bundled default rules in 11 files")
+    assert capsys.readouterr().out.startswith("ok: 21 bundled default rules in 16 files")

@@ -38,11 +38,14 @@ CLUSTER_GRANTS = {
     ("apps", "statefulsets"): {"list", "watch"},
     ("policy", "poddisruptionbudgets"): {"list", "watch"},
     ("events.k8s.io", "events"): {"create", "patch"},
-    ("", "persistentvolumeclaims"): {"list", "watch", "update"},  # update: PreBind (app/volumes.py)
+    # the volume plugins read these (objects/volumes.py); update: PreBind (app/volumes.py)
+    ("", "persistentvolumeclaims"): {"list", "watch", "update"},
     ("", "persistentvolumes"): {"list", "watch", "update"},
     ("storage.k8s.io", "storageclasses"): {"list", "watch"},
     ("storage.k8s.io", "csinodes"): {"list", "watch"},
     ("storage.k8s.io", "csidrivers"): {"list", "watch"},
+    ("storage.k8s.io", "csistoragecapacities"): {"list", "watch"},
+    ("storage.k8s.io", "volumeattachments"): {"list", "watch"},
 }
 NAMESPACED_GRANTS = {
     ("coordination.k8s.io", "leases", None): {"create"},
@@ -108,8 +111,8 @@ def test_no_wildcards_no_secrets_no_deletes() -> None:
     # Every rule carries its reason: a comment line right above each `- apiGroups:`.
     lines = text.splitlines()
     rule_lines = [i for i, ln in enumerate(lines) if ln.strip().startswith("- apiGroups:")]
-    # services+RCs, RS+STS, PVCs+PVs share a rule, and the three storage.k8s.io kinds one
-    assert len(rule_lines) == len(CLUSTER_GRANTS) - 5 + len(NAMESPACED_GRANTS)
+    # services+RCs, RS+STS, PVCs+PVs share a rule; the five storage.k8s.io resources share one
+    assert len(rule_lines) == len(CLUSTER_GRANTS) - 2 - 1 - 4 + len(NAMESPACED_GRANTS)
     assert all(lines[i - 1].strip().startswith("#") for i in rule_lines)
 
 

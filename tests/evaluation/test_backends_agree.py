@@ -344,3 +344,38 @@ def test_vector_pod_level_work_gets_a_fresh_budget_after_a_rule_ran_out() -> Non
     decision = _decide(Driver(backend), policies, case)[0]
     assert {e.rule for e in decision.score_errors} == {"pod_triples"}
     assert backend.reference_rows["score pod_pairs"] == 0, backend.reference_rows
+
+
+# -- storage: pods with claims, volumes, classes and CSI limits (tests/gen/storage.py) ---------------------
+
+STORAGE_RUNS = 60
+"""Seeded storage scenarios run as whole simulations under the default policies (both backends)."""
+
+
+def test_backends_agree_on_storage_scenarios() -> None:
+    """Every volume plugin's verdicts and the claim work assumed between pods decide alike on both
+    backends; the scenarios must reach every volume reason and place some pods, so the comparison
+    cannot pass by covering nothing."""
+    from tests.gen.storage import storage_scenario
+
+    policies = default_policy_set()
+    seen: Counter[str] = Counter()
+    for seed in range(STORAGE_RUNS):
+        objects, pods = storage_scenario(random.Random(seed))
+        for pod in pods:
+            pod["spec"]["schedulerName"] = "policy-scheduler"
+        left = _run(REFERENCE, policies, objects + pods, seed)
+        right = _run(VECTOR, policies, objects + pods, seed)
+        for a, b in zip(left, right, strict=True):
+            assert a == b, f"storage scenario {seed}, pod {a.pod}:\n  " + "\n  ".join(diff_decisions(a, b))
+            seen["placed" if a.node is not None else "unplaced"] += 1
+            seen.update(r for v in a.verdicts.values() for r in v.reasons)
+            if a.message and "nodes are available: " in a.message \
+                    and not a.message.split("nodes are available: ", 1)[1][:1].isdigit():
+                seen["pod-rejected"] += 1
+    wanted = {"placed", "pod-rejected", "node(s) didn't find available persistent volumes to bind",
+              "node(s) didn't match PersistentVolume's node affinity", "node(s) exceed max volume count",
+              "node(s) had no available disk", "node(s) had no available volume zone",
+              "node(s) unavailable due to PersistentVolumeClaim with ReadWriteOncePod access mode already in-use "
+              "by another pod"}
+    assert not wanted - set(seen), f"storage scenarios no longer reach {sorted(wanted - set(seen))}: {dict(seen)}"

@@ -35,7 +35,8 @@ def run(policy_set: PolicySet, objects: list[dict[str, Any]], pod: dict[str, Any
 def test_rule_names_and_weights(policy_set: PolicySet) -> None:
     assert [r.name for r in policy_set.filters] == [
         "node_affinity_node_names", "node_unschedulable", "node_name", "taint_toleration", "node_affinity",
-        "node_ports", "node_resources_fit", "pod_topology_spread", "inter_pod_affinity"]
+        "node_ports", "node_resources_fit", "volume_restrictions", "node_volume_limits", "volume_binding",
+        "volume_zone", "pod_topology_spread", "inter_pod_affinity", "dynamic_resources"]
     assert [(r.name, r.weight, r.normalize) for r in policy_set.scores] == [
         ("taint_toleration", 3, "reverse"), ("node_affinity", 2, "scale"), ("node_resources_fit", 1, "none"),
         ("pod_topology_spread", 2, "spread"), ("inter_pod_affinity", 2, "minmax"),

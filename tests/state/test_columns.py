@@ -28,7 +28,13 @@ def _calls(cl: Cluster, pod: Any) -> list[tuple[str, tuple[Any, ...]]]:
     calls += [("scaled_image_size", (image,)) for image in (*pod.images, "img0:latest", "absent:latest")]
     calls += [("count_in_domain", (cl.pods_with("app", "a").honor_node_affinity(), "rack")),
               ("count_in_domain", (cl.pods_with("app", "b").in_all_namespaces(), "topology.kubernetes.io/zone"))]
+    calls += [(name, ()) for name in STORAGE_COLUMNS]
     return calls
+
+
+STORAGE_COLUMNS = ("disk_conflict", "volume_limit_exceeded", "volume_node_conflict", "volume_bind_conflict",
+                   "volume_capacity_short", "volume_pv_missing", "volume_zone_conflict")
+"""The volume plugins' per-node builtins (objects/volumes.py); storage scenarios exercise them below."""
 
 
 def _scalar(cl: Cluster, name: str, args: tuple[Any, ...]) -> list[int]:
@@ -100,6 +106,28 @@ def test_the_random_pods_exercise_every_column() -> None:
             cl = snap.context(pod)
             seen.update(name for name, args in _calls(cl, pod))
     assert seen == set(COLUMNS)
+
+
+def test_storage_columns_match_the_scalar_builtins() -> None:
+    """On random storage scenarios (tests/gen/storage.py), every storage column equals the builtin called
+    node by node, and the scenarios make each column non-zero somewhere."""
+    from tests.gen.storage import storage_scenario
+
+    nonzero: set[str] = set()
+    for seed in range(40):
+        objects, pods = storage_scenario(random.Random(seed))
+        snap = ClusterSnapshot.from_objects(objects)
+        for raw in pods:
+            pod = snap.pod_record(raw)
+            cl = snap.context(pod)
+            for name in STORAGE_COLUMNS:
+                column = cl.column(name)
+                assert column.dtype == np.int64 and column.tolist() == [int(v) for v in _scalar(cl, name, ())], \
+                    (seed, raw["metadata"]["name"], name)
+                if column.any():
+                    nonzero.add(name)
+    assert nonzero >= {"disk_conflict", "volume_limit_exceeded", "volume_node_conflict", "volume_bind_conflict",
+                       "volume_zone_conflict"}, nonzero
 
 
 def test_a_context_outlives_a_change_by_falling_back_to_its_own_nodes() -> None:

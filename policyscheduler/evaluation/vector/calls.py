@@ -324,6 +324,8 @@ def _to_str(x: Any) -> str:
 def _uniform_or_col(kind: str, data: Any) -> Value:
     """A whole-cluster builtin column; a :class:`Const` when every node has the same value (no inter-pod
     term anywhere: all zeros), so the rest of the rule folds with the reference's scalar code."""
+    if kind == "bool" and data.dtype != np.bool_:
+        data = data.astype(np.bool_)  # the storage builtins' columns are 0 / 1 (Cluster.column is int64)
     if data.size and kind in ("int", "bool"):
         if not data.any():  # the usual uniform column: zeros (one pass)
             return Const(0 if kind == "int" else False)
