@@ -71,7 +71,9 @@ class _Gen:
             return self.pick(['["a", "b"]', '["zone-a"]', '["gpu", "a", "b", "c"]', _LONG, f'split("{_DASHED}", "-")'])
         if kind == "field":
             return self.pick(["[t.key for t in node.taints]", "[k for k in node.labels]", "pod.images",
-                              "[t.key for t in pod.tolerations]", "[p.name for p in node.pods]"])
+                              "[t.key for t in pod.tolerations]", "[p.name for p in node.pods]",
+                              "[v.claim_name for v in pod.volumes]", "[c.storage_class for c in cluster.claims()]",
+                              "pod.resource_claims"])
         if kind == "concat":
             return f"({self.str_list(depth - 1)} + {self.str_list(depth - 1)})"
         if kind == "split":
@@ -130,7 +132,8 @@ class _Gen:
     def integer(self, depth: int) -> str:
         kind = self.choose(depth, ["lit", "len"], ["count", "sum", "len", "trunc", "add"])
         if kind == "lit":
-            return self.pick(["0", "1", "7", "node.pod_count"])
+            return self.pick(["0", "1", "7", "node.pod_count", "seconds(now - node.created) % 1000",
+                              'cluster.count_in_cluster(cluster.pods_with("app", "a"))'])
         if kind == "len":
             return f"len({self.str_list(depth - 1)})"
         if kind == "trunc":
@@ -152,7 +155,8 @@ class _Gen:
         kind = self.choose(depth, ["cmp", "lit"], ["list_eq", "list_in", "nested_eq", "nested_in", "item_in",
                                                    "qcmp", "any", "all", "and", "not"])
         if kind == "lit":
-            return self.pick(["true", "false", "node.unschedulable"])
+            return self.pick(["true", "false", "node.unschedulable", 'now - pod.created > duration("10m")',
+                              'timestamp(node.annotations["t"], default node.created) < now'])
         if kind == "cmp":
             return f"{self.string(0)} == {self.string(0)}"
         if kind == "list_eq":
