@@ -24,6 +24,13 @@ Each run has two phases, so neither the pod creator nor the start-up is what get
    50 pods/s (below every scheduler's capacity); p50/p99 creation-to-bound latency on the client clock
    (create sent -> bound seen by the watch).
 
+``--workloads heterogeneous`` (on its own) is what a real cluster looks like instead (:class:`Cluster`):
+bench/workloads.py's cluster with inter-pod terms, on nodes in 40 racks of four sizes, its running pods
+(``--pods-per-node``) bound before the runs, and pending pods of 40 apps in its namespaces, every one a
+distinct shape (random requests, ~50% with pod (anti-)affinity terms, ~30% zone spreading, node affinity
+or tolerations; ``--seed``); running pods are deleted while each run's pods are scheduled (churn), and
+the cluster is restored after every run so each scheduler starts from the same one.
+
 Also per run: scheduler CPU seconds over the throughput phase and peak RSS (from /proc), the creation
 rate, and hard-constraint violations (tests/kube/live.py's independent checker, plus required pod
 affinity; must be 0).
@@ -588,8 +595,8 @@ class Churn:
 
     def _run(self) -> None:
         for after, pod in self.plan:
-            while len(self.watch.bound) <= after:
-                if self._stop.wait(0.005):
+            while len(self.watch.bound) <= after:  # stopped: the deletions already due still happen
+                if self._stop.wait(0.005) and len(self.watch.bound) <= after:
                     return
             meta = pod["metadata"]
             self.client.request("DELETE", f"{pods_path(meta['namespace'])}/{meta['name']}",
