@@ -24,6 +24,13 @@ Each run has two phases, so neither the pod creator nor the start-up is what get
    50 pods/s (below every scheduler's capacity); p50/p99 creation-to-bound latency on the client clock
    (create sent -> bound seen by the watch).
 
+``--workloads heterogeneous`` (on its own) is what a real cluster looks like instead (:class:`Cluster`):
+bench/workloads.py's cluster with inter-pod terms, on nodes in 40 racks of four sizes, its running pods
+(``--pods-per-node``) bound before the runs, and pending pods of 40 apps in its namespaces, every one a
+distinct shape (random requests, ~50% with pod (anti-)affinity terms, ~30% zone spreading, node affinity
+or tolerations; ``--seed``); running pods are deleted while each run's pods are scheduled (churn), and
+the cluster is restored after every run so each scheduler starts from the same one.
+
 Also per run: scheduler CPU seconds over the throughput phase and peak RSS (from /proc), the creation
 rate, and hard-constraint violations (tests/kube/live.py's independent checker, plus required pod
 affinity; must be 0).
@@ -76,6 +83,11 @@ from bench import workloads as wl  # noqa: E402
 from policyscheduler.kobjects import is_bound, node_name  # noqa: E402
 
 WORKLOADS = ("basic", "node-affinity", "required-anti-affinity", "required-affinity", "spreading", "mixed")
+"""The identical-pod workloads, run by default (one namespace per run, no running pods)."""
+HETEROGENEOUS = "heterogeneous"
+"""The realistic workload (:class:`Cluster`): its own nodes and running pods, so it runs on its own."""
+PENDING_SELECTOR = "release"
+"""Only the heterogeneous workload's pending pods carry this label (its running pods do not)."""
 RUNS = ("ours", "kube-100", "kube-default", "ceiling")
 OURS = "policy-scheduler"
 CEILING = "bench-ceiling"
@@ -118,8 +130,7 @@ def pod_count(workload: str, pods: int, nodes: int) -> int:
 # -- creation (separate processes: the creator must not be the bottleneck) -------------------------------
 
 
-def _creator(server: str, tls: tuple[str, str, str], namespace: str, bodies: list[tuple[int, bytes]],
-             out: Any) -> None:
+def _creator(server: str, tls: tuple[str, str, str], bodies: list[tuple[int, str, bytes]], out: Any) -> None:
     import urllib3
 
     ca, cert, key = tls
@@ -127,12 +138,12 @@ def _creator(server: str, tls: tuple[str, str, str], namespace: str, bodies: lis
                                key_file=key, retries=urllib3.Retry(total=5, backoff_factor=0.2,
                                                                    status_forcelist=(429, 500, 503),
                                                                    allowed_methods=None))
-    url = f"{server}/api/v1/namespaces/{namespace}/pods"
     headers = {"Content-Type": "application/json", "Accept": "application/json"}
 
-    def one(item: tuple[int, bytes]) -> tuple[int, float, int]:
+    def one(item: tuple[int, str, bytes]) -> tuple[int, float, int]:
         sent = time.time()
-        resp = http.request("POST", url, body=item[1], headers=headers, preload_content=True)
+        resp = http.request("POST", f"{server}/api/v1/namespaces/{item[1]}/pods", body=item[2], headers=headers,
+                            preload_content=True)
         return item[0], sent, resp.status
 
     with ThreadPoolExecutor(16) as pool:
@@ -140,9 +151,11 @@ def _creator(server: str, tls: tuple[str, str, str], namespace: str, bodies: lis
     out.put(results)
 
 
-def create_pods(cp: Any, namespace: str, pods: list[dict[str, Any]], processes: int = 2) -> tuple[dict[str, float], float]:
-    """POST ``pods`` from ``processes`` processes; name -> wall time sent, and the seconds it took."""
+def create_pods(cp: Any, namespace: str | None, pods: list[dict[str, Any]], processes: int = 2) -> tuple[dict[str, float], float]:
+    """POST ``pods`` (into ``namespace``, or each into its own when ``namespace`` is None) from
+    ``processes`` processes; name -> wall time sent, and the seconds it took."""
     bodies = [json.dumps(p, separators=(",", ":")).encode() for p in pods]
+    spaces = [namespace or p["metadata"]["namespace"] for p in pods]
     names = [p["metadata"]["name"] for p in pods]
     tls = (str(cp.ca.pair.cert_file), str(cp.admin.cert_file), str(cp.admin.key_file))
     # forkserver, not fork: this process has threads (the bound-pod watch, mid-TLS-read); a fork copies
@@ -151,7 +164,7 @@ def create_pods(cp: Any, namespace: str, pods: list[dict[str, Any]], processes: 
     queue = ctx.Queue()
     slices = [list(range(i, len(bodies), processes)) for i in range(processes)]
     started = time.time()
-    procs = [ctx.Process(target=_creator, args=(cp.server, tls, namespace, [(i, bodies[i]) for i in idx], queue))
+    procs = [ctx.Process(target=_creator, args=(cp.server, tls, [(i, spaces[i], bodies[i]) for i in idx], queue))
              for idx in slices]
     for p in procs:
         p.start()
@@ -172,25 +185,31 @@ def create_pods(cp: Any, namespace: str, pods: list[dict[str, Any]], processes: 
 # -- watching for bound pods ------------------------------------------------------------------------------
 
 
-class BoundWatch:
-    """Watches a namespace's pods; records the wall time each is first seen with ``spec.nodeName``."""
+def pods_path(namespace: str | None) -> str:
+    """The pods of ``namespace``, or of every namespace (the heterogeneous workload's) for None."""
+    return f"/api/v1/namespaces/{namespace}/pods" if namespace else "/api/v1/pods"
 
-    def __init__(self, client: Any, namespace: str) -> None:
-        self.client, self.namespace = client, namespace
+
+class BoundWatch:
+    """Watches a namespace's pods (every namespace's pods with ``selector`` when ``namespace`` is None);
+    records the wall time each is first seen with ``spec.nodeName``."""
+
+    def __init__(self, client: Any, namespace: str | None, selector: str | None = None) -> None:
+        self.client, self.path, self.selector = client, pods_path(namespace), selector
         self.bound: dict[str, float] = {}
         self.nodes: dict[str, str] = {}
         self._stop = threading.Event()
-        lst = client.get(f"/api/v1/namespaces/{namespace}/pods")
+        lst = client.get(self.path, labelSelector=selector, limit=1)
         self._rv = lst["metadata"]["resourceVersion"]
         self._thread = threading.Thread(target=self._run, daemon=True)
         self._thread.start()
 
     def _run(self) -> None:
-        path = f"/api/v1/namespaces/{self.namespace}/pods"
         while not self._stop.is_set():
             try:
-                stream = self.client.stream(path, {"watch": "true", "resourceVersion": self._rv,
-                                                   "allowWatchBookmarks": "true"}, read_timeout=5)
+                stream = self.client.stream(self.path, {"watch": "true", "resourceVersion": self._rv,
+                                                        "labelSelector": self.selector,
+                                                        "allowWatchBookmarks": "true"}, read_timeout=5)
                 self._stream = stream
                 for event in stream:
                     obj = event.get("object") or {}
@@ -302,7 +321,7 @@ class Kube:
 class Ceiling:
     scheduler_name = CEILING
 
-    def __init__(self, cp: Any, logdir: Path, tag: str, namespace: str, placements: dict[str, str]) -> None:
+    def __init__(self, cp: Any, logdir: Path, tag: str, namespace: str | None, placements: dict[str, str]) -> None:
         import subprocess
 
         from tests.controlplane import procs
@@ -312,7 +331,7 @@ class Ceiling:
         self.log = logdir / f"{tag}.log"
         self.log.unlink(missing_ok=True)
         self.child = procs.Child("bench-ceiling", [sys.executable, str(Path(__file__).resolve()), "--ceiling-worker",
-                                                   str(cp.kubeconfig), namespace, str(plan)], self.log,
+                                                   str(cp.kubeconfig), namespace or "*", str(plan)], self.log,
                                  env={**os.environ, "PYTHONPATH": str(REPO)})
         deadline = time.monotonic() + 60
         while "ready" not in self.log.read_text(errors="replace"):
@@ -327,7 +346,8 @@ class Ceiling:
 
 
 def ceiling_worker(kubeconfig: str, namespace: str, plan_file: str) -> int:
-    """Bind every pod of ``namespace`` to its planned node as soon as the watch shows it (no decision)."""
+    """Bind every pod of ``namespace`` (``*``: the heterogeneous workload's pending pods, in every
+    namespace) to its planned node as soon as the watch shows it (no decision)."""
     from policyscheduler.kube import RestClient, load_connection
     from policyscheduler.kube.rest import ApiError, pod_path
 
@@ -336,33 +356,34 @@ def ceiling_worker(kubeconfig: str, namespace: str, plan_file: str) -> int:
     pool = ThreadPoolExecutor(32)
     seen: set[str] = set()
 
-    def bind(name: str, uid: str) -> None:
-        body = {"apiVersion": "v1", "kind": "Binding", "metadata": {"name": name, "namespace": namespace, "uid": uid},
+    def bind(ns: str, name: str, uid: str) -> None:
+        body = {"apiVersion": "v1", "kind": "Binding", "metadata": {"name": name, "namespace": ns, "uid": uid},
                 "target": {"apiVersion": "v1", "kind": "Node", "name": plan[name]}}
         try:
-            client.post(pod_path(namespace, name, "binding"), body)
+            client.post(pod_path(ns, name, "binding"), body)
         except ApiError as err:
             print(f"bind {name}: {err}", flush=True)
 
-    listed = client.get(f"/api/v1/namespaces/{namespace}/pods")
+    path, selector = (pods_path(None), PENDING_SELECTOR) if namespace == "*" else (pods_path(namespace), None)
+    listed = client.get(path, labelSelector=selector)
     rv = listed["metadata"]["resourceVersion"]
     print("ready", flush=True)
     for obj in listed["items"]:
         meta = obj["metadata"]
         if meta["name"] in plan and not is_bound(obj):
             seen.add(meta["name"])
-            pool.submit(bind, meta["name"], meta["uid"])
+            pool.submit(bind, meta["namespace"], meta["name"], meta["uid"])
     while True:
         try:
-            for event in client.stream(f"/api/v1/namespaces/{namespace}/pods",
-                                       {"watch": "true", "resourceVersion": rv}, read_timeout=600):
+            for event in client.stream(path, {"watch": "true", "resourceVersion": rv, "labelSelector": selector},
+                                       read_timeout=600):
                 obj = event.get("object") or {}
                 meta = obj.get("metadata") or {}
                 rv = meta.get("resourceVersion") or rv
                 name = meta.get("name")
                 if event.get("type") == "ADDED" and name in plan and name not in seen and not is_bound(obj):
                     seen.add(name)
-                    pool.submit(bind, name, str(meta.get("uid") or ""))
+                    pool.submit(bind, str(meta.get("namespace") or ""), name, str(meta.get("uid") or ""))
         except Exception as err:  # noqa: BLE001
             print(f"watch: {err}", flush=True)
             time.sleep(0.2)
@@ -457,6 +478,136 @@ def profiled_run(prefix: str, argv: list[str]) -> int:
     return cli_main(argv)
 
 
+# -- the heterogeneous workload's cluster -------------------------------------------------------------------
+
+
+class Cluster:
+    """The heterogeneous workload's starting cluster on the API server, created once per invocation and
+    restored after every run, so that every scheduler of every round starts from the same cluster.
+
+    It is bench/workloads.py's ``base_cluster`` with inter-pod terms and varied nodes (the engine
+    benchmark's generator, deterministic in (nodes, pods per node, seed)): its five namespaces, the
+    ReplicaSets and Services default spreading looks up, nodes in 40 racks of four sizes over three
+    zones, and running pods bound to those nodes (about 2% with required hostname anti-affinity, 5% with
+    preferred pod affinity). No kubelet runs them: they stay bound and count as scheduled pods. The
+    pending pods are ``workloads.pending_pods("heterogeneous", ..., seed)`` in the same namespaces, so the
+    running pods' terms apply to them; only they carry the ``release`` label, which is how a run's pods
+    are watched and deleted. Churn is ``workloads.churn_plan``: one running pod deleted after every fourth
+    pod bound (every other time one with terms); the deleted pods are created again after the run."""
+
+    def __init__(self, cp: Any, client: Any, nodes: int, pods_per_node: int, seed: int,
+                 progress: Callable[[str], None]) -> None:
+        self.cp, self.client, self.seed = cp, client, seed
+        self.objects = wl.base_cluster(nodes, pods_per_node, seed, terms=True, varied=True)
+        by_kind: dict[str, list[dict[str, Any]]] = {}
+        for obj in self.objects:
+            by_kind.setdefault(obj["kind"], []).append(obj)
+        for ns in by_kind["Namespace"]:
+            client.post("/api/v1/namespaces", ns)
+        self.owners: dict[tuple[str, str], str] = {}  # (namespace, ReplicaSet name) -> its uid on the server
+        for rs in by_kind["ReplicaSet"]:
+            meta, selector = rs["metadata"], rs["spec"]["selector"]
+            body = {**rs, "spec": {"replicas": 0, "selector": selector, "template": {
+                "metadata": {"labels": selector["matchLabels"]},
+                "spec": {"containers": [{"name": "main", "image": "registry.k8s.io/pause:3.10"}]}}}}
+            made = client.post(f"/apis/apps/v1/namespaces/{meta['namespace']}/replicasets", body)
+            self.owners[(meta["namespace"], meta["name"])] = made["metadata"]["uid"]
+        for svc in by_kind["Service"]:
+            body = {**svc, "spec": {**svc["spec"], "ports": [{"port": 80}]}}
+            client.post(f"/api/v1/namespaces/{svc['metadata']['namespace']}/services", body)
+        progress(f"creating {len(by_kind['Node'])} nodes (40 racks, 4 sizes, 3 zones) ...")
+        with ThreadPoolExecutor(16) as pool:
+            list(pool.map(lambda n: client.post("/api/v1/nodes", n), by_kind["Node"]))
+        self.running = {(p["metadata"]["namespace"], p["metadata"]["name"]): self._body(p, None)
+                        for p in by_kind["Pod"]}
+        self.with_terms = sum(1 for p in by_kind["Pod"] if p["spec"].get("affinity"))
+        progress(f"creating {len(self.running)} running pods ({self.with_terms} with inter-pod terms) ...")
+        _, seconds = create_pods(cp, None, list(self.running.values()))
+        progress(f"  {len(self.running) / seconds:.0f} pods/s")
+        self.baseline: set[str] = set()
+        self.baseline = set(self.violations(client.get("/api/v1/pods")["items"], client.get("/api/v1/nodes")["items"]))
+
+    def _body(self, pod: dict[str, Any], scheduler: str | None) -> dict[str, Any]:
+        """``pod`` ready to POST: the generator's uid and status dropped, its owner's real uid."""
+        pod = copy.deepcopy(pod)
+        pod.pop("status", None)
+        meta = pod["metadata"]
+        meta.pop("uid", None)
+        for ref in meta.get("ownerReferences") or []:
+            ref["uid"] = self.owners[(meta["namespace"], ref["name"])]
+        pod["spec"]["terminationGracePeriodSeconds"] = 0
+        if scheduler:
+            pod["spec"]["schedulerName"] = scheduler
+        return pod
+
+    def pending(self, count: int, latency: int, scheduler: str) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+        """The throughput phase's ``count`` pods and the latency phase's next ``latency`` (distinct pods):
+        the same bodies for every scheduler but for ``schedulerName``."""
+        pods = [self._body(p, scheduler) for p in wl.pending_pods(HETEROGENEOUS, count + latency, self.seed)]
+        return pods[:count], pods[count:]
+
+    def churn(self, count: int) -> list[tuple[int, dict[str, Any]]]:
+        """(bound pods after which, running pod to delete), in order."""
+        plan = wl.churn_plan(HETEROGENEOUS, self.objects, count, self.seed)
+        return [(i, self.running[(p["metadata"]["namespace"], p["metadata"]["name"])]) for i, p in sorted(plan.items())]
+
+    def violations(self, all_pods: list[dict[str, Any]], nodes: list[dict[str, Any]]) -> list[str]:
+        """Hard constraints broken that the starting cluster did not already break (its running pods were
+        put on nodes without a scheduler: some sit on tainted nodes or beside pods their anti-affinity
+        repels). Topology spreading's end-state skew is left out: with pods of the same selector that do
+        not carry the constraint, ScheduleAnyway ones and churn, kube does not keep it below maxSkew."""
+        from tests.kube.live import violations
+
+        found = {v for v in violations(all_pods, nodes) if not v.startswith("spread ")}
+        mine = [p for p in all_pods if p["metadata"]["namespace"] in wl.NAMESPACES]
+        found.update(affinity_violations(mine, {n["metadata"]["name"]: n for n in nodes}))
+        return sorted(found - self.baseline)
+
+    def restore(self, deleted: list[dict[str, Any]]) -> None:
+        """Delete the run's pending pods and create the running pods churn deleted again."""
+        for ns in wl.NAMESPACES:
+            self.client.request("DELETE", pods_path(ns), query={"labelSelector": PENDING_SELECTOR,
+                                                                 "gracePeriodSeconds": 0})
+        deadline = time.monotonic() + 120
+        while (self.client.get(pods_path(None), labelSelector=PENDING_SELECTOR, limit=1)["items"]
+               and time.monotonic() < deadline):
+            time.sleep(0.2)
+        if deleted:
+            names = {p["metadata"]["name"] for p in deleted}
+            while time.monotonic() < deadline:  # deleted with grace 0: gone at once, but make sure
+                if not names & {p["metadata"]["name"] for p in self.client.get(pods_path(None))["items"]}:
+                    break
+                time.sleep(0.2)
+            create_pods(self.cp, None, deleted)
+
+
+class Churn:
+    """Deletes running pods while a run's pods are scheduled: ``plan[k] = (i, pod)`` is deleted once more
+    than ``i`` of the run's pods are bound (so every scheduler sees the same deletions at the same point
+    of its progress)."""
+
+    def __init__(self, client: Any, watch: BoundWatch, plan: list[tuple[int, dict[str, Any]]]) -> None:
+        self.client, self.watch, self.plan = client, watch, plan
+        self.deleted: list[dict[str, Any]] = []
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        for after, pod in self.plan:
+            while len(self.watch.bound) <= after:  # stopped: the deletions already due still happen
+                if self._stop.wait(0.005) and len(self.watch.bound) <= after:
+                    return
+            meta = pod["metadata"]
+            self.client.request("DELETE", f"{pods_path(meta['namespace'])}/{meta['name']}",
+                                query={"gracePeriodSeconds": 0})
+            self.deleted.append(pod)
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join()
+
+
 # -- one run --------------------------------------------------------------------------------------------------
 
 
@@ -505,14 +656,14 @@ def wait_bound(watch: BoundWatch, names: set[str], timeout: float) -> None:
         time.sleep(0.05)
 
 
-def paced_create(client: Any, namespace: str, pods: list[dict[str, Any]], rate: float) -> dict[str, float]:
-    """Create ``pods`` at ``rate`` per second (below every scheduler's capacity); name -> wall time sent."""
+def paced_create(client: Any, namespace: str | None, pods: list[dict[str, Any]], rate: float) -> dict[str, float]:
+    """Create ``pods`` (in ``namespace``, or each in its own for None) at ``rate`` per second (below every
+    scheduler's capacity); name -> wall time sent."""
     sent: dict[str, float] = {}
-    path = f"/api/v1/namespaces/{namespace}/pods"
 
     def one(pod: dict[str, Any]) -> None:
         sent[pod["metadata"]["name"]] = time.time()
-        client.post(path, pod)
+        client.post(pods_path(namespace or pod["metadata"]["namespace"]), pod)
 
     start = time.monotonic()
     with ThreadPoolExecutor(8) as pool:
@@ -527,12 +678,15 @@ def paced_create(client: Any, namespace: str, pods: list[dict[str, Any]], rate: 
 def one_run(cp: Any, client: Any, workload: str, kind: str, count: int, logdir: Path, engine: str,
             placements: dict[str, dict[str, str]], timeout: float, latency_count: int = 200,
             latency_rate: float = 50.0, settle: float = 5.0, profile: str | None = None,
-            pinned: bool = False, round_: int = 0) -> dict[str, Any]:
+            pinned: bool = False, round_: int = 0, cluster: Cluster | None = None) -> dict[str, Any]:
+    """One scheduler's run of a workload; ``cluster`` for the heterogeneous workload (its pods go to the
+    cluster's namespaces, running pods are deleted while they are scheduled, the cluster is restored)."""
     from tests.kube.live import violations
 
-    namespace = (f"{workload}-{kind}" + (f"-{round_}" if round_ else ""))[:63]
-    client.post("/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}})
-    tag = namespace
+    tag = (f"{workload}-{kind}" + (f"-{round_}" if round_ else ""))[:63]
+    namespace: str | None = None if cluster else tag  # None: the cluster's namespaces, its pods by label
+    if namespace:
+        client.post("/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}})
     start: Callable[[], Any]
     if kind == "ours":
         scheduler_name, start = OURS, lambda: Ours(cp, logdir, tag, engine, profile)
@@ -542,11 +696,15 @@ def one_run(cp: Any, client: Any, workload: str, kind: str, count: int, logdir: 
         scheduler_name, start = "default-scheduler", lambda: Kube(cp, None)
     else:
         scheduler_name, start = CEILING, lambda: Ceiling(cp, logdir, tag, namespace, placements[workload])
-    pods = workload_pods(workload, count, namespace, scheduler_name)
-    latency_pods = workload_pods(workload, latency_count, namespace, scheduler_name)
-    for pod in latency_pods:
-        pod["metadata"]["name"] = "lat-" + pod["metadata"]["name"]
-    watch = BoundWatch(client, namespace)
+    if cluster:
+        pods, latency_pods = cluster.pending(count, latency_count, scheduler_name)
+    else:
+        assert namespace
+        pods = workload_pods(workload, count, namespace, scheduler_name)
+        latency_pods = workload_pods(workload, latency_count, namespace, scheduler_name)
+        for pod in latency_pods:
+            pod["metadata"]["name"] = "lat-" + pod["metadata"]["name"]
+    watch = BoundWatch(client, namespace, PENDING_SELECTOR if cluster else None)
     _, create_seconds = create_pods(cp, namespace, pods)  # all pending before the scheduler starts
     scheduler = start()
     if pinned:
@@ -557,9 +715,12 @@ def one_run(cp: Any, client: Any, workload: str, kind: str, count: int, logdir: 
     profiled = kind == "ours" and profile is not None
     if profiled:
         os.kill(scheduler.pid, signal.SIGUSR1)
+    churn = Churn(client, watch, cluster.churn(count)) if cluster else None
     try:
         names = {p["metadata"]["name"] for p in pods}
         wait_bound(watch, names, timeout)
+        if churn:
+            churn.stop()
         cpu = cpu_seconds(scheduler.pid) - cpu0
         server_cpu = sum(cpu_seconds(p) for p in server_pids) - server0
         wall = time.monotonic() - wall0
@@ -570,6 +731,8 @@ def one_run(cp: Any, client: Any, workload: str, kind: str, count: int, logdir: 
         wait_bound(watch, set(sent), timeout)
         rss = peak_rss_mb(scheduler.pid)
     finally:
+        if churn:
+            churn.stop()
         watch.stop()
         scheduler.stop()
     bound = dict(watch.bound)
@@ -578,14 +741,21 @@ def one_run(cp: Any, client: Any, workload: str, kind: str, count: int, logdir: 
     span = throughput_times[-1] - throughput_times[0] if len(throughput_times) > 1 else 0.0
     all_pods = client.get("/api/v1/pods")["items"]
     nodes = client.get("/api/v1/nodes")["items"]
-    ns_pods = [p for p in all_pods if p["metadata"]["namespace"] == namespace]
-    problems = violations(all_pods, nodes) + affinity_violations(ns_pods, {n["metadata"]["name"]: n for n in nodes})
+    if cluster:
+        ns_pods = [p for p in all_pods if PENDING_SELECTOR in (p["metadata"].get("labels") or {})]
+        problems = cluster.violations(all_pods, nodes)
+    else:
+        ns_pods = [p for p in all_pods if p["metadata"]["namespace"] == namespace]
+        problems = violations(all_pods, nodes) + affinity_violations(ns_pods, {n["metadata"]["name"]: n for n in nodes})
     if kind == "ours":
         placements[workload] = {p["metadata"]["name"]: node for p in ns_pods if (node := node_name(p))}
-    client.request("DELETE", f"/api/v1/namespaces/{namespace}/pods", query={"gracePeriodSeconds": 0})
-    deadline = time.monotonic() + 120
-    while client.get(f"/api/v1/namespaces/{namespace}/pods", limit=1)["items"] and time.monotonic() < deadline:
-        time.sleep(0.2)
+    if cluster:
+        cluster.restore(churn.deleted if churn else [])
+    else:
+        client.request("DELETE", f"/api/v1/namespaces/{namespace}/pods", query={"gracePeriodSeconds": 0})
+        deadline = time.monotonic() + 120
+        while client.get(f"/api/v1/namespaces/{namespace}/pods", limit=1)["items"] and time.monotonic() < deadline:
+            time.sleep(0.2)
     result = {
         "workload": workload, "run": kind, "round": round_, "pods": count, "bound": len(throughput_times),
         "pods_per_s": round((len(throughput_times) - 1) / span, 1) if span > 0 else 0.0,
@@ -597,11 +767,14 @@ def one_run(cp: Any, client: Any, workload: str, kind: str, count: int, logdir: 
         # API server + etcd CPU from scheduler start to the last bind (2 cores: 2 CPU-s per wall second)
         "server_cpu_s": round(server_cpu, 2), "wall_s": round(wall, 2),
         "violations": len(problems), "violation_examples": problems[:5], "scheduler_cpus": scheduler_cpus,
+        "load_1m": round(os.getloadavg()[0], 2),
     }
+    if churn:
+        result["deleted"] = len(churn.deleted)
     _say(f"  {workload:24} {kind:13} {result['bound']}/{count} bound  {result['pods_per_s']:8.1f} pods/s  "
          f"p50 {result['p50_ms']:8.1f} ms  p99 {result['p99_ms']:8.1f} ms  cpu {result['cpu_s']:6.2f}s  "
          f"rss {result['peak_rss_mb']:6.1f} MB  server cpu {result['server_cpu_s']:.2f}s/{result['wall_s']:.1f}s  created {result['create_pods_per_s']:.0f}/s  "
-         f"violations {result['violations']}")
+         f"violations {result['violations']}" + (f"  deleted {result['deleted']}" if churn else ""))
     return result
 
 
@@ -641,9 +814,17 @@ def markdown(results: dict[str, Any]) -> str:
     rounds = max((len(r["rounds"]) for r in by.values()), default=1)
     each = (f" Each cell is the median of {rounds} rounds (run kinds interleaved); pods/s shows the range in "
             f"brackets." if rounds > 1 else "")
-    lines = [f"End-to-end: {results['nodes']} nodes, 3 zones; pods per workload: {results['pods']} "
-             f"(anti-affinity: one per untainted node, halved). Throughput in pods/s; latency create->bound.{each}",
-             ""]
+    if "running_pods" in results:
+        lines = [f"End-to-end, heterogeneous: {results['nodes']} nodes (3 zones, 40 racks of 4 sizes), "
+                 f"{results['running_pods']} running pods ({results['running_with_terms']} with inter-pod terms), "
+                 f"{results['pods']} pending pods of 40 apps (seed {results['seed']}), a running pod deleted after "
+                 f"every {wl.CHURN_EVERY}th bound; violations: new ones only (the starting cluster has "
+                 f"{results['baseline_violations']}), zone-skew end state not checked. Throughput in pods/s; "
+                 f"latency create->bound.{each}", ""]
+    else:
+        lines = [f"End-to-end: {results['nodes']} nodes, 3 zones; pods per workload: {results['pods']} "
+                 f"(anti-affinity: one per untainted node, halved). Throughput in pods/s; latency create->bound.{each}",
+                 ""]
     head = "| workload | " + " | ".join(f"{k} pods/s | {k} p50 / p99 ms | {k} CPU s / RSS MB" for k in runs)
     head += " | ours/kube-100 | ours/kube-default | ours/ceiling | violations |"
     lines += [head, "|" + "---|" * (head.count("|") - 1)]
@@ -667,17 +848,22 @@ def markdown(results: dict[str, Any]) -> str:
               "the machine's cores are shared by both; 2 cores give 2 CPU-ms per wall ms")
     lines += ["", f"CPU per bound pod over the throughput phase, ms: scheduler process / API server + etcd "
               f"({shared}):", ""]
-    lines += ["| workload | " + " | ".join(runs) + " |", "|" + "---|" * (len(runs) + 1)]
+    lines += ["| workload | " + " | ".join(runs) + " | scheduler CPU ours/kube-100 | ours/kube-default |",
+              "|" + "---|" * (len(runs) + 3)]
     for workload in results["workloads"]:
-        cells = []
+        cells, per_pod = [], {}
         for k in runs:
             r = by.get((workload, k))
             if r is None or not r.get("bound") or "server_cpu_s" not in r:
                 cells.append("-")
                 continue
-            cells.append(f"{1000 * r['cpu_s'] / r['bound']:.2f} / {1000 * r['server_cpu_s'] / r['bound']:.2f}")
+            per_pod[k] = 1000 * r["cpu_s"] / r["bound"]
+            cells.append(f"{per_pod[k]:.2f} / {1000 * r['server_cpu_s'] / r['bound']:.2f}")
+        cells += [_ratio(per_pod.get("ours", 0), per_pod.get(k, 0)) for k in ("kube-100", "kube-default")]
         lines.append(f"| {workload} | " + " | ".join(cells) + " |")
-    lines += ["", f"Command: `{results['command']}`; machine: {results['machine']}."]
+    load = results.get("load_average")
+    load_text = f"; load average (1, 5, 15 min) {load['start']} at the start, {load['end']} at the end" if load else ""
+    lines += ["", f"Command: `{results['command']}`; machine: {results['machine']}{load_text}."]
     return "\n".join(lines) + "\n"
 
 
@@ -705,7 +891,11 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="bench/e2e.py", description=__doc__.splitlines()[0])
     parser.add_argument("--nodes", type=int, default=1000)
     parser.add_argument("--pods", type=int, default=1000, help="pending pods per workload (default 1000)")
-    parser.add_argument("--workloads", default=",".join(WORKLOADS))
+    parser.add_argument("--workloads", default=",".join(WORKLOADS),
+                        help=f"any of {','.join(WORKLOADS)} (the default), or {HETEROGENEOUS} on its own")
+    parser.add_argument("--pods-per-node", type=int, default=10,
+                        help="heterogeneous: running pods per node, bound before the runs (default 10)")
+    parser.add_argument("--seed", type=int, default=0, help="heterogeneous: the generator's seed (default 0)")
     parser.add_argument("--runs", default=",".join(RUNS), help="which of ours,kube-100,kube-default,ceiling")
     parser.add_argument("--engine", default="vector")
     parser.add_argument("--timeout", type=float, default=300.0, help="seconds per run at most")
@@ -726,8 +916,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 
 
 def _runs(args: argparse.Namespace, workloads: list[str], kinds: list[str], logdir: Path,
-          progress: Callable[[str], None]) -> list[dict[str, Any]]:
-    """Start the control plane, register the nodes and do every (workload, run kind)."""
+          progress: Callable[[str], None], info: dict[str, Any]) -> list[dict[str, Any]]:
+    """Start the control plane, register the nodes (the heterogeneous workload: its :class:`Cluster`,
+    described in ``info``) and do every (workload, run kind)."""
     from policyscheduler.kube import RestClient, load_connection
     from tests.controlplane.harness import ControlPlane
 
@@ -742,13 +933,19 @@ def _runs(args: argparse.Namespace, workloads: list[str], kinds: list[str], logd
             client.post("/apis/scheduling.k8s.io/v1/priorityclasses", {
                 "apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": name},
                 "value": value})
-        import random
+        cluster = None
+        if workloads == [HETEROGENEOUS]:
+            cluster = Cluster(cp, client, args.nodes, args.pods_per_node, args.seed, progress)
+            info.update(running_pods=len(cluster.running), running_with_terms=cluster.with_terms,
+                        pods_per_node=args.pods_per_node, seed=args.seed, baseline_violations=len(cluster.baseline))
+        else:
+            import random
 
-        rng = random.Random(args.nodes)
-        nodes = [wl._node(i, rng) for i in range(args.nodes)]
-        progress(f"creating {len(nodes)} nodes ...")
-        with ThreadPoolExecutor(16) as pool:
-            list(pool.map(lambda n: client.post("/api/v1/nodes", n), nodes))
+            rng = random.Random(args.nodes)
+            nodes = [wl._node(i, rng) for i in range(args.nodes)]
+            progress(f"creating {len(nodes)} nodes ...")
+            with ThreadPoolExecutor(16) as pool:
+                list(pool.map(lambda n: client.post("/api/v1/nodes", n), nodes))
         placements: dict[str, dict[str, str]] = {}
         runs = []
         for workload in workloads:
@@ -757,7 +954,7 @@ def _runs(args: argparse.Namespace, workloads: list[str], kinds: list[str], logd
                 for kind in kinds:
                     runs.append(one_run(cp, client, workload, kind, count, logdir, args.engine, placements,
                                         args.timeout, args.latency_pods, args.latency_rate,
-                                        profile=args.profile, pinned=args.pin, round_=round_))
+                                        profile=args.profile, pinned=args.pin, round_=round_, cluster=cluster))
     return runs
 
 
@@ -766,6 +963,11 @@ def run_all(args: argparse.Namespace, progress: Callable[[str], None] = _say) ->
     kinds = [k.strip() for k in args.runs.split(",") if k.strip()]
     if "ceiling" in kinds and "ours" not in kinds:
         raise SystemExit("the ceiling run binds to the nodes 'ours' chose: include ours")
+    unknown = [k for k in kinds if k not in RUNS] + [w for w in workloads if w not in WORKLOADS + (HETEROGENEOUS,)]
+    if unknown:
+        raise SystemExit(f"unknown workload or run kind: {', '.join(unknown)}")
+    if HETEROGENEOUS in workloads and workloads != [HETEROGENEOUS]:
+        raise SystemExit(f"{HETEROGENEOUS} has its own nodes and running pods: run it on its own (--workloads {HETEROGENEOUS})")
     kinds = sorted(kinds, key=RUNS.index)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
@@ -777,8 +979,10 @@ def run_all(args: argparse.Namespace, progress: Callable[[str], None] = _say) ->
     if args.pin and not os.sched_getaffinity(0) >= (SERVER_CPUS | SCHEDULER_CPUS):
         raise SystemExit(f"--pin needs CPUs {sorted(SERVER_CPUS | SCHEDULER_CPUS)}")
     own_cpus = os.sched_getaffinity(0)
+    info: dict[str, Any] = {}
+    load0 = [round(x, 2) for x in os.getloadavg()]
     try:
-        runs = _runs(args, workloads, kinds, logdir, progress)
+        runs = _runs(args, workloads, kinds, logdir, progress, info)
     finally:
         pin(os.getpid(), own_cpus)  # --pin moved this process: give it its CPUs back
     machine = f"{os.cpu_count()} cores, Python {sys.version.split()[0]}"
@@ -787,7 +991,8 @@ def run_all(args: argparse.Namespace, progress: Callable[[str], None] = _say) ->
                     f"test on CPUs {sorted(SCHEDULER_CPUS)}")
     results = {"nodes": args.nodes, "pods": args.pods, "workloads": workloads, "run_kinds": kinds, "runs": runs,
                "engine": args.engine, "seconds": round(time.monotonic() - t0, 1), "machine": machine,
-               "command": "python bench/e2e.py " + " ".join(sys.argv[1:]), "pinned": args.pin}
+               "command": "python bench/e2e.py " + " ".join(sys.argv[1:]), "pinned": args.pin,
+               "load_average": {"start": load0, "end": [round(x, 2) for x in os.getloadavg()]}, **info}
     stem = "e2e-pinned" if args.pin else "e2e"
     (out / f"{stem}.json").write_text(json.dumps(results, indent=2) + "\n")
     (out / f"{stem}.md").write_text(markdown(results))

@@ -31,6 +31,11 @@ NAMESPACES = tuple(f"ns-{i}" for i in range(5))
 APPS = 40
 IMAGES = {f"registry.example.com/team/app-{i}:v{i % 3}": (20 + 37 * i % 900) * 2**20 for i in range(30)}
 INSTANCE_TYPES = ("m5.xlarge", "m5.2xlarge", "c5.4xlarge", "r5.2xlarge")
+RACK = "topology.example.com/rack"
+RACKS = 40
+SIZES = {"m5.xlarge": ("8", "32Gi"), "m5.2xlarge": ("16", "64Gi"), "c5.4xlarge": ("32", "64Gi"),
+         "r5.2xlarge": ("16", "128Gi")}
+"""Allocatable cpu / memory per instance type of a *varied* node (:func:`_node`)."""
 
 WORKLOADS = ("basic", "node-affinity", "required-anti-affinity", "required-affinity",
              "preferred-affinity", "spreading", "mixed", "heterogeneous")
@@ -48,19 +53,26 @@ TARGETS = {"basic": 2500, "spreading": 920, "node-affinity": 440, "preferred-aff
 """Issue 6's targets at 5,000 nodes: basic at Gödel's 2,500 pods/s, the others twice scheduler_perf."""
 
 
-def _node(i: int, rng: random.Random) -> Obj:
-    """A node like scheduler_perf's node-default, with real-world labels, a few taints and images."""
+def _node(i: int, rng: random.Random, varied: bool = False) -> Obj:
+    """A node like scheduler_perf's node-default, with real-world labels, a few taints and images.
+
+    ``varied``: a node of one of :data:`RACKS` racks, each rack in one zone and of one instance type whose
+    allocatable differs (:data:`SIZES`), as in a real cluster; otherwise every node is 16 cpu / 64Gi and
+    the zone and instance type go round-robin (what the identical-pod workloads were measured on)."""
     name = f"node-{i:05d}"
-    zone = ZONES[i % len(ZONES)]
+    rack = i % RACKS
+    zone = ZONES[(rack if varied else i) % len(ZONES)]
     labels = {
         HOSTNAME: name,
         ZONE: zone,
         REGION: "region-1",
         "kubernetes.io/os": "linux",
         "kubernetes.io/arch": "amd64",
-        "node.kubernetes.io/instance-type": INSTANCE_TYPES[i % len(INSTANCE_TYPES)],
+        "node.kubernetes.io/instance-type": INSTANCE_TYPES[(rack if varied else i) % len(INSTANCE_TYPES)],
         "node-role": "infra" if i % 20 == 0 else "worker",
     }
+    if varied:
+        labels[RACK] = f"rack-{rack:02d}"
     taints: list[Obj] = []
     if i % 20 == 0:
         taints.append({"key": "dedicated", "value": "infra", "effect": "NoSchedule"})
@@ -68,11 +80,19 @@ def _node(i: int, rng: random.Random) -> Obj:
         taints.append({"key": "spot", "value": "true", "effect": "PreferNoSchedule"})
     images = [{"names": [name_], "sizeBytes": size} for name_, size in
               sorted(rng.sample(sorted(IMAGES.items()), 6))]
-    alloc = {"cpu": "16", "memory": "64Gi", "pods": "110", "ephemeral-storage": "100Gi"}
+    cpu, memory = SIZES[labels["node.kubernetes.io/instance-type"]] if varied else ("16", "64Gi")
+    alloc = {"cpu": cpu, "memory": memory, "pods": "110", "ephemeral-storage": "100Gi"}
     spec: Obj = {"taints": taints} if taints else {}
     return {"apiVersion": "v1", "kind": "Node", "metadata": {"name": name, "labels": labels}, "spec": spec,
             "status": {"capacity": dict(alloc), "allocatable": alloc, "images": images,
                        "conditions": [{"type": "Ready", "status": "True"}]}}
+
+
+def _same_namespace(other: int, app: int) -> int:
+    """The app next to ``other`` that shares ``app``'s namespace: a pod affinity term without
+    ``namespaces`` only matches pods of its own pod's namespace, so a term towards an app of another
+    namespace could never match (a required one would leave its pod unschedulable)."""
+    return other - other % len(NAMESPACES) + app % len(NAMESPACES)
 
 
 def _running_terms(app: int, rng: random.Random) -> Obj | None:
@@ -85,7 +105,7 @@ def _running_terms(app: int, rng: random.Random) -> Obj | None:
         return {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
             _term({"app": f"app-{app}"}, HOSTNAME)]}}
     if draw < 0.07:
-        other = rng.randrange(APPS)
+        other = _same_namespace(rng.randrange(APPS), app)
         selector: Obj = ({"matchLabels": {"app": f"app-{other}"}} if rng.random() < 0.7 else
                          {"matchExpressions": [{"key": "tier", "operator": "In",
                                                 "values": [("frontend", "backend")[other % 2]]}],
@@ -119,9 +139,11 @@ def _running_pod(node: str, j: int, rng: random.Random, terms: bool = False) -> 
     }
 
 
-def base_cluster(nodes: int, pods_per_node: int = 10, seed: int = 0, terms: bool = False) -> list[Obj]:
+def base_cluster(nodes: int, pods_per_node: int = 10, seed: int = 0, terms: bool = False,
+                 varied: bool = False) -> list[Obj]:
     """Namespaces, Services, ReplicaSets, ``nodes`` nodes in three zones and their running pods (with
-    ``terms``, some of them with inter-pod terms: :func:`_running_terms`)."""
+    ``terms``, some of them with inter-pod terms: :func:`_running_terms`; with ``varied``, nodes in racks
+    of four sizes: :func:`_node`)."""
     rng = random.Random(seed * 1_000_003 + nodes)
     objects: list[Obj] = [{"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns, "labels": {"team": ns}}}
                           for ns in NAMESPACES]
@@ -133,7 +155,7 @@ def base_cluster(nodes: int, pods_per_node: int = 10, seed: int = 0, terms: bool
         if app % 2 == 0:
             objects.append({"apiVersion": "v1", "kind": "Service", "metadata": {"name": f"app-{app}", "namespace": ns},
                             "spec": {"selector": {"app": f"app-{app}"}}})
-    node_objs = [_node(i, rng) for i in range(nodes)]
+    node_objs = [_node(i, rng, varied) for i in range(nodes)]
     objects.extend(node_objs)
     for node in node_objs:
         name = node["metadata"]["name"]
@@ -213,13 +235,14 @@ def _mixed(i: int) -> Obj:
     return pod
 
 
-def _heterogeneous(i: int) -> Obj:
+def _heterogeneous(i: int, seed: int = 0) -> Obj:
     """A pod of one of many apps, every one a distinct shape: random requests, its own labels, and one of
     ten constraint mixes (none, node affinity, required anti-affinity, required affinity, preferred
     affinity, preferred anti-affinity, zone spreading, hostname spreading, tolerations with a node
     selector, everything soft at once), with selectors that vary from pod to pod. Like the running pods
-    it is a ReplicaSet replica in one of the shared namespaces, so default spreading has selectors too."""
-    rng = random.Random(7919 * i + 13)
+    it is a ReplicaSet replica in one of the shared namespaces, so default spreading has selectors too.
+    A function of (``i``, ``seed``); seed 0 is what the engine benchmark has always measured."""
+    rng = random.Random(7919 * i + 13 + 1_000_003 * seed)
     app = rng.randrange(APPS)
     ns = NAMESPACES[app % len(NAMESPACES)]
     labels = {"app": f"app-{app}", "tier": ("frontend", "backend")[app % 2], "pod-template-hash": f"h{app}",
@@ -227,7 +250,7 @@ def _heterogeneous(i: int) -> Obj:
     container = {"name": "main", "image": sorted(IMAGES)[app % len(IMAGES)],
                  "resources": {"requests": {"cpu": f"{rng.randint(10, 1500)}m", "memory": f"{rng.randint(16, 3000)}Mi"}}}
     spec: Obj = {"containers": [container]}
-    other = f"app-{rng.randrange(APPS)}"
+    other = f"app-{_same_namespace(rng.randrange(APPS), app)}"
     key = rng.choice((ZONE, HOSTNAME))
     kind = i % 10
     if kind == 1:
@@ -283,10 +306,14 @@ _TEMPLATES: dict[str, Callable[[int], Obj]] = {
 }
 
 
-def pending_pods(workload: str, count: int) -> list[Obj]:
-    """``count`` pending pods of the named workload (KeyError for an unknown name)."""
+def pending_pods(workload: str, count: int, seed: int = 0, start: int = 0) -> list[Obj]:
+    """``count`` pending pods of the named workload (KeyError for an unknown name), the template's
+    ``start``-th pod first; ``seed`` varies the heterogeneous workload's draws (the other workloads' pods
+    are the same for every seed)."""
     template = _TEMPLATES[workload]
-    return [template(i) for i in range(count)]
+    if workload == "heterogeneous":
+        return [_heterogeneous(i, seed) for i in range(start, start + count)]
+    return [template(i) for i in range(start, start + count)]
 
 
 CHURN_EVERY = 4

@@ -66,3 +66,28 @@ def test_e2e_bench_pinned_and_repeated(tmp_path: Path) -> None:
     ours = [r["pods_per_s"] for r in results["runs"] if r["run"] == "ours"]
     assert f"[{min(ours):.0f}-{max(ours):.0f}]" in table
     assert not (tmp_path / "e2e.md").exists()
+
+
+def test_e2e_bench_heterogeneous(tmp_path: Path) -> None:
+    """The heterogeneous workload: running pods with terms bound before the runs, pending pods in their
+    namespaces, churn during each run, and the same starting cluster restored for the next scheduler."""
+    args = e2e.parse_args(["--nodes", "12", "--pods-per-node", "8", "--pods", "16", "--workloads", "heterogeneous",
+                           "--runs", "ours,kube-default,ceiling", "--latency-pods", "4", "--latency-rate", "20",
+                           "--timeout", "60", "--out", str(tmp_path)])
+    results = e2e.run_all(args, progress=lambda _: None)
+    assert results["running_pods"] == 96 and results["running_with_terms"] > 0
+    assert [r["run"] for r in results["runs"]] == ["ours", "kube-default", "ceiling"]
+    for run in results["runs"]:
+        assert run["bound"] == 16 and run["latency_bound"] == 4, run
+        assert run["violations"] == 0, run["violation_examples"]
+        assert run["deleted"] == 4, run  # one running pod after every fourth bound
+    table = (tmp_path / "e2e.md").read_text()
+    assert "heterogeneous: 12 nodes" in table and "96 running pods" in table
+    assert "scheduler CPU ours/kube-100" in table
+
+
+def test_e2e_bench_heterogeneous_alone() -> None:
+    """Its cluster is its own: mixing it with the identical-pod workloads is refused with a message."""
+    args = e2e.parse_args(["--workloads", "basic,heterogeneous", "--runs", "ours"])
+    with pytest.raises(SystemExit, match="run it on its own"):
+        e2e.run_all(args, progress=lambda _: None)
