@@ -17,8 +17,8 @@ from __future__ import annotations
 
 import re
 import uuid
-from collections.abc import Iterator
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import pytest
 
@@ -27,17 +27,26 @@ if TYPE_CHECKING:
     from tests.controlplane.api import Api
     from tests.controlplane.harness import ControlPlane
 
+T = TypeVar("T")
 
-def _start_control_plane() -> ControlPlane:
-    """Start etcd + kube-apiserver; a test *fails* (never skips) with the reason when that cannot be done."""
-    from tests.controlplane.harness import ControlPlane, ControlPlaneError
+
+def _started_or_fail(what: str, start: Callable[[], T]) -> T:
+    """``start()``; when it raises ControlPlaneError the test *fails* (never skips) with the reason."""
+    from tests.controlplane.harness import ControlPlaneError
 
     error = None
     try:
-        return ControlPlane.start()
+        return start()
     except ControlPlaneError as exc:
         error = str(exc)
-    pytest.fail(f"cannot start the test control plane: {error}", pytrace=False)
+    pytest.fail(f"cannot start {what}: {error}", pytrace=False)
+
+
+def _start_control_plane() -> ControlPlane:
+    """Start etcd + kube-apiserver; a test *fails* (never skips) with the reason when that cannot be done."""
+    from tests.controlplane.harness import ControlPlane
+
+    return _started_or_fail("the test control plane", ControlPlane.start)
 
 
 @pytest.fixture(scope="session")
@@ -62,14 +71,7 @@ def cp() -> Iterator[ControlPlane]:
 
 def _start_controllers(plane: ControlPlane) -> Any:
     """kube-controller-manager with the storage controllers on ``plane``; fails (never skips) with the reason."""
-    from tests.controlplane.harness import ControlPlaneError
-
-    error = None
-    try:
-        return plane.start_controller_manager()
-    except ControlPlaneError as exc:
-        error = str(exc)
-    pytest.fail(f"cannot start kube-controller-manager: {error}", pytrace=False)
+    return _started_or_fail("kube-controller-manager", plane.start_controller_manager)
 
 
 @pytest.fixture(scope="session")
