@@ -18,6 +18,7 @@ from __future__ import annotations
 import re
 import uuid
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import pytest
@@ -69,29 +70,29 @@ def cp() -> Iterator[ControlPlane]:
         plane.stop()
 
 
-def _start_controllers(plane: ControlPlane) -> Any:
-    """kube-controller-manager with the storage controllers on ``plane``; fails (never skips) with the reason."""
-    return _started_or_fail("kube-controller-manager", plane.start_controller_manager)
+@contextmanager
+def _storage_controllers_on(plane: ControlPlane) -> Iterator[Any]:
+    """kube-controller-manager with the storage controllers on ``plane`` (fails, never skips, with the
+    reason), stopped again at the end."""
+    manager = _started_or_fail("kube-controller-manager", plane.start_controller_manager)
+    try:
+        yield manager
+    finally:
+        plane.stop_controller_manager(manager)
 
 
 @pytest.fixture(scope="session")
 def storage_controllers(control_plane: ControlPlane) -> Iterator[Any]:
     """The PV binder on the session control plane, started once by the first test that needs it."""
-    manager = _start_controllers(control_plane)
-    try:
+    with _storage_controllers_on(control_plane) as manager:
         yield manager
-    finally:
-        control_plane.stop_controller_manager(manager)
 
 
 @pytest.fixture(scope="module")
 def cp_storage(cp: ControlPlane) -> Iterator[ControlPlane]:
     """The module's own control plane (``cp``) with the PV binder running."""
-    manager = _start_controllers(cp)
-    try:
+    with _storage_controllers_on(cp):
         yield cp
-    finally:
-        cp.stop_controller_manager(manager)
 
 
 @pytest.fixture
