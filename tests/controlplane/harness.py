@@ -112,38 +112,36 @@ def sweep_stale_dirs() -> None:
                 shutil.rmtree(d, ignore_errors=True)
 
 
-class Scheduler:
+class _Serving:
+    """A running component serving HTTPS on loopback ``port`` (see :meth:`ControlPlane._start_serving`)."""
+
+    def __init__(self, child: procs.Child, port: int) -> None:
+        self.child = child
+        self.port = port
+        self.url = f"https://127.0.0.1:{port}"
+
+    @property
+    def pid(self) -> int:
+        return self.child.pid
+
+    def stop(self) -> None:
+        self.child.stop()
+
+
+class Scheduler(_Serving):
     """A running kube-scheduler started by :meth:`ControlPlane.start_scheduler`."""
 
     def __init__(self, child: procs.Child, port: int, config_file: Path) -> None:
-        self.child = child
-        self.port = port
+        super().__init__(child, port)
         self.config_file = config_file
-        self.url = f"https://127.0.0.1:{port}"
-
-    @property
-    def pid(self) -> int:
-        return self.child.pid
-
-    def stop(self) -> None:
-        self.child.stop()
 
 
-class ControllerManager:
+class ControllerManager(_Serving):
     """A running kube-controller-manager started by :meth:`ControlPlane.start_controller_manager`."""
 
     def __init__(self, child: procs.Child, port: int, controllers: tuple[str, ...]) -> None:
-        self.child = child
-        self.port = port
+        super().__init__(child, port)
         self.controllers = controllers
-        self.url = f"https://127.0.0.1:{port}"
-
-    @property
-    def pid(self) -> int:
-        return self.child.pid
-
-    def stop(self) -> None:
-        self.child.stop()
 
 
 class ControlPlane:
