@@ -18,6 +18,7 @@ the bind and never queues it again (kube-scheduler skips updates of assumed pods
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from collections.abc import Callable, Collection, Mapping
 from typing import TYPE_CHECKING, Any
@@ -40,30 +41,27 @@ __all__ = ["WatchRouter"]
 log = logging.getLogger("policyscheduler.scheduler")
 
 
+@dataclasses.dataclass(kw_only=True, eq=False)
 class WatchRouter:
     """The reflectors' handler (:class:`~policyscheduler.kube.watch.WatchHandler`); see the module docstring."""
 
-    def __init__(self, *, cache: ClusterCache, queue: SchedulingQueue, volumes: VolumeBinder[Any],
-                 shadows: Shadows | None, metrics: SchedulerMetrics, scheduling_names: Collection[str],
-                 recorder_of: Callable[[Mapping[str, Any]], EventRecorder], binding: set[str],
-                 settled: set[str]) -> None:
-        self.cache = cache
-        self.queue = queue
-        self.volumes = volumes
-        self.shadows = shadows
-        self.metrics = metrics
-        self.scheduling_names = scheduling_names
-        self.recorder_of = recorder_of
-        self.binding = binding
-        """Pods handed to the binder whose bind has not answered yet (keys; the scheduler's set, read here)."""
-        self.settled = settled
-        """Pods our bind placed (or found placed) that the watch has not shown bound or deleted yet."""
-        self.bound: dict[str, tuple[Any, ...]] = {}
-        """Bound pods' views (:func:`~.pods.assigned_view`): what an assigned-pod event compares."""
-        self.nodes: dict[str, dict[str, Any]] = {}
-        """Each node's facets (:func:`~policyscheduler.cycle.events.node_facet_view`) as last seen."""
-        self.namespaces: dict[str, Any] = {}
-        """Each namespace's labels as last seen."""
+    cache: ClusterCache
+    queue: SchedulingQueue
+    volumes: VolumeBinder[Any]
+    shadows: Shadows | None
+    metrics: SchedulerMetrics
+    scheduling_names: Collection[str]
+    recorder_of: Callable[[Mapping[str, Any]], EventRecorder]
+    binding: set[str]
+    """Pods handed to the binder whose bind has not answered yet (keys; the scheduler's set, read here)."""
+    settled: set[str]
+    """Pods our bind placed (or found placed) that the watch has not shown bound or deleted yet."""
+    bound: dict[str, tuple[Any, ...]] = dataclasses.field(default_factory=dict)
+    """Bound pods' views (:func:`~.pods.assigned_view`): what an assigned-pod event compares."""
+    nodes: dict[str, dict[str, Any]] = dataclasses.field(default_factory=dict)
+    """Each node's facets (:func:`~policyscheduler.cycle.events.node_facet_view`) as last seen."""
+    namespaces: dict[str, Any] = dataclasses.field(default_factory=dict)
+    """Each namespace's labels as last seen."""
 
     def on_upsert(self, kind: str, obj: dict[str, Any]) -> None:
         if self.shadows is not None:
