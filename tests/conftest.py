@@ -17,8 +17,9 @@ from __future__ import annotations
 
 import re
 import uuid
-from collections.abc import Iterator
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import pytest
 
@@ -27,17 +28,26 @@ if TYPE_CHECKING:
     from tests.controlplane.api import Api
     from tests.controlplane.harness import ControlPlane
 
+T = TypeVar("T")
 
-def _start_control_plane() -> ControlPlane:
-    """Start etcd + kube-apiserver; a test *fails* (never skips) with the reason when that cannot be done."""
-    from tests.controlplane.harness import ControlPlane, ControlPlaneError
+
+def _started_or_fail(what: str, start: Callable[[], T]) -> T:
+    """``start()``; when it raises ControlPlaneError the test *fails* (never skips) with the reason."""
+    from tests.controlplane.harness import ControlPlaneError
 
     error = None
     try:
-        return ControlPlane.start()
+        return start()
     except ControlPlaneError as exc:
         error = str(exc)
-    pytest.fail(f"cannot start the test control plane: {error}", pytrace=False)
+    pytest.fail(f"cannot start {what}: {error}", pytrace=False)
+
+
+def _start_control_plane() -> ControlPlane:
+    """Start etcd + kube-apiserver; a test *fails* (never skips) with the reason when that cannot be done."""
+    from tests.controlplane.harness import ControlPlane
+
+    return _started_or_fail("the test control plane", ControlPlane.start)
 
 
 @pytest.fixture(scope="session")
@@ -60,36 +70,29 @@ def cp() -> Iterator[ControlPlane]:
         plane.stop()
 
 
-def _start_controllers(plane: ControlPlane) -> Any:
-    """kube-controller-manager with the storage controllers on ``plane``; fails (never skips) with the reason."""
-    from tests.controlplane.harness import ControlPlaneError
-
-    error = None
+@contextmanager
+def _storage_controllers_on(plane: ControlPlane) -> Iterator[Any]:
+    """kube-controller-manager with the storage controllers on ``plane`` (fails, never skips, with the
+    reason), stopped again at the end."""
+    manager = _started_or_fail("kube-controller-manager", plane.start_controller_manager)
     try:
-        return plane.start_controller_manager()
-    except ControlPlaneError as exc:
-        error = str(exc)
-    pytest.fail(f"cannot start kube-controller-manager: {error}", pytrace=False)
+        yield manager
+    finally:
+        plane.stop_controller_manager(manager)
 
 
 @pytest.fixture(scope="session")
 def storage_controllers(control_plane: ControlPlane) -> Iterator[Any]:
     """The PV binder on the session control plane, started once by the first test that needs it."""
-    manager = _start_controllers(control_plane)
-    try:
+    with _storage_controllers_on(control_plane) as manager:
         yield manager
-    finally:
-        control_plane.stop_controller_manager(manager)
 
 
 @pytest.fixture(scope="module")
 def cp_storage(cp: ControlPlane) -> Iterator[ControlPlane]:
     """The module's own control plane (``cp``) with the PV binder running."""
-    manager = _start_controllers(cp)
-    try:
+    with _storage_controllers_on(cp):
         yield cp
-    finally:
-        cp.stop_controller_manager(manager)
 
 
 @pytest.fixture

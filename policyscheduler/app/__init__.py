@@ -7,7 +7,8 @@
 * :mod:`.scheduler`: :class:`LiveScheduler`, the watches feeding the cache and the queue, the one loop
   around the scheduling cycle (:mod:`policyscheduler.cycle`), binds handed to the binder; with
   :mod:`.pods` (what it asks of a pod), :mod:`.decisions` (the decision log lines) and :mod:`.heap` (the
-  collector kept off the cluster state).
+  collector kept off the cluster state); :mod:`.watching` is its watch handler (watched objects to the
+  cache, the queue, the volume binder; the cluster events that move pods).
 * :mod:`.sources`: each profile's policy sources (files polled, a ConfigMap watched) feeding
   :mod:`policyscheduler.reload`; :mod:`.reload_report` reports every reload (log, metrics, events).
 * :mod:`.shadow`: shadow profiles, judging another scheduler's placements.

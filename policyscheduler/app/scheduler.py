@@ -1,7 +1,8 @@
 """The live scheduler: watches feed the cache and the queue, one loop drives the cycle, binds go async.
 
-Threads: one reflector per watched resource (:mod:`policyscheduler.kube.watch`) calls
-:meth:`LiveScheduler.on_upsert` / :meth:`LiveScheduler.on_delete`; the scheduling loop pops and decides
+Threads: one reflector per watched resource (:mod:`policyscheduler.kube.watch`) calls the watch handler,
+:class:`~policyscheduler.app.watching.WatchRouter` (:mod:`.watching`: what goes to the cache, the queue, the
+volume binder and the shadows, and which cluster events move pods); the scheduling loop pops and decides
 (only while leading and once the first lists arrived); the binder's pool binds; the recorder's pool writes
 events and conditions; the elector renews the lease; the status server answers probes.
 
@@ -9,8 +10,8 @@ Which pods are ours: ``spec.schedulerName`` equal to our name (the API server de
 ``default-scheduler``), not bound, not finished, not being deleted. Other pods are only *read* (bound
 ones occupy their nodes); nothing is ever written to them.
 
-Cluster events (:mod:`policyscheduler.cycle.events`), each checked against what the rules that
-rejected a pod read: node added (moves every pod); node updated (the facets that changed: labels,
+Cluster events (:mod:`policyscheduler.cycle.events`, raised by :mod:`.watching`), each checked against
+what the rules that rejected a pod read: node added (moves every pod); node updated (the facets that changed: labels,
 taints, unschedulable, allocatable, images, annotations -- heartbeats change none and move nothing); node
 deleted; an assigned pod added, changed (labels, resources) or deleted on its node; a failed bind
 (resources freed); a namespace's labels changed; policies reloaded (every pod of that profile; the sources,
@@ -54,13 +55,11 @@ from policyscheduler.app.decisions import decision_record
 from policyscheduler.app.decisions import log_decision as _log_decision
 from policyscheduler.app.heap import REFREEZE_AFTER, freeze_heap
 from policyscheduler.app.options import Options, RunProfile
-from policyscheduler.app.pods import assigned_view as _assigned_view
 from policyscheduler.app.pods import pod_queue_key, scheduler_name
-from policyscheduler.app.pods import waiting as _waiting
 from policyscheduler.app.preemption import PreemptionWriter
 from policyscheduler.app.shadow import ShadowProfile, Shadows
-from policyscheduler.app.volumes import KINDS as VOLUME_KINDS
 from policyscheduler.app.volumes import VolumeBinder, default_planner, pod_claim_names
+from policyscheduler.app.watching import WatchRouter
 from policyscheduler.cycle import (
     ERROR,
     UNSCHEDULABLE,
@@ -70,11 +69,8 @@ from policyscheduler.cycle import (
     QueuedPod,
     SchedulingQueue,
 )
-from policyscheduler.cycle.cache import is_placed
-from policyscheduler.cycle.events import STORAGE_KINDS, ClusterEvent, node_facet_view, node_facets_changed
 from policyscheduler.cycle.gates import gate_log_fields
 from policyscheduler.evaluation import make_evaluator
-from policyscheduler.kobjects import is_bound
 from policyscheduler.kube.binder import Binder
 from policyscheduler.kube.events import EventRecorder
 from policyscheduler.kube.lease import LeaderElector
@@ -149,8 +145,6 @@ class LiveScheduler:
                                         watch_stats=lambda: {r.kind: r.stats for r in self.reflectors},
                                         binds_in_flight=lambda: self.binder.in_flight)
         self.preemptions = PreemptionWriter(client, self.metrics, may_write=self._may_schedule)  # app/preemption.py
-        self.reflectors = [Reflector(client, kind, self, pause=self._watch_pause if kind == "Pod" else None)
-                           for kind in RESOURCES]
         shadow_profiles = [ShadowProfile(p.name, p.shadows, p.policy_set, self.recorders[p.name])
                            for p in self.profiles if p.shadows is not None]
         self.shadows: Shadows | None = None
@@ -163,6 +157,16 @@ class LiveScheduler:
                                    metrics=self.metrics, rng=random.Random(options.seed),
                                    active=lambda: self.leading and all(r.synced.is_set() for r in self.reflectors))
         self._shadow_by_name = {p.name: p for p in shadow_profiles}
+        self._binding: set[str] = set()
+        """Pods handed to the binder whose bind has not answered yet (keys)."""
+        self._settled: set[str] = set()
+        """Pods our bind placed (or found placed) that the watch has not shown bound or deleted yet."""
+        self.watch = WatchRouter(cache=self.cache, queue=self.queue, volumes=self.volumes, shadows=self.shadows,
+                                 metrics=self.metrics, scheduling_names=self.scheduling_names,
+                                 recorder_of=self._recorder_of, binding=self._binding, settled=self._settled)
+        """The reflectors' handler: routes watched objects to the cache, queue, volume binder (app/watching.py)."""
+        self.reflectors = [Reflector(client, kind, self.watch, pause=self._watch_pause if kind == "Pod" else None)
+                           for kind in RESOURCES]
         self.sources = [(p.name, p.sources) for p in self.profiles if p.sources is not None]
         for name, sources in self.sources:  # watched sources + hot reload (app/sources.py)
             sources.attach(self, name)
@@ -174,13 +178,6 @@ class LiveScheduler:
         self._done = threading.Event()
         self._wake = threading.Event()
         self._loop_thread = threading.Thread(target=self._loop, name="scheduling-loop", daemon=True)
-        self._bound: dict[str, tuple[Any, ...]] = {}
-        self._binding: set[str] = set()
-        """Pods handed to the binder whose bind has not answered yet (keys)."""
-        self._settled: set[str] = set()
-        """Pods our bind placed (or found placed) that the watch has not shown bound or deleted yet."""
-        self._nodes: dict[str, dict[str, Any]] = {}
-        self._namespaces: dict[str, Any] = {}
         self._warned = 0
         self.exit_code = 0
         self.scheduled = 0
@@ -312,93 +309,6 @@ class LiveScheduler:
         if missing:
             return False, "waiting for the first list of " + ", ".join(missing)
         return True, "ok"
-
-    # -- watch handler -------------------------------------------------------------------------------------
-
-    def on_upsert(self, kind: str, obj: dict[str, Any]) -> None:
-        if self.shadows is not None:
-            self.shadows.before_upsert(kind, obj)  # judges a shadowed pod's bind in the state before it
-        if kind in VOLUME_KINDS and kind != "Pod":
-            self.volumes.observe(kind, obj)  # before the cache: an Unreserve restore never overtakes it
-        self.cache.upsert(kind, obj)
-        if kind == "Pod":
-            self._pod_changed(obj)
-        elif kind == "Node":
-            name = str((obj.get("metadata") or {}).get("name"))
-            view = node_facet_view(obj)
-            old = self._nodes.get(name)
-            self._nodes[name] = view
-            if old is None:
-                self.queue.move(ClusterEvent.node_added(name))
-            else:
-                facets = node_facets_changed(old, view)
-                if facets:
-                    self.queue.move(ClusterEvent.node_updated(name, facets))
-        elif kind in STORAGE_KINDS:  # claims, volumes, classes, CSI objects: rules of the volume plugins
-            self.queue.move(ClusterEvent.storage(f"{kind}Change"))
-        elif kind == "Namespace":
-            name = str((obj.get("metadata") or {}).get("name"))
-            labels = (obj.get("metadata") or {}).get("labels")
-            if name not in self._namespaces or self._namespaces[name] != labels:
-                self._namespaces[name] = labels
-                self.queue.move(ClusterEvent.cluster("NamespaceChange"))
-
-    def on_delete(self, kind: str, obj: dict[str, Any]) -> None:
-        if self.shadows is not None:
-            self.shadows.on_delete(kind, obj)
-        if kind in VOLUME_KINDS:
-            self.volumes.removed(kind, obj)
-        self.cache.remove(kind, obj)
-        if kind == "Pod":
-            key = pod_queue_key(obj)
-            self.queue.delete(key)
-            self._settled.discard(key)
-            self._recorder_of(obj).cancel(obj)  # deleted: no failure write about it goes out any more
-            view = self._bound.pop(key, None)
-            if view is not None:
-                self.queue.move(ClusterEvent.assigned_pod("AssignedPodDelete", view[0]))
-        elif kind == "Node":
-            name = str((obj.get("metadata") or {}).get("name"))
-            if self._nodes.pop(name, None) is not None:
-                self.queue.move(ClusterEvent.node_deleted(name))
-        elif kind == "Namespace":
-            self._namespaces.pop(str((obj.get("metadata") or {}).get("name")), None)
-        elif kind in STORAGE_KINDS:
-            self.queue.move(ClusterEvent.storage(f"{kind}Delete"))
-
-    def on_synced(self, kind: str) -> None:
-        log.info("watch %s: list delivered", kind)
-
-    def on_error(self, kind: str, error: str) -> None:
-        self.metrics.watch_errors.labels(kind).inc()
-        log.warning("watch %s: %s (retrying)", kind, error)
-
-    def _pod_changed(self, pod: dict[str, Any]) -> None:
-        key = pod_queue_key(pod)
-        if is_bound(pod):
-            self.queue.delete(key)
-            self._settled.discard(key)
-            before = self._bound.get(key)
-            if is_placed(pod):
-                view = _assigned_view(pod)
-                if before is None:
-                    self._bound[key] = view
-                    self.queue.move(ClusterEvent.assigned_pod("AssignedPodAdd", view[0]))
-                elif before != view:
-                    self._bound[key] = view
-                    self.queue.move(ClusterEvent.assigned_pod("AssignedPodUpdate", view[0]))
-            elif before is not None:
-                del self._bound[key]
-                self.queue.move(ClusterEvent.assigned_pod("AssignedPodDelete", before[0]))
-        elif key in self._settled or (key in self._binding and key not in self.queue):
-            # An update from before our bind (a label patch racing it): the pod is placed, or about to be
-            # reported placed. Queueing it again would decide it a second time (kube-scheduler skips
-            # updates of assumed pods the same way); the watch's next event shows it bound.
-            return
-        elif scheduler_name(pod) in self.scheduling_names and _waiting(pod):
-            self.queue.add(key, pod)
-        else:
-            self.queue.delete(key)
 
     # -- the loop -------------------------------------------------------------------------------------------
 

@@ -78,12 +78,14 @@ class _Budget(threading.local):
 BUDGET = _Budget()
 
 
-def reset_budget() -> None:
-    """A fresh budget for the evaluation this thread starts now."""
+def reset_budget(steps: int = STEP_BUDGET) -> None:
+    """A fresh budget for the evaluation this thread starts now: ``steps`` (fewer than STEP_BUDGET only near
+    the end of a rule's per-pod allowance) and the full character budget. Every evaluation starts here: a
+    rule's (program.py), pod-level work and cached items (vector/base.py), a trace."""
     left = BUDGET.left
-    left[0] = STEP_BUDGET
+    left[0] = steps
     left[1] = CHAR_BUDGET
-    BUDGET.start = STEP_BUDGET
+    BUDGET.start = steps
 
 
 def set_allowance(steps: int | None) -> None:

@@ -16,7 +16,7 @@ from typing import Any
 from policyscheduler.checker.analysis import RuleAnalysis, analyse
 from policyscheduler.checker.passes import CheckedRule
 from policyscheduler.checker.types import STRING
-from policyscheduler.compiler.closures import BUDGET, CHAR_BUDGET, STEP_BUDGET, ExprCompiler, Fn, Located
+from policyscheduler.compiler.closures import BUDGET, STEP_BUDGET, ExprCompiler, Fn, Located, reset_budget
 from policyscheduler.diagnostics import PolicyRuntimeError, Span
 from policyscheduler.syntax import ast
 
@@ -32,8 +32,7 @@ def _run(rule: str, span: Span, fn: Callable[[Frame], Any], env: Env) -> Any:
     left = budget.left  # a fresh budget for every evaluation (see closures.STEP_BUDGET) ...
     allowance = budget.allowance  # ... within what the rule has left for this pod, if it is being decided
     start = STEP_BUDGET if allowance is None or allowance >= STEP_BUDGET else max(allowance, 0)
-    left[0] = budget.start = start
-    left[1] = CHAR_BUDGET
+    reset_budget(start)
     try:
         return fn(dict(env))
     except PolicyRuntimeError:
@@ -418,9 +417,7 @@ def trace_rule(rule: FilterRule | ScoreRule, env: Env, *, pod_level_only: bool =
         raise ValueError(f"rule {rule.name} has no checked form to trace")
     kind = "filter" if isinstance(rule, FilterRule) else "score"
     frame: Frame = dict(env)
-    left = BUDGET.left
-    left[0] = BUDGET.start = STEP_BUDGET
-    left[1] = CHAR_BUDGET
+    reset_budget()
     done: list[ClauseTrace] = []
     reasons: list[str] = []
     for clause, kw, fns in _tracers(rule.checked):

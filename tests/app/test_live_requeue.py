@@ -53,7 +53,7 @@ def sched() -> Iterator[LiveScheduler]:
 
 def test_an_update_from_before_our_bind_does_not_queue_the_pod_again(sched: LiveScheduler) -> None:
     created = pod("p")
-    sched.on_upsert("Pod", created)
+    sched.watch.on_upsert("Pod", created)
     entry = sched.queue.pop()
     assert entry is not None and entry.key == "uid-p"
     sched.queue.binding(entry)
@@ -63,21 +63,21 @@ def test_an_update_from_before_our_bind_does_not_queue_the_pod_again(sched: Live
     sched._bind_done(attempt, "bound", 0.001, None)
     assert not sched._still_pending(created)  # no failure write about it goes out any more
     # the watch now delivers the label patch made before the bind (no nodeName yet): not ours to decide again
-    sched.on_upsert("Pod", pod("p", labels={"touched": "yes"}))
+    sched.watch.on_upsert("Pod", pod("p", labels={"touched": "yes"}))
     assert "uid-p" not in sched.queue and sched.queue.pending()["active"] == 0
     # then the bind itself; the pod is placed, nothing is remembered for it any more
-    sched.on_upsert("Pod", pod("p", labels={"touched": "yes"}, node="n1"))
+    sched.watch.on_upsert("Pod", pod("p", labels={"touched": "yes"}, node="n1"))
     assert "uid-p" not in sched.queue and "uid-p" not in sched._settled
     # a pod recreated under the same name is another pod (another uid): it is queued
-    sched.on_upsert("Pod", pod("p", uid="uid-p2"))
+    sched.watch.on_upsert("Pod", pod("p", uid="uid-p2"))
     assert "uid-p2" in sched.queue
 
 
 def test_a_deleted_pod_gets_no_failure_write(sched: LiveScheduler) -> None:
     waiting = pod("q")
-    sched.on_upsert("Pod", waiting)
+    sched.watch.on_upsert("Pod", waiting)
     assert sched._still_pending(waiting)
-    sched.on_delete("Pod", waiting)
+    sched.watch.on_delete("Pod", waiting)
     assert not sched._still_pending(waiting)
     sched.recorder.failed(waiting, "0/0 nodes are available.")
     time.sleep(0.3)

@@ -14,6 +14,7 @@ from __future__ import annotations
 import os
 import random
 from collections.abc import Callable
+from typing import Any
 
 from hypothesis import HealthCheck, assume, given, seed, settings
 from hypothesis import strategies as st
@@ -22,6 +23,7 @@ from policyscheduler.compiler import closures
 from policyscheduler.compiler.program import FilterRule
 from policyscheduler.diagnostics import ERROR, PolicyRuntimeError
 from policyscheduler.loader import load_policy_texts
+from policyscheduler.objects.records import Node
 from policyscheduler.state import ClusterSnapshot
 from tests.checker.policies import rules
 from tests.gen.cluster import node_names, random_cluster, random_pod
@@ -63,17 +65,25 @@ def test_measured_steps_never_exceed_the_static_bound_times_the_nodes(text: str,
     assert total <= rule.cost * len(snapshot.nodes)
 
 
+def _one_filter_on_one_node(name: str, text: str, *, cluster_seed: int,
+                            pod_seed: int) -> tuple[FilterRule, Node, dict[str, Any]]:
+    """Load ``text`` (one filter), a random one-node cluster and a random pod: the rule, the node, and the
+    environment to evaluate the rule in (the closures' step count starts at the caller's call)."""
+    result = load_policy_texts([(name, text)])
+    assert result.policy_set is not None, result.diagnostics
+    (rule,) = result.policy_set.filters
+    objects = random_cluster(random.Random(cluster_seed), nodes=1)
+    snapshot = ClusterSnapshot.from_objects(objects)
+    (node,) = snapshot.nodes
+    pod = snapshot.pod_record(random_pod(random.Random(pod_seed), node_names(objects)))
+    return rule, node, {"pod": pod, "node": node, "cluster": snapshot.context(pod)}
+
+
 def test_a_list_comparison_is_charged_per_item_compared() -> None:
     text = ('filter f\n  reason "r"\n  let a = [[k for k in node.labels], [t.key for t in node.taints]]\n'
             '  require a == [[k for k in node.labels], [t.key for t in node.taints]]\n')
-    result = load_policy_texts([("f.policy", text)])
-    assert result.policy_set is not None, result.diagnostics
-    (rule,) = result.policy_set.filters
-    objects = random_cluster(random.Random(1), nodes=1)
-    snapshot = ClusterSnapshot.from_objects(objects)
-    (node,) = snapshot.nodes
-    pod = snapshot.pod_record(random_pod(random.Random(2), node_names(objects)))
-    assert rule.reasons({"pod": pod, "node": node, "cluster": snapshot.context(pod)}) == []
+    rule, node, env = _one_filter_on_one_node("f.policy", text, cluster_seed=1, pod_seed=2)
+    assert rule.reasons(env) == []
     labels, taints = len(node.labels), len(node.taints)
     # two lists built by loops (twice), then 2 outer items and every inner item compared
     assert closures.steps_used() == 2 * (labels + taints) + 2 + labels + taints
@@ -85,12 +95,6 @@ def test_joined_lists_keep_the_longest_inner_bound() -> None:
     text = ('filter generated\n  reason "generated"\n'
             '  require split("------------------------------", "-") in '
             '([split("------------------------------", "-"), ["a", "b"]] + [["a", "b"], ["a", "b"]])\n')
-    result = load_policy_texts([("g.policy", text)])
-    assert result.policy_set is not None, result.diagnostics
-    (rule,) = result.policy_set.filters
-    objects = random_cluster(random.Random(0), nodes=1)
-    snapshot = ClusterSnapshot.from_objects(objects)
-    (node,) = snapshot.nodes
-    pod = snapshot.pod_record(random_pod(random.Random(0), node_names(objects)))
-    assert rule.reasons({"pod": pod, "node": node, "cluster": snapshot.context(pod)}) == []
+    rule, _, env = _one_filter_on_one_node("g.policy", text, cluster_seed=0, pod_seed=0)
+    assert rule.reasons(env) == []
     assert closures.steps_used() <= rule.cost, (closures.steps_used(), rule.cost)

@@ -112,38 +112,36 @@ def sweep_stale_dirs() -> None:
                 shutil.rmtree(d, ignore_errors=True)
 
 
-class Scheduler:
+class _Serving:
+    """A running component serving HTTPS on loopback ``port`` (see :meth:`ControlPlane._start_serving`)."""
+
+    def __init__(self, child: procs.Child, port: int) -> None:
+        self.child = child
+        self.port = port
+        self.url = f"https://127.0.0.1:{port}"
+
+    @property
+    def pid(self) -> int:
+        return self.child.pid
+
+    def stop(self) -> None:
+        self.child.stop()
+
+
+class Scheduler(_Serving):
     """A running kube-scheduler started by :meth:`ControlPlane.start_scheduler`."""
 
     def __init__(self, child: procs.Child, port: int, config_file: Path) -> None:
-        self.child = child
-        self.port = port
+        super().__init__(child, port)
         self.config_file = config_file
-        self.url = f"https://127.0.0.1:{port}"
-
-    @property
-    def pid(self) -> int:
-        return self.child.pid
-
-    def stop(self) -> None:
-        self.child.stop()
 
 
-class ControllerManager:
+class ControllerManager(_Serving):
     """A running kube-controller-manager started by :meth:`ControlPlane.start_controller_manager`."""
 
     def __init__(self, child: procs.Child, port: int, controllers: tuple[str, ...]) -> None:
-        self.child = child
-        self.port = port
+        super().__init__(child, port)
         self.controllers = controllers
-        self.url = f"https://127.0.0.1:{port}"
-
-    @property
-    def pid(self) -> int:
-        return self.child.pid
-
-    def stop(self) -> None:
-        self.child.stop()
 
 
 class ControlPlane:
@@ -371,26 +369,13 @@ class ControlPlane:
         n = len(self.schedulers)
         config_file = self.workdir / f"kube-scheduler-{n}.yaml"
         config_file.write_text(yaml.safe_dump(cfg, sort_keys=False))
-        port = free_port()
-        child = procs.Child("kube-scheduler", [
+        child, port = self._start_serving("kube-scheduler", n, [
             str(self.binaries.kube_scheduler),
             f"--config={config_file}",
-            "--bind-address=127.0.0.1",
-            f"--secure-port={port}",
-            f"--tls-cert-file={self.serving.cert_file}",
-            f"--tls-private-key-file={self.serving.key_file}",
-            f"--authentication-kubeconfig={self.kubeconfig}",
-            f"--authorization-kubeconfig={self.kubeconfig}",
-            *args,
-        ], self.workdir / f"kube-scheduler-{n}.log")
+        ], self.kubeconfig, args)
         sched = Scheduler(child, port, config_file)
         self.schedulers.append(sched)
-        probe = Api(sched.url, str(self.ca.pair.cert_file), str(self.admin.cert_file), str(self.admin.key_file))
-        try:
-            wait_for(lambda: self._check_alive(child) or probe.status("/readyz") == 200, timeout=timeout,
-                     interval=0.25, what="kube-scheduler /readyz")
-        except TimeoutError as exc:
-            raise ControlPlaneError(f"{exc}\n--- kube-scheduler log ---\n{child.log_tail()}") from exc
+        self._await_ready(child, sched.url, "/readyz", timeout)
         return sched
 
     def stop_scheduler(self, sched: Scheduler) -> None:
@@ -421,14 +406,32 @@ class ControlPlane:
         names = tuple(controllers)
         if not names:
             raise ControlPlaneError("start_controller_manager needs at least one controller")
-        port = free_port()
-        child = procs.Child("kube-controller-manager", [
+        child, port = self._start_serving("kube-controller-manager", n, [
             str(self.binaries.kube_controller_manager),
             f"--kubeconfig={kubeconfig}",
             f"--controllers={','.join(names)}",
             "--leader-elect=false",
             "--use-service-account-credentials=false",
             f"--pvclaimbinder-sync-period={sync_period}",
+        ], kubeconfig, args)
+        manager = ControllerManager(child, port, names)
+        self.controller_managers.append(manager)
+        self._await_ready(child, manager.url, "/healthz", timeout)
+        return manager
+
+    # -- components that serve HTTPS on loopback (kube-scheduler, kube-controller-manager) --------------
+
+    def _start_serving(self, name: str, n: int, command: Sequence[str], kubeconfig: Path,
+                       args: Sequence[str]) -> tuple[procs.Child, int]:
+        """Start component ``name`` (its ``n``-th instance) serving on a free loopback port.
+
+        kube-scheduler and kube-controller-manager take the same serving flags: our serving certificate,
+        and ``kubeconfig`` for delegated authentication and authorization. They go after ``command`` (binary
+        and component flags) and before the caller's extra ``args``; the log is ``<name>-<n>.log``.
+        """
+        port = free_port()
+        child = procs.Child(name, [
+            *command,
             "--bind-address=127.0.0.1",
             f"--secure-port={port}",
             f"--tls-cert-file={self.serving.cert_file}",
@@ -436,16 +439,17 @@ class ControlPlane:
             f"--authentication-kubeconfig={kubeconfig}",
             f"--authorization-kubeconfig={kubeconfig}",
             *args,
-        ], self.workdir / f"kube-controller-manager-{n}.log")
-        manager = ControllerManager(child, port, names)
-        self.controller_managers.append(manager)
-        probe = Api(manager.url, str(self.ca.pair.cert_file), str(self.admin.cert_file), str(self.admin.key_file))
+        ], self.workdir / f"{name}-{n}.log")
+        return child, port
+
+    def _await_ready(self, child: procs.Child, url: str, path: str, timeout: float) -> None:
+        """Wait until ``url`` + ``path`` answers 200 as admin; a child that exits or times out raises with its log."""
+        probe = Api(url, str(self.ca.pair.cert_file), str(self.admin.cert_file), str(self.admin.key_file))
         try:
-            wait_for(lambda: self._check_alive(child) or probe.status("/healthz") == 200, timeout=timeout,
-                     interval=0.25, what="kube-controller-manager /healthz")
+            wait_for(lambda: self._check_alive(child) or probe.status(path) == 200, timeout=timeout,
+                     interval=0.25, what=f"{child.name} {path}")
         except TimeoutError as exc:
-            raise ControlPlaneError(f"{exc}\n--- kube-controller-manager log ---\n{child.log_tail()}") from exc
-        return manager
+            raise ControlPlaneError(f"{exc}\n--- {child.name} log ---\n{child.log_tail()}") from exc
 
     def stop_controller_manager(self, manager: ControllerManager) -> None:
         manager.stop()

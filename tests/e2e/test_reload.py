@@ -16,7 +16,6 @@ import sys
 import threading
 import time
 import urllib.request
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -25,7 +24,17 @@ import pytest
 from tests.controlplane import fakes
 from tests.controlplane.harness import ControlPlane
 from tests.kube.live import BROKEN_POLICY as BROKEN
-from tests.kube.live import REPO, LiveEnv, RunProcess, events, forbid_rule, policy_digest, wait_all_bound, wait_until
+from tests.kube.live import (
+    REPO,
+    LiveEnv,
+    RunProcess,
+    env_fixture,
+    events,
+    forbid_rule,
+    policy_digest,
+    wait_all_bound,
+    wait_until,
+)
 
 pytestmark = pytest.mark.e2e
 
@@ -100,13 +109,7 @@ class Env(LiveEnv):
         return wait_all_bound(self.api, self.ns, names, timeout=timeout)
 
 
-@pytest.fixture
-def env(cp: ControlPlane, tmp_path: Path) -> Iterator[Env]:
-    e = Env(cp, tmp_path)
-    try:
-        yield e
-    finally:
-        e.cleanup()
+env = env_fixture(Env)
 
 
 def decided_with(run: RunProcess, ns: str) -> dict[str, str]:

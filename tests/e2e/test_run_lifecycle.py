@@ -26,7 +26,7 @@ import pytest
 from tests.controlplane import fakes
 from tests.controlplane.harness import ControlPlane, start_apiserver, stop_apiserver
 from tests.kube.live import BROKEN_POLICY as BROKEN
-from tests.kube.live import REPO, LiveEnv, RunProcess, events, wait_all_bound, wait_until
+from tests.kube.live import REPO, LiveEnv, RunProcess, env_fixture, events, wait_all_bound, wait_until
 from tests.kube.live import forbid_rule as rule
 from tests.kube.live import policy_digest as digest_of
 
@@ -254,13 +254,7 @@ class Env(LiveEnv):
         assert f"{self.ns}-xy" not in placed.values(), placed
 
 
-@pytest.fixture
-def env(cp: ControlPlane, tmp_path: Path) -> Iterator[Env]:
-    e = Env(cp, tmp_path)
-    try:
-        yield e
-    finally:
-        e.cleanup()
+env = env_fixture(Env)
 
 
 def _in_force(run: RunProcess) -> str:

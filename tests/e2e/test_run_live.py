@@ -8,7 +8,6 @@ nodes a pod may land on are exactly what each test creates. Every test starts a 
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -18,7 +17,7 @@ from tests.controlplane import fakes
 from tests.controlplane.api import Api
 from tests.controlplane.harness import ControlPlane
 from tests.e2e.parity_report import strip_post_filter
-from tests.kube.live import LiveEnv, pods, scheduled_events, violations, wait_all_bound, wait_until
+from tests.kube.live import LiveEnv, env_fixture, pods, scheduled_events, violations, wait_all_bound, wait_until
 
 pytestmark = pytest.mark.e2e
 
@@ -41,13 +40,7 @@ class Env(LiveEnv):
         return fakes.create_all(self.api, objs)
 
 
-@pytest.fixture
-def env(cp: ControlPlane, tmp_path: Path) -> Iterator[Env]:
-    e = Env(cp, tmp_path)
-    try:
-        yield e
-    finally:
-        e.cleanup()
+env = env_fixture(Env)
 
 
 def pod(name: str, cpu: str = "200m", memory: str = "256Mi", **kw: Any) -> dict[str, Any]:

@@ -9,7 +9,6 @@ gets the "not supported" text and is never bound.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -18,7 +17,7 @@ import pytest
 from tests.controlplane import fakes
 from tests.controlplane.harness import ControlPlane
 from tests.e2e.parity_report import strip_post_filter
-from tests.kube.live import LiveEnv, wait_until
+from tests.kube.live import LiveEnv, env_fixture, wait_until
 
 pytestmark = pytest.mark.e2e
 
@@ -27,19 +26,17 @@ class Env(LiveEnv):
     def __init__(self, cp: ControlPlane, tmp: Path) -> None:
         super().__init__(cp, tmp, "run")
 
-
-@pytest.fixture
-def env(cp: ControlPlane, tmp_path: Path) -> Iterator[Env]:
-    e = Env(cp, tmp_path)
-    try:
-        yield e
-    finally:
-        e.cleanup()
-        for path in (f"/apis/storage.k8s.io/v1/storageclasses/{e.ns}-wffc",):
+    def cleanup(self) -> None:
+        """Also delete the test's StorageClass (cluster-scoped, so the namespace's cleanup misses it)."""
+        super().cleanup()
+        for path in (f"/apis/storage.k8s.io/v1/storageclasses/{self.ns}-wffc",):
             try:
-                e.api.delete(path)
+                self.api.delete(path)
             except Exception:  # noqa: BLE001 - already gone
                 pass
+
+
+env = env_fixture(Env)
 
 
 def _condition(env: Env, name: str) -> dict[str, Any] | None:

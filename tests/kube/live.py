@@ -16,10 +16,12 @@ import sys
 import time
 import uuid
 from collections import Counter, defaultdict
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Iterator
 from fractions import Fraction
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
+
+import pytest
 
 from policyscheduler.loader import load_layered
 from tests.controlplane import fakes, procs
@@ -266,6 +268,24 @@ class LiveEnv:
         fakes.delete_owned(self.api, self.ns)
         for p in pods(self.api, self.ns):
             self.api.delete(f"/api/v1/namespaces/{self.ns}/pods/{p['metadata']['name']}", gracePeriodSeconds=0)
+
+
+E = TypeVar("E", bound=LiveEnv)
+
+
+def env_fixture(make: Callable[[ControlPlane, Path], E]) -> Any:
+    """The ``env`` fixture of a live-run test module: ``make(cp, tmp_path)`` (the module's own control plane,
+    see ``cp`` in tests/conftest.py), cleaned up after the test. Assign it as ``env = env_fixture(Env)``."""
+
+    @pytest.fixture(name="env")
+    def env(cp: ControlPlane, tmp_path: Path) -> Iterator[E]:
+        e = make(cp, tmp_path)
+        try:
+            yield e
+        finally:
+            e.cleanup()
+
+    return env
 
 
 # -- policies for the ConfigMap-backed run tests (test_reload.py, test_run_lifecycle.py) ---------------------

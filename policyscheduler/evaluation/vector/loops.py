@@ -16,7 +16,8 @@ Anything else (maps of the node, nested loops over node lists, lists of a node-d
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from collections.abc import Callable, Iterable, Iterator
+from typing import Any, ClassVar, Literal
 
 import numpy as np
 
@@ -50,6 +51,41 @@ from policyscheduler.syntax import ast
 __all__ = ["LoopLowering"]
 
 Looped = ast.Quantifier | ast.Aggregate | ast.Comprehension
+
+
+class _ErrorRows:
+    """The error rows an unrolled loop gathers while :func:`_each_value` walks its items."""
+
+    def __init__(self) -> None:
+        self.rows: Bools | None = None
+
+    def add(self, rows: Bools | None) -> None:
+        self.rows = err_or(self.rows, rows)
+
+
+def _each_value(items: Iterable[tuple[Mask, Ctx, Bools | None]], fn: Fn | None, m: int, errors: _ErrorRows,
+                poisoned: Callable[[], Value] | None = None) -> Iterator[tuple[Bools | Literal[True], Value | None]]:
+    """The present items of an unrolled loop (:meth:`LoopLowering._unrolled`) with ``fn`` run on each:
+    (presence, value). The three loops share this bookkeeping: an item's own error rows, its value's (on
+    the item's rows only) and, when ``fn`` raises :class:`Poisoned`, all the item's rows go to ``errors``;
+    a poisoned item is then skipped, or yields ``poisoned()`` in its place when that is given. Without
+    ``fn`` (``count``) only the presence is yielded."""
+    for present, ictx, ierr in items:
+        errors.add(ierr)
+        if present is False:
+            continue
+        if fn is None:
+            yield present, None
+            continue
+        try:
+            v = fn(ictx)
+        except Poisoned:
+            errors.add(mask_array(present, m).copy())
+            if poisoned is None:
+                continue
+            v = poisoned()
+        errors.add(restrict(err_of(v), present))
+        yield present, v
 
 
 class LoopLowering(LowerBase):
@@ -178,23 +214,16 @@ class LoopLowering(LowerBase):
 
         def unrolled(ctx: Ctx) -> Value:
             acc: Mask = is_all
-            err: Bools | None = None
-            for present, ictx, ierr in self._unrolled(e.loop, mode, it, where, ctx):
-                err = err_or(err, ierr)
-                if present is False:
-                    continue
-                try:
-                    b = body(ictx)
-                except Poisoned:
-                    err = err_or(err, mask_array(present, ctx.m).copy())
-                    continue
-                bm, berr = ops.mask_of(b)
-                err = err_or(err, restrict(berr, present))
+            errors = _ErrorRows()
+            for present, b in _each_value(self._unrolled(e.loop, mode, it, where, ctx), body, ctx.m, errors):
+                assert b is not None
+                bm, _ = ops.mask_of(b)
                 if is_all:
                     fail = mask_and(present, mask_not(bm))
                     acc = mask_and(acc, mask_not(fail))
                 else:
                     acc = mask_or(acc, mask_and(present, bm))
+            err = errors.rows
             if isinstance(acc, bool):
                 return with_err(Const(acc), err, "bool", ctx)
             return Col("bool", acc, err)
@@ -243,24 +272,16 @@ class LoopLowering(LowerBase):
 
         def unrolled(ctx: Ctx) -> Value:
             interner = ctx.state.interner
-            err: Bools | None = None
+            errors = _ErrorRows()
             acc: Value = Const(0) if agg == "count" else Const(zero)
             has: Mask = False
-            for present, ictx, ierr in self._unrolled(e.loop, mode, it, where, ctx):
-                err = err_or(err, ierr)
-                if present is False:
-                    continue
+            items = self._unrolled(e.loop, mode, it, where, ctx)
+            for present, v in _each_value(items, None if agg == "count" else value, ctx.m, errors):
                 if agg == "count":
                     add = Const(1) if present is True else Col("int", present.astype(np.int64), None, 1, 1.0)
                     acc = ops.arith("+", acc, add, "int")
                     continue
-                assert value is not None
-                try:
-                    v = value(ictx)
-                except Poisoned:
-                    err = err_or(err, mask_array(present, ctx.m).copy())
-                    continue
-                err = err_or(err, restrict(err_of(v), present))
+                assert v is not None
                 pm: Value = Const(True) if present is True else Col("bool", present)
                 if agg == "sum":
                     acc = ops.select(pm, ops.arith("+", acc, v, kind), acc, kind, interner)
@@ -279,7 +300,7 @@ class LoopLowering(LowerBase):
                 elif has is not True:
                     missing = ~mask_array(has, ctx.m)
                     acc = with_err(acc, missing, kind, ctx)
-            return with_err(acc, err, kind, ctx)
+            return with_err(acc, errors.rows, kind, ctx)
 
         return unrolled
 
@@ -305,18 +326,11 @@ class LoopLowering(LowerBase):
 
         def unrolled(ctx: Ctx) -> Value:
             items: list[tuple[Mask, Value]] = []
-            err: Bools | None = None
-            for present, ictx, ierr in self._unrolled(e.loop, mode, it, where, ctx):
-                err = err_or(err, ierr)
-                if present is False:
-                    continue
-                try:
-                    v = value(ictx)
-                except Poisoned:
-                    err = err_or(err, mask_array(present, ctx.m).copy())
-                    v = Const(zero_value(elem))
-                err = err_or(err, restrict(err_of(v), present))
+            errors = _ErrorRows()
+            unrolled_items = self._unrolled(e.loop, mode, it, where, ctx)
+            for present, v in _each_value(unrolled_items, value, ctx.m, errors, poisoned=lambda: Const(zero_value(elem))):
+                assert v is not None
                 items.append((present, v))
-            return MList(items, err)
+            return MList(items, errors.rows)
 
         return unrolled
