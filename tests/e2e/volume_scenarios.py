@@ -8,9 +8,8 @@ has its own namespace for the claims and the pod -- and :meth:`StorageBench.outc
 the pod's node or its FailedScheduling message, and per claim its volume and selected node. Two outcomes
 compare with :meth:`Outcome.same_as`, with the run suffixes taken out.
 
-Reuse for issue #20's remaining cases (zone-A PV, missing claim, CSI attach limit, RWOP conflict): give the
-scenario its objects and ``expect_bound``; once the storage rules plan, leave ``plan_*`` empty and run the
-real ``policyscheduler run`` (the runner then needs no annotation).
+Our scheduler plans the claims itself (the storage rules, ``ClusterSnapshot.assume``); ``plan_*`` writes a
+plan into the pod for the runner to execute instead, for a test that needs a deliberately odd plan.
 """
 
 from __future__ import annotations
@@ -25,7 +24,7 @@ from typing import Any
 
 from tests.controlplane import fakes
 from tests.controlplane.api import Api, ApiError
-from tests.controlplane.provisioner import SELECTED_NODE
+from tests.controlplane.provisioner import SELECTED_NODE, wait_claim_bound
 from tests.e2e.volume_runner import plan_annotation
 
 BIND_COMPLETED = "pv.kubernetes.io/bind-completed"
@@ -45,6 +44,10 @@ class VolumeScenario:
     plan_static: Mapping[str, str] = dataclasses.field(default_factory=dict)
     plan_provision: Sequence[str] = ()
     expect_bound: bool = True
+    claims_bound_first: bool = False
+    """Wait until the PV controller has bound every claim (Immediate classes) before creating any pod."""
+    running_first: Mapping[str, str] = dataclasses.field(default_factory=dict)
+    """Pods (name -> node) already running with the same claims, created before the scenario's pod."""
 
 
 @dataclasses.dataclass
@@ -97,17 +100,27 @@ class StorageBench:
             if obj["spec"].get("storageClassName"):
                 obj["spec"]["storageClassName"] = self.named(obj["spec"]["storageClassName"])
             self.api.post(f"/api/v1/namespaces/{self.ns}/persistentvolumeclaims", obj)
-        pod = fakes.make_pod(scenario.name, self.ns, scheduler_name=self.scheduler_name,
-                             node_selector=scenario.node_selector)
-        pod["spec"]["volumes"] = [{"name": f"v{i}", "persistentVolumeClaim": {"claimName": c}}
-                                  for i, c in enumerate(scenario.pod_claims)]
-        pod["spec"]["containers"][0]["volumeMounts"] = [{"name": f"v{i}", "mountPath": f"/data/{i}"}
-                                                        for i in range(len(scenario.pod_claims))]
+        if scenario.claims_bound_first:
+            for claim in scenario.claims:
+                wait_claim_bound(self.api, self.ns, claim["metadata"]["name"], timeout=30)
+        for name, node in scenario.running_first.items():
+            self.api.post(f"/api/v1/namespaces/{self.ns}/pods",
+                          self._with_claims(fakes.make_pod(name, self.ns, node_name=node), scenario.pod_claims))
+        pod = self._with_claims(fakes.make_pod(scenario.name, self.ns, scheduler_name=self.scheduler_name,
+                                               node_selector=scenario.node_selector), scenario.pod_claims)
         if scenario.plan_static or scenario.plan_provision:
             static = {claim: self.named(pv) for claim, pv in scenario.plan_static.items()}
             pod["metadata"]["annotations"] = plan_annotation(static, scenario.plan_provision)
         self.api.post(f"/api/v1/namespaces/{self.ns}/pods", pod)
         return scenario.name
+
+    @staticmethod
+    def _with_claims(pod: dict[str, Any], claims: Sequence[str]) -> dict[str, Any]:
+        pod["spec"]["volumes"] = [{"name": f"v{i}", "persistentVolumeClaim": {"claimName": c}}
+                                  for i, c in enumerate(claims)]
+        pod["spec"]["containers"][0]["volumeMounts"] = [{"name": f"v{i}", "mountPath": f"/data/{i}"}
+                                                        for i in range(len(claims))]
+        return pod
 
     # -- reading the outcome -----------------------------------------------------------------------------
 
