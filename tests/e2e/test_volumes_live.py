@@ -308,10 +308,9 @@ def test_scheduler_killed_while_claims_wait_never_binds_the_pod_without_them(env
     assert len(bound_lines) == 1
 
 
-def test_a_claim_the_plan_leaves_out_still_binds_before_the_pod(env: Env) -> None:
-    """No plan at all (the planner knows nothing of this pod): the pod waits for its Immediate claim, which
-    binds only once a matching PV appears; then it is bound. kube-scheduler keeps it unschedulable meanwhile
-    and binds it too: the same end."""
+def test_a_pod_waits_for_its_immediate_claim_then_binds(env: Env) -> None:
+    """An Immediate claim with no PV yet: both schedulers keep the pod pending (unbound immediate claims);
+    once a matching PV appears the PV controller binds the claim, and both bind the pod to its node."""
     nodes = env.nodes(2)
     env.start_ours()
     scenario = VolumeScenario("late-0", classes=[storage_class("slow", "kubernetes.io/no-provisioner", wait=False)],
