@@ -12,7 +12,8 @@ the next pod of the scenario sees that.
 For every pod, as the demo parity test (tests/e2e/parity_run.py): the cluster is listed once the PV
 controller is done with the scenario (every claimed PV bound, every free one Available), the pod is
 created, our default policies decide on that listing for the pod as the API server stored it, and
-kube-scheduler's verdict is compared: a pod kube binds must be bound to one of *our best-scored* nodes;
+kube-scheduler's verdict is compared: a pod kube binds must be bound to one of *our best-scored* nodes, and the claim work kube did for it
+(each unbound claim bound to the static PV it picked, or provisioned) must be our plan for that node;
 a pod kube leaves unschedulable must get our FailedScheduling text, equal up to kube's PostFilter part
 (:func:`tests.e2e.parity_report.fit_part`); anything else (a PreBind error) is a mismatch. Unschedulable
 pods are deleted again, bound ones stay and shape the next decision.
@@ -138,6 +139,7 @@ class Judge:
         self.engine = make_evaluator("vector")
         self.outcomes: Counter[str] = Counter()
         self.unique_best = 0
+        self.claim_work = 0
         self.mismatches: list[str] = []
 
     def create(self, batch: list[Scenario]) -> None:
@@ -165,6 +167,8 @@ class Judge:
                                             rng=random.Random(sc.seed))
             outcome = self._kube_outcome(sc.namespace, pod["metadata"]["name"])
             self._judge(sc, number, outcome, decision)
+            if outcome[0] == "bound":
+                self._judge_claims(sc, number, listing, stored, outcome[1])
             if outcome[0] != "bound":
                 self.api.delete(f"{_path('Pod', sc.namespace)}/{pod['metadata']['name']}", gracePeriodSeconds=0)
 
@@ -205,6 +209,31 @@ class Judge:
         mismatch = compare(f"{sc.namespace}/{sc.pods[number]['metadata']['name']}", outcome, decision)
         if mismatch is not None:
             self.mismatches.append(f"{where}:\n" + mismatch.render(kube_scores(self.log_file)))
+
+    def _judge_claims(self, sc: Scenario, number: int, listing: list[dict[str, Any]], pod: dict[str, Any],
+                      node: str) -> None:
+        """The claim work kube did for a pod it bound (each unbound claim: the static PV it bound, or
+        provisioned) must be our plan for that node (``ClusterSnapshot.assume``, what ``run`` writes)."""
+        snapshot = ClusterSnapshot.from_objects(listing)
+        snapshot.assume(pod, node)
+        plan = snapshot.volume_plan(pod)
+        ours: set[tuple[str, str]] = set()
+        if plan is not None:
+            ours = {(b.claim, b.pv) for b in plan.static} | {(claim, "provisioned") for _, claim in plan.provision}
+        unbound = {c["metadata"]["name"] for c in listing if c["kind"] == "PersistentVolumeClaim"
+                   and c["metadata"]["namespace"] == sc.namespace and not c["spec"].get("volumeName")}
+        kube: set[tuple[str, str]] = set()
+        for volume in pod["spec"].get("volumes") or []:
+            name = (volume.get("persistentVolumeClaim") or {}).get("claimName")
+            if name in unbound:
+                claim = self.api.get(f"/api/v1/namespaces/{sc.namespace}/persistentvolumeclaims/{name}")
+                pv = str(claim["spec"].get("volumeName"))
+                kube.add((str(name), "provisioned" if pv == f"pvc-{claim['metadata']['uid']}" else pv))
+        if kube:
+            self.claim_work += 1
+        if ours != kube:
+            self.mismatches.append(f"seed {sc.seed} pod {number}: claim work on {node} differs\n"
+                                   f"    kube: {sorted(kube)}\n    ours: {sorted(ours)}")
 
     def cleanup(self, batch: list[Scenario]) -> None:
         """Delete the batch's objects (claims and volumes without the protection finalizers: no controller
@@ -253,7 +282,8 @@ def test_storage_scenarios_agree_with_kube_scheduler_pod_for_pod(plane: tuple[Co
     elapsed = time.monotonic() - started
     pods = sum(judge.outcomes.values())
     summary = (f"{SCENARIOS} scenarios, {pods} pods in {elapsed:.0f}s: kube {dict(sorted(judge.outcomes.items()))}; "
-               f"{judge.unique_best} bound pods had a single best node of ours; {len(judge.mismatches)} mismatches")
+               f"{judge.unique_best} bound pods had a single best node of ours; {judge.claim_work} needed claim work "
+               f"(kube's static PV or provisioning equal to our plan); {len(judge.mismatches)} mismatches")
     print(summary)
     assert not judge.mismatches, summary + "\n" + "\n".join(judge.mismatches)
     assert pods == SCENARIOS * PENDING, summary
