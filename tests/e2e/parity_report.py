@@ -63,6 +63,13 @@ def strip_post_filter(message: str) -> str:
     return m["fit"] if m else message
 
 
+def fit_part(message: str) -> str:
+    """The FailedScheduling text before the PostFilter part and without its final period: what our message
+    and kube's must share. After a PreFilter rejection kube's PostFilter part is DynamicResources' bare
+    "not found" (see ``_POST_FILTER``)."""
+    return strip_post_filter(message).split(". not found")[0].rstrip(".")
+
+
 @dataclasses.dataclass
 class Mismatch:
     """One pod on which kube-scheduler and our decision disagree."""

@@ -2,9 +2,17 @@
 on the real control plane with kube-controller-manager's PV binder and a fake external provisioner, and
 kube-scheduler runs the same scenario in the same test; the outcomes (node, claims, messages) agree.
 
-Our scheduler runs as ``policyscheduler run`` embedded in tests/e2e/volume_runner.py, which takes the
-plan from the pod (the storage rules do not plan yet); kube-scheduler plans by itself. Both use a bind
-timeout of :data:`BIND_TIMEOUT` seconds (kube: VolumeBindingArgs ``bindTimeoutSeconds``).
+Our scheduler runs as ``policyscheduler run`` embedded in tests/e2e/volume_runner.py (only to shorten the
+bind timeout): the storage rules plan each pod's claims themselves (``ClusterSnapshot.assume``), as
+kube-scheduler does. Both use a bind timeout of :data:`BIND_TIMEOUT` seconds (kube: VolumeBindingArgs
+``bindTimeoutSeconds``).
+
+Issue #20's "Done when" cases, each run through both schedulers with the outcomes (node or message)
+compared: ``test_wffc_claim_gets_the_selected_node_is_provisioned_and_the_pod_binds_there``,
+``test_static_pv_with_zone_a_affinity_places_the_pod_in_zone_a``,
+``test_static_pv_in_zone_a_with_zone_a_cordoned_is_unschedulable_with_kubes_text``,
+``test_missing_claim_gives_kubes_text``, ``test_node_at_its_csi_attach_limit_is_skipped``,
+``test_read_write_once_pod_claim_in_use_blocks_a_second_pod``.
 """
 
 from __future__ import annotations
@@ -28,7 +36,9 @@ from tests.controlplane.provisioner import (
     claim,
     local_volume,
     storage_class,
+    wait_claim_bound,
 )
+from tests.e2e.parity_report import fit_part
 from tests.e2e.volume_runner import TIMEOUT_ENV
 from tests.e2e.volume_scenarios import Outcome, StorageBench, VolumeScenario, describe
 from tests.kube.live import RunProcess
@@ -67,10 +77,17 @@ class Env:
         self.provisioners: list[FakeProvisioner] = []
         self.runs: list[RunProcess] = []
 
-    def nodes(self, count: int) -> list[str]:
-        objs = fakes.make_nodes(count, prefix=f"{self.owner}-n", owner=self.owner)
+    def nodes(self, count: int, **kw: Any) -> list[str]:
+        """``count`` nodes, zones round-robin zone-a, zone-b, zone-c (``fakes.make_nodes``)."""
+        objs = fakes.make_nodes(count, prefix=f"{self.owner}-n", owner=self.owner, **kw)
         fakes.create_all(self.api, objs)
         return [o["metadata"]["name"] for o in objs]
+
+    def cluster_object(self, path: str, obj: dict[str, Any]) -> dict[str, Any]:
+        """Create a cluster-scoped object the test removes afterwards."""
+        stored: dict[str, Any] = self.api.post(path, obj)
+        self.ours.cluster_objects.append(f"{path}/{obj['metadata']['name']}")
+        return stored
 
     def provisioner(self, **kw: Any) -> FakeProvisioner:
         prov = FakeProvisioner(self.api, self.provisioner_name, **kw).start()
@@ -89,6 +106,21 @@ class Env:
         self.ours.create(scenario)
         self.kube.create(scenario)
         return self.ours.outcome(scenario, timeout), self.kube.outcome(scenario, timeout)
+
+    def in_turn(self, scenario: VolumeScenario, timeout: float = 60.0) -> tuple[Outcome, Outcome]:
+        """The scenario through ours, then (ours' pod deleted again) through kube-scheduler: for cases where
+        one scheduler's pod would change what the other's sees (attach counts on shared nodes)."""
+        self.ours.create(scenario)
+        ours = self.ours.outcome(scenario, timeout)
+        self.api.delete(f"/api/v1/namespaces/{self.ours.ns}/pods/{scenario.name}", gracePeriodSeconds=0)
+        deadline = time.monotonic() + 20
+        while any(p["metadata"]["name"] == scenario.name
+                  for p in self.api.list_items(f"/api/v1/namespaces/{self.ours.ns}/pods")):
+            assert time.monotonic() < deadline, "our pod was not deleted"
+            time.sleep(0.1)
+        time.sleep(0.5)  # kube-scheduler's informers see the deletion
+        self.kube.create(scenario)
+        return ours, self.kube.outcome(scenario, timeout)
 
     def cleanup(self) -> None:
         for run in self.runs:
@@ -128,7 +160,7 @@ def _pv(api: Api, name: str) -> dict[str, Any]:
 
 def _wffc(provisioner: str) -> VolumeScenario:
     return VolumeScenario("web-0", classes=[storage_class("fast", provisioner)], claims=[claim("data", "", "fast")],
-                          pod_claims=["data"], plan_provision=["data"])
+                          pod_claims=["data"])
 
 
 def test_wffc_claim_gets_the_selected_node_is_provisioned_and_the_pod_binds_there(env: Env) -> None:
@@ -157,7 +189,7 @@ def test_static_pv_is_bound_through_its_claim_ref_then_the_pod_binds(env: Env) -
     scenario = VolumeScenario(
         "db-0", classes=[storage_class("local", "kubernetes.io/no-provisioner")],
         volumes=[local_volume("disk", "local", nodes[2])], claims=[claim("data", "", "local")],
-        pod_claims=["data"], node_selector={HOSTNAME: nodes[2]}, plan_static={"data": "disk"})
+        pod_claims=["data"], node_selector={HOSTNAME: nodes[2]})
     ours, kube = env.both(scenario)
     expected = Outcome(nodes[2], None, {"data": {"volume": "disk", "selected_node": None, "bound": True}})
     assert ours.same_as(expected), describe(ours)
@@ -276,10 +308,9 @@ def test_scheduler_killed_while_claims_wait_never_binds_the_pod_without_them(env
     assert len(bound_lines) == 1
 
 
-def test_a_claim_the_plan_leaves_out_still_binds_before_the_pod(env: Env) -> None:
-    """No plan at all (the planner knows nothing of this pod): the pod waits for its Immediate claim, which
-    binds only once a matching PV appears; then it is bound. kube-scheduler keeps it unschedulable meanwhile
-    and binds it too: the same end."""
+def test_a_pod_waits_for_its_immediate_claim_then_binds(env: Env) -> None:
+    """An Immediate claim with no PV yet: both schedulers keep the pod pending (unbound immediate claims);
+    once a matching PV appears the PV controller binds the claim, and both bind the pod to its node."""
     nodes = env.nodes(2)
     env.start_ours()
     scenario = VolumeScenario("late-0", classes=[storage_class("slow", "kubernetes.io/no-provisioner", wait=False)],
@@ -300,20 +331,133 @@ def test_a_claim_the_plan_leaves_out_still_binds_before_the_pod(env: Env) -> Non
     assert kube.same_as(ours), f"kube-scheduler: {describe(kube)}, ours: {describe(ours)}"
 
 
-def test_a_planned_pv_whose_node_affinity_excludes_the_node_fails_with_kubes_text(env: Env) -> None:
-    """A plan that binds a PV the chosen node cannot reach (the storage rules would never make it; a stale
-    plan could): the pod is not bound, and the check's text is kube's."""
+ZONE = "topology.kubernetes.io/zone"
+
+
+def _zone_a_volume() -> VolumeScenario:
+    """A WaitForFirstConsumer claim whose only matching PV (static, no provisioner) lives in zone-a."""
+    return VolumeScenario(
+        "db-0", classes=[storage_class("local", "kubernetes.io/no-provisioner")],
+        volumes=[local_volume("disk", "local", "zone-a", key=ZONE)], claims=[claim("data", "", "local")],
+        pod_claims=["data"])
+
+
+def test_static_pv_with_zone_a_affinity_places_the_pod_in_zone_a(env: Env) -> None:
+    """Three nodes (zone-a, zone-b, zone-c), the zone-a one the busiest (every score prefers the others):
+    both schedulers put the pod in zone-a and bind its claim to the PV there."""
+    nodes = env.nodes(3)
+    env.start_ours()
+    busy = fakes.make_pod("busy", env.owner, cpu="2", node_name=nodes[0])
+    env.api.post(f"/api/v1/namespaces/{env.owner}/pods", busy)
+    ours, kube = env.both(_zone_a_volume())
+    expected = Outcome(nodes[0], None, {"data": {"volume": "disk", "selected_node": None, "bound": True}})
+    assert ours.same_as(expected), describe(ours)
+    assert kube.same_as(ours), f"kube-scheduler: {describe(kube)}, ours: {describe(ours)}"
+
+
+def test_static_pv_in_zone_a_with_zone_a_cordoned_is_unschedulable_with_kubes_text(env: Env) -> None:
+    """Only zone-b and zone-c have room (the zone-a node is cordoned): the unbound claim's PV (no
+    provisioner) fits nowhere, and for a claim already bound to a zone-a PV the bound PV's node affinity
+    does not match them; both schedulers leave the pods pending with kube's text."""
+    env.nodes(1, zones=("zone-a",), unschedulable=True)
+    fakes.create_all(env.api, fakes.make_nodes(2, prefix=f"{env.owner}-m", owner=env.owner, zones=("zone-b", "zone-c")))
+    env.start_ours()
+    scenario = _zone_a_volume()
+    scenario.expect_bound = False
+    ours, kube = env.both(scenario)
+    assert fit_part(ours.message or "") == ("0/3 nodes are available: 1 node(s) were unschedulable, "
+                                            "2 node(s) didn't find available persistent volumes to bind"), describe(ours)
+    assert fit_part(kube.message or "") == fit_part(ours.message or ""), describe(kube)
+    assert ours.node is None and kube.node is None
+    bound = VolumeScenario(
+        "db-1", classes=[storage_class("instant", "kubernetes.io/no-provisioner", wait=False)],
+        volumes=[local_volume("zdisk", "instant", "zone-a", key=ZONE)], claims=[claim("held", "", "instant")],
+        pod_claims=["held"], claims_bound_first=True, expect_bound=False)
+    ours, kube = env.both(bound)
+    assert fit_part(ours.message or "") == ("0/3 nodes are available: 1 node(s) were unschedulable, "
+                                            "2 node(s) didn't match PersistentVolume's node affinity"), describe(ours)
+    assert fit_part(kube.message or "") == fit_part(ours.message or ""), describe(kube)
+    assert ours.node is None and kube.node is None
+    assert ours.claims["held"] == kube.claims["held"] == {"volume": "zdisk", "selected_node": None, "bound": True}
+
+
+def test_missing_claim_gives_kubes_text(env: Env) -> None:
+    nodes = env.nodes(2)
+    env.start_ours()
+    scenario = VolumeScenario("lost-0", pod_claims=["data"], node_selector={HOSTNAME: nodes[0]}, expect_bound=False)
+    ours, kube = env.both(scenario)
+    assert fit_part(ours.message or "") == '0/2 nodes are available: persistentvolumeclaim "data" not found', \
+        describe(ours)
+    assert fit_part(kube.message or "") == fit_part(ours.message or ""), describe(kube)
+    assert ours.node is None and kube.node is None
+
+
+def _csi_node(name: str, driver: str, count: int) -> dict[str, Any]:
+    return {"apiVersion": "storage.k8s.io/v1", "kind": "CSINode", "metadata": {"name": name},
+            "spec": {"drivers": [{"name": driver, "nodeID": name, "topologyKeys": [HOSTNAME],
+                                  "allocatable": {"count": count}}]}}
+
+
+def _csi_volume(name: str, class_name: str, driver: str, namespace: str, claim_name: str) -> dict[str, Any]:
+    """A CSI PV of ``driver`` pre-bound to claim ``namespace/claim_name`` (the PV controller completes it)."""
+    return {"apiVersion": "v1", "kind": "PersistentVolume", "metadata": {"name": name},
+            "spec": {"capacity": {"storage": "1Gi"}, "accessModes": ["ReadWriteOnce"],
+                     "persistentVolumeReclaimPolicy": "Retain", "storageClassName": class_name,
+                     "csi": {"driver": driver, "volumeHandle": name},
+                     "claimRef": {"apiVersion": "v1", "kind": "PersistentVolumeClaim", "namespace": namespace,
+                                  "name": claim_name}}}
+
+
+def test_node_at_its_csi_attach_limit_is_skipped(env: Env) -> None:
+    """Two nodes whose CSINode allows one volume of the driver; the first (otherwise preferred: the second
+    runs a big pod) already has a pod with one of its volumes attached. A pod with a WaitForFirstConsumer
+    claim of that driver goes to the second node, its claim provisioned there; with the second node full
+    too, it is unschedulable with kube's text. Ours runs first, then kube-scheduler on the same state."""
+    nodes = env.nodes(3, zones=("zone-a",))
+    driver = env.provisioner_name
+    env.provisioner()
+    for n in nodes:
+        env.cluster_object("/apis/storage.k8s.io/v1/csinodes", _csi_node(n, driver, 1))
+    env.cluster_object("/apis/storage.k8s.io/v1/storageclasses",
+                       storage_class(f"held-{env.owner}", "kubernetes.io/no-provisioner", wait=False))
+    for i in (0, 2):  # nodes 0 and 2 each hold one attached volume of the driver
+        env.cluster_object("/api/v1/persistentvolumes",
+                           _csi_volume(f"{env.owner}-att-{i}", f"held-{env.owner}", driver, env.owner, f"att-{i}"))
+        env.api.post(f"/api/v1/namespaces/{env.owner}/persistentvolumeclaims", claim(f"att-{i}", "", f"held-{env.owner}"))
+    for i in (0, 2):
+        wait_claim_bound(env.api, env.owner, f"att-{i}")
+        holder = fakes.make_pod(f"holder-{i}", env.owner, node_name=nodes[i])
+        holder["spec"]["volumes"] = [{"name": "v", "persistentVolumeClaim": {"claimName": f"att-{i}"}}]
+        env.api.post(f"/api/v1/namespaces/{env.owner}/pods", holder)
+    env.api.post(f"/api/v1/namespaces/{env.owner}/pods", fakes.make_pod("busy", env.owner, cpu="3", node_name=nodes[1]))
+    env.start_ours()
+    ours, kube = env.in_turn(_wffc(driver))
+    expected = Outcome(nodes[1], None, {"data": {"volume": "provisioned", "selected_node": nodes[1], "bound": True}})
+    assert ours.same_as(expected), describe(ours)
+    assert kube.same_as(ours), f"kube-scheduler: {describe(kube)}, ours: {describe(ours)}"
+    # now node 1 holds kube's pod and its volume: every node is at its limit
+    full = VolumeScenario("web-1", claims=[claim("more", "", "fast")], pod_claims=["more"], expect_bound=False)
+    ours, kube = env.in_turn(full)
+    assert fit_part(ours.message or "") == "0/3 nodes are available: 3 node(s) exceed max volume count", describe(ours)
+    assert fit_part(kube.message or "") == fit_part(ours.message or ""), describe(kube)
+
+
+def test_read_write_once_pod_claim_in_use_blocks_a_second_pod(env: Env) -> None:
+    """A ReadWriteOncePod claim bound and used by a running pod: a second pod using it is unschedulable,
+    with kube's text, in both schedulers."""
     nodes = env.nodes(2)
     env.start_ours()
     scenario = VolumeScenario(
-        "db-1", classes=[storage_class("local", "kubernetes.io/no-provisioner")],
-        volumes=[local_volume("disk", "local", nodes[0])], claims=[claim("data", "", "local")],
-        pod_claims=["data"], node_selector={HOSTNAME: nodes[1]}, plan_static={"data": "disk"}, expect_bound=False)
-    env.ours.create(scenario)
-    ours = env.ours.outcome(scenario)
-    assert ours.message == (PREBIND + f'binding volumes: pv "{env.ours.named("disk")}" node affinity doesn\'t match '
-                            f'node "{nodes[1]}": no matching NodeSelectorTerms'), describe(ours)
-    assert ours.node is None
+        "second-0", classes=[storage_class("solo", "kubernetes.io/no-provisioner", wait=False)],
+        volumes=[local_volume("only", "solo", nodes[0], access_modes=("ReadWriteOncePod",))],
+        claims=[claim("data", "", "solo", access_modes=("ReadWriteOncePod",))], pod_claims=["data"],
+        claims_bound_first=True, running_first={"first-0": nodes[0]}, expect_bound=False)
+    ours, kube = env.both(scenario)
+    assert fit_part(ours.message or "") == ("0/2 nodes are available: 2 node(s) unavailable due to "
+                                            "PersistentVolumeClaim with ReadWriteOncePod access mode already in-use "
+                                            "by another pod"), describe(ours)
+    assert fit_part(kube.message or "") == fit_part(ours.message or ""), describe(kube)
+    assert ours.node is None and kube.node is None
 
 
 def _wait(check: Any, timeout: float, what: str) -> None:

@@ -1,16 +1,13 @@
 """Storage scenarios run through our scheduler and through kube-scheduler on the same control plane.
 
 A :class:`VolumeScenario` is one pod with claims and the storage objects it needs (StorageClasses, static
-PVs, claims), plus the plan our scheduler is to execute (until the storage rules plan it themselves:
-tests/e2e/volume_runner.py reads it from the pod). :class:`StorageBench` creates a scenario once per
+PVs, claims). :class:`StorageBench` creates a scenario once per
 scheduler -- StorageClasses and PVs are cluster-wide, so their names get the run's suffix, and each run
 has its own namespace for the claims and the pod -- and :meth:`StorageBench.outcome` reads how it ended:
 the pod's node or its FailedScheduling message, and per claim its volume and selected node. Two outcomes
 compare with :meth:`Outcome.same_as`, with the run suffixes taken out.
 
-Reuse for issue #20's remaining cases (zone-A PV, missing claim, CSI attach limit, RWOP conflict): give the
-scenario its objects and ``expect_bound``; once the storage rules plan, leave ``plan_*`` empty and run the
-real ``policyscheduler run`` (the runner then needs no annotation).
+Both schedulers plan the claims themselves (ours: the storage rules, ``ClusterSnapshot.assume``).
 """
 
 from __future__ import annotations
@@ -25,15 +22,14 @@ from typing import Any
 
 from tests.controlplane import fakes
 from tests.controlplane.api import Api, ApiError
-from tests.controlplane.provisioner import SELECTED_NODE
-from tests.e2e.volume_runner import plan_annotation
+from tests.controlplane.provisioner import SELECTED_NODE, wait_claim_bound
 
 BIND_COMPLETED = "pv.kubernetes.io/bind-completed"
 
 
 @dataclasses.dataclass
 class VolumeScenario:
-    """One pod and its storage. Names in ``classes``, ``volumes`` and ``plan_static`` values are base names
+    """One pod and its storage. Names in ``classes`` and ``volumes`` are base names
     (the run adds its suffix); claims and the pod are created in the run's namespace."""
 
     name: str
@@ -42,9 +38,11 @@ class VolumeScenario:
     claims: Sequence[Mapping[str, Any]] = ()
     pod_claims: Sequence[str] = ()
     node_selector: Mapping[str, str] | None = None
-    plan_static: Mapping[str, str] = dataclasses.field(default_factory=dict)
-    plan_provision: Sequence[str] = ()
     expect_bound: bool = True
+    claims_bound_first: bool = False
+    """Wait until the PV controller has bound every claim (Immediate classes) before creating any pod."""
+    running_first: Mapping[str, str] = dataclasses.field(default_factory=dict)
+    """Pods (name -> node) already running with the same claims, created before the scenario's pod."""
 
 
 @dataclasses.dataclass
@@ -97,17 +95,24 @@ class StorageBench:
             if obj["spec"].get("storageClassName"):
                 obj["spec"]["storageClassName"] = self.named(obj["spec"]["storageClassName"])
             self.api.post(f"/api/v1/namespaces/{self.ns}/persistentvolumeclaims", obj)
-        pod = fakes.make_pod(scenario.name, self.ns, scheduler_name=self.scheduler_name,
-                             node_selector=scenario.node_selector)
-        pod["spec"]["volumes"] = [{"name": f"v{i}", "persistentVolumeClaim": {"claimName": c}}
-                                  for i, c in enumerate(scenario.pod_claims)]
-        pod["spec"]["containers"][0]["volumeMounts"] = [{"name": f"v{i}", "mountPath": f"/data/{i}"}
-                                                        for i in range(len(scenario.pod_claims))]
-        if scenario.plan_static or scenario.plan_provision:
-            static = {claim: self.named(pv) for claim, pv in scenario.plan_static.items()}
-            pod["metadata"]["annotations"] = plan_annotation(static, scenario.plan_provision)
+        if scenario.claims_bound_first:
+            for claim in scenario.claims:
+                wait_claim_bound(self.api, self.ns, claim["metadata"]["name"], timeout=30)
+        for name, node in scenario.running_first.items():
+            self.api.post(f"/api/v1/namespaces/{self.ns}/pods",
+                          self._with_claims(fakes.make_pod(name, self.ns, node_name=node), scenario.pod_claims))
+        pod = self._with_claims(fakes.make_pod(scenario.name, self.ns, scheduler_name=self.scheduler_name,
+                                               node_selector=scenario.node_selector), scenario.pod_claims)
         self.api.post(f"/api/v1/namespaces/{self.ns}/pods", pod)
         return scenario.name
+
+    @staticmethod
+    def _with_claims(pod: dict[str, Any], claims: Sequence[str]) -> dict[str, Any]:
+        pod["spec"]["volumes"] = [{"name": f"v{i}", "persistentVolumeClaim": {"claimName": c}}
+                                  for i, c in enumerate(claims)]
+        pod["spec"]["containers"][0]["volumeMounts"] = [{"name": f"v{i}", "mountPath": f"/data/{i}"}
+                                                        for i in range(len(claims))]
+        return pod
 
     # -- reading the outcome -----------------------------------------------------------------------------
 
