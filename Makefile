@@ -13,7 +13,7 @@ help:
 	@echo "make test          run every test (builds the control plane on first use)"
 	@echo "make test-fast     run the tests that need no control plane (pytest -m 'not e2e')"
 	@echo "make lint          ruff, mypy --strict, fmt --check of the policies, docs --check (CI runs it too)"
-	@echo "make controlplane  build (or reuse) etcd, kube-apiserver and kube-scheduler"
+	@echo "make controlplane  build (or reuse) etcd, kube-apiserver, kube-scheduler, kube-controller-manager"
 	@echo "make up            start a local control plane and print KUBECONFIG=..."
 
 $(VENV)/.installed: pyproject.toml

@@ -1,6 +1,6 @@
 """A real Kubernetes control plane for tests, CI and benchmarks.
 
-etcd, kube-apiserver and kube-scheduler are built from pinned Go modules by
+etcd, kube-apiserver, kube-scheduler and kube-controller-manager are built from pinned Go modules by
 ``build.sh`` and started on 127.0.0.1 by :mod:`tests.controlplane.harness`.
 Imports here stay light (no ``cryptography``) so that importing the package from
 conftest costs nothing for the fast tests.
