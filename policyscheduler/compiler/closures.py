@@ -78,10 +78,13 @@ class _Budget(threading.local):
 BUDGET = _Budget()
 
 
-def reset_budget(steps: int = STEP_BUDGET) -> None:
-    """A fresh budget for the evaluation this thread starts now: ``steps`` (fewer than STEP_BUDGET only near
-    the end of a rule's per-pod allowance) and the full character budget. Every evaluation starts here: a
-    rule's (program.py), pod-level work and cached items (vector/base.py), a trace."""
+def reset_budget(steps: int | None = None) -> None:
+    """A fresh budget for the evaluation this thread starts now: ``steps`` (default :data:`STEP_BUDGET`, read
+    at the call so the module's value rules; fewer only near the end of a rule's per-pod allowance) and the
+    full character budget. Every evaluation starts here: a rule's (program.py), pod-level work and cached
+    items (vector/base.py), a trace."""
+    if steps is None:
+        steps = STEP_BUDGET
     left = BUDGET.left
     left[0] = steps
     left[1] = CHAR_BUDGET

@@ -142,7 +142,8 @@ ALLOWED = [
     ("update", "persistentvolumeclaims", "-n", "default"), ("list", "persistentvolumes"),
     ("watch", "persistentvolumes"), ("update", "persistentvolumes"),
     ("list", "storageclasses.storage.k8s.io"), ("watch", "csinodes.storage.k8s.io"),
-    ("list", "csidrivers.storage.k8s.io"),
+    ("list", "csidrivers.storage.k8s.io"), ("list", "csistoragecapacities.storage.k8s.io", "-A"),
+    ("watch", "volumeattachments.storage.k8s.io"),
 ]
 REFUSED = [
     ("get", "secrets", "-n", NS), ("list", "secrets", "-A"),
@@ -159,7 +160,7 @@ REFUSED = [
     ("create", "poddisruptionbudgets.policy", "-n", "default"),
     ("create", "persistentvolumes"), ("delete", "persistentvolumes"), ("patch", "persistentvolumeclaims", "-n", "default"),
     ("delete", "persistentvolumeclaims", "-n", "default"), ("update", "storageclasses.storage.k8s.io"),
-    ("list", "csistoragecapacities.storage.k8s.io", "-A"), ("list", "volumeattachments.storage.k8s.io"),
+    ("create", "csistoragecapacities.storage.k8s.io", "-n", "default"), ("update", "volumeattachments.storage.k8s.io"),
     ("create", "serviceaccounts/token", "-n", NS),
     ("create", "clusterrolebindings.rbac.authorization.k8s.io"), ("impersonate", "users"),
 ]
