@@ -524,6 +524,8 @@ class EventRecorder:
             while taken < LAZY_IN_FLIGHT and self._lazy_slots.acquire(timeout=max(0.0, deadline - time.monotonic())):
                 taken += 1
         if self._lazy_pipeline is not None:
-            self._lazy_pipeline.close()
+            # dropping (not ``wait``): do not join its thread, which may sit in a request to an API server that
+            # does not answer -- the shutdown budget (app/handover.py) has been spent already
+            self._lazy_pipeline.close(timeout=5.0 if wait else 0.0)
         self._lazy_pool.shutdown(wait=wait, cancel_futures=not wait)
         self._pool.shutdown(wait=wait, cancel_futures=not wait)
