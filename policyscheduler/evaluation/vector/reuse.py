@@ -473,13 +473,7 @@ class Memo:
         return None if per_rule is None else per_rule.get(key)
 
     def put(self, rule: Any, key: Any, calls: tuple[tuple[str, tuple[Any, ...], int], ...], value: int) -> None:
-        per_rule = self._by_rule.get(id(rule))
-        if per_rule is None:
-            per_rule = self._by_rule[id(rule)] = OrderedDict()
-        per_rule[key] = (calls, value)
-        per_rule.move_to_end(key)
-        if len(per_rule) > ENTRIES_PER_RULE:
-            per_rule.popitem(last=False)
+        _lru_put(self._by_rule, rule, key, (calls, value), ENTRIES_PER_RULE)
 
 
 DELTA_ENTRIES_PER_RULE = 64
@@ -530,13 +524,7 @@ class Delta:
         return hit
 
     def put(self, rule: Any, key: Any, tokens: tuple[Token, ...], entry: Entry) -> None:
-        per_rule = self._by_rule.get(id(rule))
-        if per_rule is None:
-            per_rule = self._by_rule[id(rule)] = OrderedDict()
-        per_rule[key] = (tokens, entry)
-        per_rule.move_to_end(key)
-        if len(per_rule) > DELTA_ENTRIES_PER_RULE:
-            per_rule.popitem(last=False)
+        _lru_put(self._by_rule, rule, key, (tokens, entry), DELTA_ENTRIES_PER_RULE)
 
     def clear(self) -> None:
         """Forget every entry (another node set or policy set); ``hits`` keeps counting."""
@@ -665,3 +653,15 @@ class Reuse:
         elif len(per_rule) > 1:
             per_rule.move_to_end(fingerprint)
         return entry
+
+
+def _lru_put(by_rule: dict[int, OrderedDict[Any, Any]], rule: Any, key: Any, value: Any, cap: int) -> None:
+    """Store ``value`` as the newest entry of ``rule``'s LRU table in ``by_rule``, dropping the oldest past ``cap``
+    (both reuse caches keep one such table per rule)."""
+    per_rule = by_rule.get(id(rule))
+    if per_rule is None:
+        per_rule = by_rule[id(rule)] = OrderedDict()
+    per_rule[key] = value
+    per_rule.move_to_end(key)
+    if len(per_rule) > cap:
+        per_rule.popitem(last=False)
