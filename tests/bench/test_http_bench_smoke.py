@@ -23,7 +23,9 @@ def test_http_bench_smoke() -> None:
                 if line.startswith(("seq ", "binder", "watch "))}
     assert set(sections) == {"seq", "binder-2xdefault", "binder-3x2", "watch"}, done.stdout
     assert sum(line.startswith("binder-3x2 ") for line in done.stdout.splitlines()) == 2  # --rounds 2
-    assert sections["binder-3x2"]["server_cpu_us_per_bind"] > 0
+    # the API server's CPU comes from /proc in clock ticks (10 ms): 8 binds can fall inside one tick, so a toy run
+    # may read 0 (it did, once in three fresh-clone CI runs); the real runs in bench/README.md measure it
+    assert sections["binder-3x2"]["server_cpu_us_per_bind"] >= 0
     assert sections["seq"]["cpu_us_per_bind"] > 0
     assert sections["watch"]["replay"]["cpu_us_per_event"] > 0 and sections["watch"]["live"]["cpu_us_per_event"] > 0
     baselines = {line.split(" ", 1)[0] for line in done.stdout.splitlines()
