@@ -353,22 +353,27 @@ def markdown(results: dict[str, Any]) -> str:
 
 def _het_table(results: dict[str, Any]) -> list[str]:
     """The heterogeneous scheduler_perf-like workloads (vector engine) beside the threshold of their
-    scheduler_perf case and the machine's bind ceiling: pods placed, steady pods/s (and per CPU second),
-    steady / threshold and steady / ceiling. Empty when no such workload ran on the vector engine."""
+    scheduler_perf case and the machine's bind ceiling: pods placed, steady pods/s (and per CPU second, and
+    that as a fraction of the same kind's identical-pod workload when it ran too),
+    steady / threshold (and per CPU second / threshold: on a shared machine the wall-clock rate is also the
+    other jobs' load) and steady / ceiling. Empty when no such workload ran on the vector engine."""
     ceiling = results.get("bind_ceiling") or {}
     rate = ceiling.get("pods_per_s")
     rows = []
     for size in results["sizes"]:
+        identical = {c["workload"]: c.get("steady_pods_per_cpu_s") for c in size["cells"] if c["engine"] == "vector"}
         for cell in size["cells"]:
             if cell["workload"] not in HET_WORKLOADS or cell["engine"] != "vector":
                 continue
             threshold = scheduler_perf_threshold(cell["workload"])
             steady, per_cpu = cell["steady_pods_per_s"], cell.get("steady_pods_per_cpu_s", 0.0)
-            vs_perf = f"{steady / threshold:.2f}" if threshold else ""
+            same_kind = identical.get(HET_WORKLOADS[cell["workload"]])
+            vs_identical = f"{per_cpu / same_kind:.2f}" if same_kind else ""
+            vs_perf = f"{steady / threshold:.2f} / {per_cpu / threshold:.2f}" if threshold else ""
             vs_ceiling = f"{steady / rate:.2f}" if rate else ""
             rows.append(f"| {cell['workload']} | {HET_WORKLOADS[cell['workload']]} | {size['nodes']:,} | "
                         f"{cell['placed']}/{cell['pods']} | {cell['deleted']} | {steady:,.1f} | {per_cpu:,.1f} | "
-                        f"{threshold if threshold is not None else ''} | {vs_perf} | "
+                        f"{vs_identical} | {threshold if threshold is not None else ''} | {vs_perf} | "
                         f"{f'{rate:,.0f}' if rate else 'not measured'} | {vs_ceiling} |")
     if not rows:
         return []
@@ -377,8 +382,9 @@ def _het_table(results: dict[str, Any]) -> list[str]:
     return ["", f"Heterogeneous scheduler_perf-like workloads, vector engine; {where}; scheduler_perf's thresholds "
                 "are for 5,000 nodes:", "",
             "| workload | kind of | nodes | placed / pods | running pods deleted | steady pods/s | per CPU second "
-            "| scheduler_perf threshold | steady / threshold | bind ceiling pods/s | steady / ceiling |",
-            "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|", *rows]
+            "| per CPU second / its kind's identical pods | scheduler_perf threshold | steady / threshold (per CPU second / threshold) | bind ceiling pods/s "
+            "| steady / ceiling |",
+            "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|", *rows]
 
 
 def read_ceiling(value: str) -> dict[str, Any]:
