@@ -45,7 +45,7 @@ CHURN_EVERY = 3
 """A running pod is deleted after every third pod of the stream (taken from the workloads' churn plan)."""
 SETTLE_SECONDS = 0.3
 """A deletion reaches kube-scheduler's pod informer before the next pod's creation does (one watch, in
-order), so this is only a margin; the probe test of test_kube_parity.py waits likewise."""
+order), but its cache and its queue are separate listeners of that informer: a margin for the cache's."""
 STREAM = ("heterogeneous", *workloads.HET_WORKLOADS)
 SEED = 0
 
