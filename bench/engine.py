@@ -21,6 +21,13 @@ which a long-lived scheduler pays once. Issue 6's targets are compared with the 
 rate per CPU second of the process is reported beside it (``steady_pods_per_cpu_s``): on a machine shared
 with other work the wall-clock rates of two cells of one run can differ by the load alone.
 
+The ``het-*`` workloads (``bench/workloads.py``'s ``HET_WORKLOADS``) are scheduler_perf's cases with
+heterogeneous pods: every pod a distinct shape of one of many apps, on the cluster whose running pods carry
+inter-pod terms, with churn. Each is compared with the scheduler_perf threshold of its case, and with the
+machine's *bind ceiling* (``--ceiling``: pods/s the API server binds with no decision at all, from
+``bench/e2e.py --runs ours,ceiling``; a number, or the e2e.json such a run wrote), since absolute rates
+differ ~2.5x between machines.
+
 Each node count runs in a child process so its peak RSS (``resource.getrusage``) is its own. Results go
 to ``OUT/engine.json``, ``OUT/engine.md`` and ``OUT/engine.png``; a markdown table is printed at the end.
 
@@ -56,6 +63,7 @@ if str(ROOT) not in sys.path:  # run from a checkout without installing: policys
 # bench/ is a folder of scripts, not a package: its siblings are imported as bench.* (ROOT is on sys.path)
 from bench.pngchart import Bar, bar_chart  # noqa: E402
 from bench.workloads import (  # noqa: E402
+    HET_WORKLOADS,
     SCHEDULER_PERF_THRESHOLDS,
     TARGETS,
     TERMED_WORKLOADS,
@@ -63,6 +71,7 @@ from bench.workloads import (  # noqa: E402
     base_cluster,
     churn_plan,
     pending_pods,
+    scheduler_perf_threshold,
 )
 
 ENGINES = ("vector", "reference")
@@ -324,8 +333,8 @@ def markdown(results: dict[str, Any]) -> str:
             speed = ""
             if len(engines) == 2 and all(e in cells and cells[e]["pods_per_s"] > 0 for e in engines):
                 speed = f"{cells[engines[0]]['pods_per_s'] / cells[engines[1]]['pods_per_s']:,.1f}x"
-            perf = f"{SCHEDULER_PERF_THRESHOLDS[workload]:,}" if workload in SCHEDULER_PERF_THRESHOLDS and \
-                size["nodes"] == 5000 else ""
+            threshold = scheduler_perf_threshold(workload)
+            perf = f"{threshold:,}" if threshold is not None and size["nodes"] == 5000 else ""
             agree = next((c.get("agree", "") for c in cells.values()), "")
             lines.append(f"| {workload} | {size['nodes']:,} | " + " | ".join(rates)
                          + (f" | {speed}" if len(engines) == 2 else "")
@@ -338,7 +347,64 @@ def markdown(results: dict[str, Any]) -> str:
     gaps = [f"- {size['nodes']:,} nodes: {_gap(size['cells'])}" for size in sizes if _gap(size["cells"])]
     if gaps:
         lines += ["", "Heterogeneous vs identical pods in the same run (steady pods/s ratio):", *gaps]
+    lines += _het_table(results)
     return "\n".join(lines) + "\n"
+
+
+def _het_table(results: dict[str, Any]) -> list[str]:
+    """The heterogeneous scheduler_perf-like workloads (vector engine) beside the threshold of their
+    scheduler_perf case and the machine's bind ceiling: pods placed, steady pods/s (and per CPU second, and
+    that as a fraction of the same kind's identical-pod workload when it ran too),
+    steady / threshold (and per CPU second / threshold: on a shared machine the wall-clock rate is also the
+    other jobs' load) and steady / ceiling. Empty when no such workload ran on the vector engine."""
+    ceiling = results.get("bind_ceiling") or {}
+    rate = ceiling.get("pods_per_s")
+    rows = []
+    for size in results["sizes"]:
+        identical = {c["workload"]: c.get("steady_pods_per_cpu_s") for c in size["cells"] if c["engine"] == "vector"}
+        for cell in size["cells"]:
+            if cell["workload"] not in HET_WORKLOADS or cell["engine"] != "vector":
+                continue
+            threshold = scheduler_perf_threshold(cell["workload"])
+            steady, per_cpu = cell["steady_pods_per_s"], cell.get("steady_pods_per_cpu_s", 0.0)
+            same_kind = identical.get(HET_WORKLOADS[cell["workload"]])
+            vs_identical = f"{per_cpu / same_kind:.2f}" if same_kind else ""
+            vs_perf = f"{steady / threshold:.2f} / {per_cpu / threshold:.2f}" if threshold else ""
+            vs_ceiling = f"{steady / rate:.2f}" if rate else ""
+            rows.append(f"| {cell['workload']} | {HET_WORKLOADS[cell['workload']]} | {size['nodes']:,} | "
+                        f"{cell['placed']}/{cell['pods']} | {cell['deleted']} | {steady:,.1f} | {per_cpu:,.1f} | "
+                        f"{vs_identical} | {threshold if threshold is not None else ''} | {vs_perf} | "
+                        f"{f'{rate:,.0f}' if rate else 'not measured'} | {vs_ceiling} |")
+    if not rows:
+        return []
+    where = (f"bind ceiling {rate:,.0f} pods/s ({ceiling.get('source', '?')})" if rate else
+             "bind ceiling not measured (--ceiling)")
+    return ["", f"Heterogeneous scheduler_perf-like workloads, vector engine; {where}; scheduler_perf's thresholds "
+                "are for 5,000 nodes:", "",
+            "| workload | kind of | nodes | placed / pods | running pods deleted | steady pods/s | per CPU second "
+            "| per CPU second / its kind's identical pods | scheduler_perf threshold | steady / threshold (per CPU second / threshold) | bind ceiling pods/s "
+            "| steady / ceiling |",
+            "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|", *rows]
+
+
+def read_ceiling(value: str) -> dict[str, Any]:
+    """The machine's bind ceiling from ``--ceiling``: a number (pods/s), or an e2e.json of a run with
+    ``ceiling`` in ``--runs`` (the median over its ceiling runs). A clear error for anything else."""
+    try:
+        return {"pods_per_s": float(value), "source": "given on the command line"}
+    except ValueError:
+        pass
+    path = Path(value)
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, ValueError) as err:
+        raise SystemExit(f"--ceiling {value}: neither a number nor a readable e2e.json ({err})") from None
+    rates = sorted(r["pods_per_s"] for r in data.get("runs", []) if r.get("run") == "ceiling" and r.get("pods_per_s"))
+    if not rates:
+        raise SystemExit(f"--ceiling {value}: that e2e.json has no ceiling run (bench/e2e.py --runs ours,ceiling)")
+    return {"pods_per_s": rates[len(rates) // 2], "runs": len(rates), "nodes": data.get("nodes"),
+            "workloads": data.get("workloads"), "source": f"bench/e2e.py ceiling, median of {len(rates)} run(s) "
+            f"at {data.get('nodes')} nodes: {path}"}
 
 
 def chart(results: dict[str, Any]) -> bytes:
@@ -381,6 +447,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--budget", type=float, default=30.0, help="seconds per (workload, engine, nodes) cell (30)")
     p.add_argument("--seed", type=int, default=0, help="cluster and tie-break seed (0)")
     p.add_argument("--pods-per-node", type=int, default=10, help="running pods per node (10)")
+    p.add_argument("--ceiling", default=None, metavar="PODS_PER_S|E2E_JSON",
+                   help="the machine's bind ceiling shown beside the heterogeneous workloads: pods/s, or the "
+                        "e2e.json of a bench/e2e.py run with the ceiling run kind")
     p.add_argument("--profile", default=None, metavar="DIR",
                    help="run the vector engine's cells under cProfile; stats to DIR, top entries printed")
     p.add_argument("--policies", default=str(ROOT / "policies"), help="policy folder (default: policies/)")
@@ -411,6 +480,7 @@ def main(argv: list[str] | None = None) -> int:
         Path(args.worker_out).write_text(json.dumps(result))
         return 0
 
+    ceiling = read_ceiling(args.ceiling) if args.ceiling else None
     blas = blas_info()
     machine = machine_info()
     _say(f"machine: {machine['cpu']}, {machine['cores']} cores, Python {machine['python']}")
@@ -421,6 +491,8 @@ def main(argv: list[str] | None = None) -> int:
         _say("note: OPENBLAS_CORETYPE is set on this machine (older OpenBLAS builds misbehave on its CPU); it pins "
              "that kernel. To measure current numpy, unset OPENBLAS_CORETYPE and OPENBLAS_L2_SIZE for this command only.")
     _say("targets at 5,000 nodes (pods/s): " + ", ".join(f"{w} {t:,}" for w, t in TARGETS.items()))
+    if ceiling:
+        _say(f"bind ceiling of this machine: {ceiling['pods_per_s']:,.0f} pods/s ({ceiling['source']})")
 
     sizes: list[dict[str, Any]] = []
     started = time.perf_counter()
@@ -446,7 +518,8 @@ def main(argv: list[str] | None = None) -> int:
     results = {"machine": machine, "blas": blas, "engines": args.engines, "workloads": args.workloads,
                "pods": args.pods, "reference_sample": args.reference_sample, "budget_s": args.budget,
                "seed": args.seed, "pods_per_node": args.pods_per_node, "targets_5000_nodes": TARGETS,
-               "scheduler_perf_thresholds_5000_nodes": SCHEDULER_PERF_THRESHOLDS, "sizes": sizes}
+               "scheduler_perf_thresholds_5000_nodes": SCHEDULER_PERF_THRESHOLDS, "bind_ceiling": ceiling,
+               "command": "python bench/engine.py " + " ".join(sys.argv[1:]), "sizes": sizes}
     table = markdown(results)
     out_dir = Path(args.out)
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -457,7 +530,7 @@ def main(argv: list[str] | None = None) -> int:
               f"{args.reference_sample} for the reference; at most {args.budget:g} s per cell. A rate cell reads "
               f"'pods/s over every pod / **pods/s without the first pod** (steady state; the first pod builds the "
               f"engine's node tables and caches, a long-lived scheduler pays it once), first pod's time'; the "
-              f"targets apply to the steady rate.\n\n")
+              f"targets apply to the steady rate.\n\nCommand: `{results['command']}`\n\n")
     (out_dir / "engine.md").write_text(header + table)
     (out_dir / "engine.png").write_bytes(chart(results))
     _say("")

@@ -18,8 +18,8 @@ import random
 from collections.abc import Callable
 from typing import Any
 
-__all__ = ["WORKLOADS", "TERMED_WORKLOADS", "TARGETS", "SCHEDULER_PERF_THRESHOLDS", "base_cluster", "pending_pods",
-           "churn_plan"]
+__all__ = ["WORKLOADS", "HET_WORKLOADS", "TERMED_WORKLOADS", "TARGETS", "SCHEDULER_PERF_THRESHOLDS", "base_cluster",
+           "pending_pods", "churn_plan", "scheduler_perf_threshold"]
 
 Obj = dict[str, Any]
 
@@ -37,12 +37,20 @@ SIZES = {"m5.xlarge": ("8", "32Gi"), "m5.2xlarge": ("16", "64Gi"), "c5.4xlarge":
          "r5.2xlarge": ("16", "128Gi")}
 """Allocatable cpu / memory per instance type of a *varied* node (:func:`_node`)."""
 
+HET_WORKLOADS = {"het-basic": "basic", "het-spreading": "spreading", "het-node-affinity": "node-affinity",
+                 "het-preferred-affinity": "preferred-affinity", "het-anti-affinity": "required-anti-affinity",
+                 "het-affinity": "required-affinity"}
+"""The scheduler_perf-like workloads with heterogeneous pods, each mapped to the identical-pod workload (and
+so the scheduler_perf case) whose kind of constraint every one of its pods carries: every pod a distinct
+shape of one of many apps, on the cluster with running pods with terms, with churn (see :func:`_het_pod`)."""
+
 WORKLOADS = ("basic", "node-affinity", "required-anti-affinity", "required-affinity",
-             "preferred-affinity", "spreading", "mixed", "heterogeneous")
+             "preferred-affinity", "spreading", "mixed", "heterogeneous", *HET_WORKLOADS)
 """Workload names, in the order they are run and reported."""
 
-TERMED_WORKLOADS = frozenset({"heterogeneous"})
-"""Workloads whose running pods carry inter-pod terms (:func:`base_cluster` with ``terms=True``)."""
+TERMED_WORKLOADS = frozenset({"heterogeneous", *HET_WORKLOADS})
+"""Workloads whose running pods carry inter-pod terms (:func:`base_cluster` with ``terms=True``); they
+also have churn (:func:`churn_plan`)."""
 
 SCHEDULER_PERF_THRESHOLDS = {"basic": 810, "spreading": 460, "node-affinity": 220, "preferred-affinity": 90,
                              "required-anti-affinity": 60, "required-affinity": 35}
@@ -51,6 +59,12 @@ SCHEDULER_PERF_THRESHOLDS = {"basic": 810, "spreading": 460, "node-affinity": 22
 TARGETS = {"basic": 2500, "spreading": 920, "node-affinity": 440, "preferred-affinity": 180,
            "required-anti-affinity": 120, "required-affinity": 70}
 """Issue 6's targets at 5,000 nodes: basic at Gödel's 2,500 pods/s, the others twice scheduler_perf."""
+
+
+def scheduler_perf_threshold(workload: str) -> int | None:
+    """kube-scheduler's scheduler_perf threshold for the workload's kind of constraint (a heterogeneous
+    variant has its identical-pod workload's), or None for a workload scheduler_perf has no case for."""
+    return SCHEDULER_PERF_THRESHOLDS.get(HET_WORKLOADS.get(workload, workload))
 
 
 def _node(i: int, rng: random.Random, varied: bool = False) -> Obj:
@@ -243,13 +257,8 @@ def _heterogeneous(i: int, seed: int = 0) -> Obj:
     it is a ReplicaSet replica in one of the shared namespaces, so default spreading has selectors too.
     A function of (``i``, ``seed``); seed 0 is what the engine benchmark has always measured."""
     rng = random.Random(7919 * i + 13 + 1_000_003 * seed)
-    app = rng.randrange(APPS)
-    ns = NAMESPACES[app % len(NAMESPACES)]
-    labels = {"app": f"app-{app}", "tier": ("frontend", "backend")[app % 2], "pod-template-hash": f"h{app}",
-              "release": f"r{i}"}
-    container = {"name": "main", "image": sorted(IMAGES)[app % len(IMAGES)],
-                 "resources": {"requests": {"cpu": f"{rng.randint(10, 1500)}m", "memory": f"{rng.randint(16, 3000)}Mi"}}}
-    spec: Obj = {"containers": [container]}
+    pod, app = _app_pod("het", i, rng)
+    labels, spec = pod["metadata"]["labels"], pod["spec"]
     other = f"app-{_same_namespace(rng.randrange(APPS), app)}"
     key = rng.choice((ZONE, HOSTNAME))
     kind = i % 10
@@ -291,12 +300,116 @@ def _heterogeneous(i: int, seed: int = 0) -> Obj:
                 {"weight": rng.randint(1, 100), "podAffinityTerm": _term({"app": labels["app"]}, HOSTNAME)}]}}
         spec["topologySpreadConstraints"] = [{"maxSkew": 1, "topologyKey": ZONE, "whenUnsatisfiable": "ScheduleAnyway",
                                               "labelSelector": {"matchLabels": {"app": labels["app"]}}}]
-    name = f"het-{i}"
+    return pod
+
+
+def _app_pod(prefix: str, i: int, rng: random.Random) -> tuple[Obj, int]:
+    """A pending replica of a random app (and the app): a ReplicaSet's pod in the app's namespace with the
+    app's labels plus a release label of its own, the app's image and random cpu / memory requests -- no
+    constraint yet; the heterogeneous templates add one."""
+    app = rng.randrange(APPS)
+    labels = {"app": f"app-{app}", "tier": ("frontend", "backend")[app % 2], "pod-template-hash": f"h{app}",
+              "release": f"r{i}"}
+    container = {"name": "main", "image": sorted(IMAGES)[app % len(IMAGES)],
+                 "resources": {"requests": {"cpu": f"{rng.randint(10, 1500)}m", "memory": f"{rng.randint(16, 3000)}Mi"}}}
+    name = f"{prefix}-{i}"
     return {"apiVersion": "v1", "kind": "Pod",
-            "metadata": {"name": name, "namespace": ns, "uid": f"uid-{name}", "labels": labels,
+            "metadata": {"name": name, "namespace": NAMESPACES[app % len(NAMESPACES)], "uid": f"uid-{name}",
+                         "labels": labels,
                          "ownerReferences": [{"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": f"app-{app}-h{app}",
                                               "uid": f"rs-{app}", "controller": True}]},
-            "spec": spec, "status": {"phase": "Pending"}}
+            "spec": {"containers": [container]}, "status": {"phase": "Pending"}}, app
+
+
+def _app_selector(rng: random.Random, app: int, toward: int | None = None) -> Obj:
+    """A label selector for the pods of ``app`` (or of the app ``toward``), spelled one of several ways
+    (its app label; app and tier; app and template hash; an In expression over it and a neighbour of its
+    namespace; the app label Exists-and-In), so selectors differ from pod to pod."""
+    target = app if toward is None else toward
+    name = f"app-{target}"
+    draw = rng.random()
+    if draw < 0.4:
+        return {"matchLabels": {"app": name}}
+    if draw < 0.6:
+        return {"matchLabels": {"app": name, "tier": ("frontend", "backend")[target % 2]}}
+    if draw < 0.75:
+        return {"matchLabels": {"pod-template-hash": f"h{target}"}}
+    if draw < 0.9:
+        neighbour = f"app-{_same_namespace(rng.randrange(APPS), app)}"
+        return {"matchExpressions": [{"key": "app", "operator": "In", "values": sorted({name, neighbour})}]}
+    return {"matchExpressions": [{"key": "pod-template-hash", "operator": "Exists"},
+                                 {"key": "app", "operator": "In", "values": [name]}]}
+
+
+def _pod_term(rng: random.Random, app: int, key: str, toward: int | None = None) -> Obj:
+    """A pod (anti-)affinity term over :func:`_app_selector`; a quarter of them name their namespaces
+    (their own and the next one), as scheduler_perf's templates do, the rest default to their own."""
+    term: Obj = {"labelSelector": _app_selector(rng, app, toward), "topologyKey": key}
+    if rng.random() < 0.25:
+        own = app % len(NAMESPACES)
+        term["namespaces"] = [NAMESPACES[own], NAMESPACES[(own + 1) % len(NAMESPACES)]]
+    return term
+
+
+def _het_pod(workload: str, i: int, seed: int = 0) -> Obj:
+    """The ``i``-th pod of a heterogeneous scheduler_perf-like workload (:data:`HET_WORKLOADS`): a replica
+    of one of many apps in their namespaces, interleaved, with random requests (:func:`_app_pod`), carrying
+    the constraint of its scheduler_perf case with parameters and selectors of its own:
+
+    * ``het-basic`` (SchedulingBasic): none; a third of the pods have a sidecar container too;
+    * ``het-spreading`` (TopologySpreading): a zone spread constraint, DoNotSchedule, maxSkew 1-5;
+    * ``het-node-affinity`` (SchedulingNodeAffinity): required node affinity to two of the three zones, some
+      with an instance-type clause, some with a second term (worker nodes of one instance type);
+    * ``het-preferred-affinity`` (SchedulingPreferredPodAffinity, and its anti-affinity twin every other
+      pod, as ``preferred-affinity`` does): one or two preferred terms, weight 1-100, hostname or zone,
+      towards the pod's own app or a neighbour's;
+    * ``het-anti-affinity`` (SchedulingPodAntiAffinity): required hostname anti-affinity against its own
+      app (running replicas included), so an app's pods spread one per node;
+    * ``het-affinity`` (SchedulingPodAffinity): required pod affinity by zone (a sixth by hostname) towards
+      its own app or a neighbour of its namespace -- apps with running pods, so it is satisfiable.
+
+    A function of (``workload``, ``i``, ``seed``)."""
+    salt = 1 + list(HET_WORKLOADS).index(workload)
+    rng = random.Random(7919 * i + 13 + 1_000_003 * seed + 104_729 * salt)
+    pod, app = _app_pod(workload, i, rng)
+    spec = pod["spec"]
+    neighbour = _same_namespace(rng.randrange(APPS), app)
+    if workload == "het-basic":
+        if rng.random() < 0.33:
+            spec["containers"].append({"name": "sidecar", "image": "registry.example.com/mesh/proxy:v1", "resources": {
+                "requests": {"cpu": f"{rng.randint(5, 200)}m", "memory": f"{rng.randint(16, 256)}Mi"}}})
+    elif workload == "het-spreading":
+        spec["topologySpreadConstraints"] = [{"maxSkew": rng.randint(1, 5), "topologyKey": ZONE,
+                                              "whenUnsatisfiable": "DoNotSchedule",
+                                              "labelSelector": _app_selector(rng, app)}]
+    elif workload == "het-node-affinity":
+        clauses: list[Obj] = [{"key": ZONE, "operator": "In", "values": sorted(rng.sample(ZONES, 2))}]
+        if rng.random() < 0.3:
+            clauses.append({"key": "node.kubernetes.io/instance-type", "operator": "In",
+                            "values": sorted(rng.sample(INSTANCE_TYPES, 3))})
+        terms: list[Obj] = [{"matchExpressions": clauses}]
+        if rng.random() < 0.2:
+            terms.append({"matchExpressions": [
+                {"key": "node-role", "operator": "NotIn", "values": ["infra"]},
+                {"key": "node.kubernetes.io/instance-type", "operator": "In", "values": [rng.choice(INSTANCE_TYPES)]}]})
+        spec["affinity"] = {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
+            "nodeSelectorTerms": terms}}}
+    elif workload == "het-preferred-affinity":
+        which = "podAffinity" if i % 2 == 0 else "podAntiAffinity"
+        preferred = [{"weight": rng.randint(1, 100), "podAffinityTerm": _pod_term(
+            rng, app, HOSTNAME if rng.random() < 0.7 else ZONE, rng.choice((None, neighbour)))}
+            for _ in range(rng.randint(1, 2))]
+        spec["affinity"] = {which: {"preferredDuringSchedulingIgnoredDuringExecution": preferred}}
+    elif workload == "het-anti-affinity":
+        spec["affinity"] = {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
+            _pod_term(rng, app, HOSTNAME)]}}
+    elif workload == "het-affinity":
+        key = ZONE if rng.random() < 5 / 6 else HOSTNAME
+        spec["affinity"] = {"podAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
+            _pod_term(rng, app, key, rng.choice((None, neighbour)))]}}
+    else:
+        raise KeyError(workload)
+    return pod
 
 
 _TEMPLATES: dict[str, Callable[[int], Obj]] = {
@@ -308,8 +421,10 @@ _TEMPLATES: dict[str, Callable[[int], Obj]] = {
 
 def pending_pods(workload: str, count: int, seed: int = 0, start: int = 0) -> list[Obj]:
     """``count`` pending pods of the named workload (KeyError for an unknown name), the template's
-    ``start``-th pod first; ``seed`` varies the heterogeneous workload's draws (the other workloads' pods
-    are the same for every seed)."""
+    ``start``-th pod first; ``seed`` varies the heterogeneous workloads' draws (the identical-pod workloads'
+    pods are the same for every seed)."""
+    if workload in HET_WORKLOADS:
+        return [_het_pod(workload, i, seed) for i in range(start, start + count)]
     template = _TEMPLATES[workload]
     if workload == "heterogeneous":
         return [_heterogeneous(i, seed) for i in range(start, start + count)]

@@ -13,10 +13,14 @@ import subprocess
 import sys
 import zlib
 from pathlib import Path
+from typing import Any
+
+import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 WORKLOADS = ["basic", "node-affinity", "required-anti-affinity", "required-affinity", "preferred-affinity",
-             "spreading", "mixed", "heterogeneous"]
+             "spreading", "mixed", "heterogeneous", "het-basic", "het-spreading", "het-node-affinity",
+             "het-preferred-affinity", "het-anti-affinity", "het-affinity"]
 
 
 def _png_chunks(data: bytes) -> list[tuple[bytes, bytes]]:
@@ -37,10 +41,12 @@ def test_engine_benchmark_smoke(tmp_path: Path) -> None:
     out = tmp_path / "results"
     done = subprocess.run(
         [sys.executable, str(ROOT / "bench" / "engine.py"), "--nodes", "20", "--pods", "5",
-         "--reference-sample", "5", "--engines", "vector,reference", "--budget", "10", "--out", str(out)],
+         "--reference-sample", "5", "--engines", "vector,reference", "--budget", "10", "--ceiling", "1234",
+         "--out", str(out)],
         capture_output=True, text=True, timeout=120, cwd=ROOT, check=False)
     assert done.returncode == 0, done.stdout + done.stderr
     assert "OPENBLAS_CORETYPE=" in done.stdout and "targets at 5,000 nodes" in done.stdout
+    assert "bind ceiling of this machine: 1,234 pods/s" in done.stdout
     assert "| workload | nodes |" in done.stdout
 
     results = json.loads((out / "engine.json").read_text())
@@ -56,6 +62,9 @@ def test_engine_benchmark_smoke(tmp_path: Path) -> None:
 
     table = (out / "engine.md").read_text()
     assert all(f"| {w} | 20 |" in table for w in WORKLOADS)
+    # the heterogeneous scheduler_perf-like rows: their case's threshold and the ceiling beside them
+    assert "| het-anti-affinity | required-anti-affinity | 20 | " in table and "| 60 | " in table
+    assert "bind ceiling 1,234 pods/s" in table and results["bind_ceiling"]["pods_per_s"] == 1234
 
     chunks = _png_chunks((out / "engine.png").read_bytes())
     assert chunks[0][0] == b"IHDR" and chunks[-1][0] == b"IEND"
@@ -95,3 +104,48 @@ def test_heterogeneous_workload_smoke(tmp_path: Path) -> None:
     assert cells[("basic", "vector")]["deleted"] == 0
     assert het["agree"] == "6/6", het  # churn applied alike: the engines still decide alike
     assert "Heterogeneous vs identical pods" in (out / "engine.md").read_text()
+
+
+def _kind_of(pod: dict[str, Any]) -> str:
+    """Which scheduler_perf kind of constraint a pending pod carries (read from its spec)."""
+    spec = pod["spec"]
+    affinity = spec.get("affinity") or {}
+    if spec.get("topologySpreadConstraints"):
+        return "spreading"
+    if "nodeAffinity" in affinity:
+        return "node-affinity"
+    if any(t.get("preferredDuringSchedulingIgnoredDuringExecution") for t in affinity.values()):
+        return "preferred-affinity"
+    if (affinity.get("podAntiAffinity") or {}).get("requiredDuringSchedulingIgnoredDuringExecution"):
+        return "required-anti-affinity"
+    if (affinity.get("podAffinity") or {}).get("requiredDuringSchedulingIgnoredDuringExecution"):
+        return "required-affinity"
+    return "basic"
+
+
+def test_heterogeneous_scheduler_perf_workloads(tmp_path: Path) -> None:
+    """Every het-* pod carries its scheduler_perf case's kind of constraint, pods are distinct shapes of
+    several apps in several namespaces, the thresholds are their case's, and --ceiling reads an e2e.json."""
+    from bench import engine, workloads
+
+    for name, kind in workloads.HET_WORKLOADS.items():
+        pods = workloads.pending_pods(name, 40)
+        assert {_kind_of(p) for p in pods} == {kind}, name
+        assert len({json.dumps(p["spec"], sort_keys=True) for p in pods}) == 40, name
+        assert len({p["metadata"]["namespace"] for p in pods}) >= 3 and \
+            len({p["metadata"]["labels"]["app"] for p in pods}) >= 10, name
+        assert workloads.pending_pods(name, 5, seed=1) != pods[:5]  # the seed varies the draws
+        assert workloads.scheduler_perf_threshold(name) == workloads.SCHEDULER_PERF_THRESHOLDS[kind]
+        assert name in workloads.TERMED_WORKLOADS and workloads.churn_plan(name, workloads.base_cluster(10, 4, terms=True), 8)
+    assert workloads.scheduler_perf_threshold("mixed") is None
+
+    e2e_json = tmp_path / "e2e.json"
+    e2e_json.write_text(json.dumps({"nodes": 50, "workloads": ["basic"], "runs": [
+        {"run": "ours", "pods_per_s": 900.0}, *({"run": "ceiling", "pods_per_s": r} for r in (1200.0, 1500.0, 1300.0))]}))
+    ceiling = engine.read_ceiling(str(e2e_json))
+    assert ceiling["pods_per_s"] == 1300.0 and ceiling["runs"] == 3 and "median of 3" in ceiling["source"]
+    e2e_json.write_text(json.dumps({"runs": [{"run": "ours", "pods_per_s": 900.0}]}))
+    with pytest.raises(SystemExit, match="no ceiling run"):
+        engine.read_ceiling(str(e2e_json))
+    with pytest.raises(SystemExit, match=r"neither a number nor a readable e2e\.json"):
+        engine.read_ceiling(str(tmp_path / "missing.json"))
