@@ -362,3 +362,18 @@ score conversions weight 1 normalize none
 score lengths weight 1 normalize minmax
   value len(str(node.allocatable["memory"])) + len(str(float(node.pod_count) / 7.0)) + len(lower(node.labels["zone"]))
 '''), STR_CLUSTER, PENDING)
+
+
+def test_a_loop_item_that_fails_on_every_row_errs_those_rows_in_both_backends() -> None:
+    """An unrolled loop item whose body fails for the pod itself (``10 / x`` with ``x = 0``) is not
+    skipped: every row that reaches it goes to the reference, which reports the failure, so the vector
+    backend decides like the reference (one item of the sum, the count and the quantifier each)."""
+    agree(load('''
+filter poisoned_quantifier
+  reason "too many taints"
+  require all x in [0, 2]: len(node.taints) < 10 / x
+score poisoned_sum weight 1 normalize none
+  value sum(x in [0, 2]: len(node.taints) + 10 / x)
+score poisoned_list weight 1 normalize none
+  value len([len(node.taints) + 10 / x for x in [0, 2]])
+'''), CLUSTER, PENDING)
