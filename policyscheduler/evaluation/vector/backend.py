@@ -212,7 +212,7 @@ class VectorRun:
             raw, ignored, err = run_score(prog, state, rows)
         finally:
             state.recording = None
-        if not err.any() and not ignored.any() and calls and all(same is not None for _, _, same in calls) \
+        if not np.count_nonzero(err) and not np.count_nonzero(ignored) and calls and all(same is not None for _, _, same in calls) \
                 and raw.dtype == np.int64 and raw.size and int(raw.min()) == int(raw.max()):
             reuse.memo.put(rule, key, tuple((name, argv, int(same)) for name, argv, same in calls if same is not None),
                            int(raw[0]))
@@ -248,7 +248,7 @@ class VectorRun:
         if not isinstance(prog, FilterProgram):
             return self.reference.filter(rule, idx)
         codes, verdicts, err = run_filter(prog, self._state, idx)
-        if err.any():
+        if np.count_nonzero(err):
             at = np.flatnonzero(err)
             self._stats[f"filter {rule.name}"] += at.size
             ref = self.reference.filter(rule, idx[at])
@@ -342,7 +342,7 @@ class VectorRun:
     def _merge_score(self, rule: ScoreRule, idx: Indexes, raw: Any, ignored: Any, err: Any) -> ScoreOutcome:
         """A lowered rule's outcome with the rows it could not decide (``err``) handed to the reference."""
         errors = np.full(idx.size, -1, dtype=np.int32)
-        if not err.any():
+        if not np.count_nonzero(err):
             return ScoreOutcome(raw, ignored, errors, [])
         at = np.flatnonzero(err)
         self._stats[f"score {rule.name}"] += at.size

@@ -161,7 +161,7 @@ class LoopLowering(LowerBase):
                 wm, werr = ops.mask_of(w)
                 err = err_or(err, restrict(werr, mask))
                 mask = mask_and(mask, wm)
-                if mask is False or (isinstance(mask, np.ndarray) and not mask.any()):
+                if mask is False or (isinstance(mask, np.ndarray) and not np.count_nonzero(mask)):
                     if err is not None:
                         out.append((False, ictx, err))
                     continue

@@ -59,7 +59,7 @@ def _py(fn: Callable[..., Any], *args: Any) -> Const:
 
 def _nz(mask: Any) -> Bools | None:
     if isinstance(mask, np.ndarray):
-        return mask if mask.any() else None
+        return mask if np.count_nonzero(mask) else None
     if mask:
         raise Poisoned("fails on every row")
     return None
@@ -210,7 +210,7 @@ def q_div(n1: Any, d1: Any, b1: float | None, n2: Any, d2: Any, b2: float | None
         bn = _mul_bound(b1, _dbound(d2))
     if isinstance(den, np.ndarray) or isinstance(num, np.ndarray):
         neg = den < 0
-        if np.any(neg):
+        if np.count_nonzero(neg):
             num = np.where(neg, -num, num)
             den = np.where(neg, -den, den)
     if not isinstance(den, np.ndarray):
@@ -336,7 +336,7 @@ def logical(op: str, a: Value, b_thunk: Callable[[], Value], m: int) -> Value:
         return b_thunk()
     x, ea = as_bools(a)
     reach = x if op == "and" else ~x
-    if not reach.any():
+    if not np.count_nonzero(reach):
         return a
     try:
         b = b_thunk()
@@ -387,7 +387,7 @@ def trunc_round(v: Value, kind: str, rounding: bool) -> Value:
             t = np.trunc(safe)
             if rounding:
                 t = t + np.where(np.abs(safe - t) * 2 >= 1, np.sign(safe), 0.0)
-        return Col("int", t.astype(np.int64), err_or(v.err, bad if bad.any() else None))
+        return Col("int", t.astype(np.int64), err_or(v.err, bad if np.count_nonzero(bad) else None))
     n, d = v.data, v.den
     if isinstance(d, int) and d == 1:
         return Col("int", n, v.err, 1, v.bound)

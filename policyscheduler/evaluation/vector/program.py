@@ -117,7 +117,7 @@ def _rows(mask: Mask, m: int) -> Bools:
 
 
 def _empty(mask: Mask) -> bool:
-    return mask is False or (isinstance(mask, np.ndarray) and not mask.any())
+    return mask is False or (isinstance(mask, np.ndarray) and not np.count_nonzero(mask))
 
 
 def run_filter(prog: FilterProgram, state: PodState, idx: np.ndarray) -> tuple[np.ndarray, list[NodeVerdict], Bools]:

@@ -340,7 +340,7 @@ class Entry:
                 self.verdicts.append(v)
             table[k + 1] = code
         out = table[codes.astype(np.int64) + 1]
-        if not self.any_code and bool((out >= 0).any()):
+        if not self.any_code and bool(np.count_nonzero(out >= 0)):
             self.any_code = True
         return out
 
@@ -372,7 +372,7 @@ class Entry:
         at: Any = slice(None) if rows is None else rows
         self.raw[at] = raw
         self.ignored[at] = ignored
-        if not self.any_ignored and bool(ignored.any()):
+        if not self.any_ignored and bool(np.count_nonzero(ignored)):
             self.any_ignored = True
         self.codes[at] = self._remap(errors, verdicts)
         self._done(rows)

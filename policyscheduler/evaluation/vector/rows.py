@@ -122,7 +122,7 @@ def mlist_index(v: MList, i: int, kind: str, ctx: Ctx) -> Value:
     for mask, item in v.items:
         pm = mask_array(mask, m)
         hit = pm & (rank == i)
-        if hit.any():
+        if np.count_nonzero(hit):
             out = item if out is None else ops.select(Col("bool", hit), item, out, kind, ctx.state.interner)
             found |= hit
         rank = rank + pm.astype(np.int64)
