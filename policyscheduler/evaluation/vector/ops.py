@@ -381,13 +381,13 @@ def trunc_round(v: Value, kind: str, rounding: bool) -> Value:
         return v
     if kind == "float":
         x = v.data
-        with np.errstate(all="ignore"):
-            bad = ~np.isfinite(x) | (np.abs(x) >= 2.0**62)
-            safe = np.where(bad, 0.0, x)
-            t = np.trunc(safe)
-            if rounding:
-                t = t + np.where(np.abs(safe - t) * 2 >= 1, np.sign(safe), 0.0)
-        return Col("int", t.astype(np.int64), err_or(v.err, bad if np.count_nonzero(bad) else None))
+        ok = np.abs(x) < 2.0**62  # False for NaN and the infinities too
+        nok = int(np.count_nonzero(ok))
+        safe = x if nok == x.size else np.where(ok, x, 0.0)  # only finite values reach the cast
+        t = np.trunc(safe)
+        if rounding:
+            t = t + np.where(np.abs(safe - t) * 2 >= 1, np.sign(safe), 0.0)
+        return Col("int", t.astype(np.int64), err_or(v.err, None if nok == x.size else ~ok))
     n, d = v.data, v.den
     if isinstance(d, int) and d == 1:
         return Col("int", n, v.err, 1, v.bound)
