@@ -171,8 +171,9 @@ def q_add(n1: Any, d1: Any, b1: float | None, n2: Any, d2: Any, b2: float | None
         if lcm >= 2**62:
             raise Poisoned("denominator leaves int64")
         f1, f2 = lcm // d1, lcm // d2
-        a, e1 = int_mul(n1, np.int64(f1), b1, float(f1))
-        b, e2 = int_mul(n2, np.int64(f2), b2, float(f2))
+        # one factor is 1 (one denominator divides the other): that side is taken as it is
+        a, e1 = (n1, None) if f1 == 1 else int_mul(n1, np.int64(f1), b1, float(f1))
+        b, e2 = (n2, None) if f2 == 1 else int_mul(n2, np.int64(f2), b2, float(f2))
         a1, a2 = _mul_bound(b1, float(f1)), _mul_bound(b2, float(f2))
         r, e3 = int_add(a, b, sub, a1, a2)
         return r, lcm, err_or(e1, e2, e3), _add_bound(a1, a2)

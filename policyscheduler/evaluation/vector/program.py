@@ -221,7 +221,10 @@ def _compose(rule: str, emitted: Sequence[tuple[Mask, Value]], err: Bools, m: in
             _, key = np.unique(key, return_inverse=True)  # relabel before the key could overflow
             key = key.reshape(-1).astype(np.int64)
         key = key * width + c
-    _, first, inv = np.unique(key, return_index=True, return_inverse=True)
+    if int(key.min()) == int(key.max()):  # the usual case: every fired row emitted the same reasons
+        first, inv = np.zeros(1, dtype=np.int64), np.zeros(rows.size, dtype=np.int64)
+    else:
+        _, first, inv = np.unique(key, return_index=True, return_inverse=True)
     verdicts: list[NodeVerdict] = []
     for j in first.tolist():
         reasons: list[str] = []
