@@ -202,9 +202,10 @@ class VectorRun:
                 raw, ignored, errors = entry.score_parts(idx)
                 return ScoreOutcome(raw, ignored, errors, entry.verdicts)
             reuse.delta.drop(rule, key)
-        # every slot when delta rows could be kept (as for an entry: not for a pod asking for a few nodes)
+        # every slot when delta rows could be kept (as for an entry: not for a pod asking for a few nodes,
+        # nor for a shape seen for the first time)
         rows = self._all_slots() if token is not None and 2 * idx.size >= reuse.size \
-            and reuse.delta.possible(rule) else idx
+            and reuse.delta.possible(rule) and reuse.seen_before(rule, key) else idx
         state = self._state
         calls: list[tuple[str, tuple[Any, ...], int | None]] = []
         state.recording = calls
