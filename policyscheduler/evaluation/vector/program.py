@@ -155,7 +155,12 @@ def run_filter(prog: FilterProgram, state: PodState, idx: np.ndarray) -> tuple[n
                 if isinstance(v, Const):
                     emitted.extend((alive, Const(s)) for s in v.value)
                 elif isinstance(v, MList):
-                    emitted.extend((mask_and(alive, mk), item) for mk, item in v.items)
+                    # an item no alive row holds (the usual "Insufficient x" of a resource that fits
+                    # everywhere) emits nothing and restricts no error: left out of the grouping
+                    for mk, item in v.items:
+                        fire = mask_and(alive, mk)
+                        if not _empty(fire):
+                            emitted.append((fire, item))
                 else:
                     assert isinstance(v, RList)
                     err = err_or(err, restrict(v.err, alive))
