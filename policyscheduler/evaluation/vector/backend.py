@@ -342,9 +342,9 @@ class VectorRun:
 
     def _merge_score(self, rule: ScoreRule, idx: Indexes, raw: Any, ignored: Any, err: Any) -> ScoreOutcome:
         """A lowered rule's outcome with the rows it could not decide (``err``) handed to the reference."""
+        if not np.count_nonzero(err):  # no error code: the shared read-only "none" array (readers copy)
+            return ScoreOutcome(raw, ignored, constant_array(idx.size, np.int32, -1), [])
         errors = np.full(idx.size, -1, dtype=np.int32)
-        if not np.count_nonzero(err):
-            return ScoreOutcome(raw, ignored, errors, [])
         at = np.flatnonzero(err)
         self._stats[f"score {rule.name}"] += at.size
         ref = self.reference.score(rule, idx[at])
