@@ -308,6 +308,9 @@ def quantity_to_float(n: Any, d: Any, bound: float | None = None) -> tuple[Any, 
     """``float(n / d)`` correctly rounded: exact operands make IEEE division the one rounding."""
     if bound is not None and bound <= EXACT_FLOAT and isinstance(d, int) and d <= EXACT_FLOAT:
         return fl(n) / float(d), None
+    if bound is not None and bound <= EXACT_FLOAT and isinstance(d, np.ndarray) and d.size \
+            and int(d.max()) <= EXACT_FLOAT and int(d.min()) >= -EXACT_FLOAT:
+        return fl(n) / fl(d), None  # per-row denominators (a quotient's), all exact: one check, no row flagged
     bad = (np.abs(fl(n)) > EXACT_FLOAT) | (np.abs(fl(d)) > EXACT_FLOAT)
     err = bad if isinstance(bad, np.ndarray) and np.count_nonzero(bad) else None
     if not isinstance(bad, np.ndarray) and bad:
