@@ -385,13 +385,20 @@ def trunc_round(v: Value, kind: str, rounding: bool) -> Value:
         ok = np.abs(x) < 2.0**62  # False for NaN and the infinities too
         nok = int(np.count_nonzero(ok))
         safe = x if nok == x.size else np.where(ok, x, 0.0)  # only finite values reach the cast
+        err = err_or(v.err, None if nok == x.size else ~ok)
+        if not rounding:  # the cast of a finite float inside int64 truncates toward zero: trunc itself
+            return Col("int", safe.astype(np.int64), err)
         t = np.trunc(safe)
-        if rounding:
-            t = t + np.where(np.abs(safe - t) * 2 >= 1, np.sign(safe), 0.0)
-        return Col("int", t.astype(np.int64), err_or(v.err, None if nok == x.size else ~ok))
+        t = t + np.where(np.abs(safe - t) * 2 >= 1, np.sign(safe), 0.0)
+        return Col("int", t.astype(np.int64), err)
     n, d = v.data, v.den
     if isinstance(d, int) and d == 1:
         return Col("int", n, v.err, 1, v.bound)
+    if n.size and int(n.min()) >= 0:  # no negative numerator (the usual case): no sign to take off and put back
+        q = n // d
+        if rounding:
+            q = q + (2 * (n - q * d) >= d)
+        return Col("int", q, v.err, 1, v.bound)
     an = np.abs(n)
     q = an // d
     if rounding:
