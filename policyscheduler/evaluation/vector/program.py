@@ -200,13 +200,13 @@ def _compose(rule: str, emitted: Sequence[tuple[Mask, Value]], err: Bools, m: in
     codes = np.full(m, -1, dtype=np.int32)
     if not emitted:
         return codes, []
-    if len(emitted) == 1 and isinstance(emitted[0][1], Const):  # one constant reason: one verdict, no grouping
-        mask, v = emitted[0]
-        rows = np.flatnonzero(_rows(mask, m) & ~err)
+    only = emitted[0][1]
+    if len(emitted) == 1 and isinstance(only, Const):  # one constant reason: one verdict, no grouping
+        rows = np.flatnonzero(_rows(emitted[0][0], m) & ~err)
         if rows.size == 0:
             return codes, []
         codes[rows] = 0
-        reason = state.interner.string(state.interner.code(str(v.value)))
+        reason = state.interner.string(state.interner.code(str(only.value)))
         return codes, [NodeVerdict(rule=rule, reasons=(reason,))]
     fired = np.zeros(m, dtype=np.bool_)
     for mask, _ in emitted:
