@@ -13,11 +13,20 @@ script measures an older checkout (``PYTHONPATH=/tmp/old``).
 from __future__ import annotations
 
 import argparse
+import gc
+import json
 import random
 import resource
 import sys
 import time
+from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+if str(ROOT) not in sys.path:  # bench/ is a folder of scripts: its siblings are imported as bench.*
+    sys.path.append(str(ROOT))
 
 ZONES = [f"zone-{i}" for i in range(10)]
 
@@ -134,14 +143,168 @@ def run_build(args: argparse.Namespace) -> None:
           f"from_objects {t2 - t1:.1f} s, peak RSS {rss:.0f} MiB")
 
 
+def rss_mib() -> float:
+    """The resident set size of this process now, in MiB (Linux ``/proc``; 0 where it is missing)."""
+    try:
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    return 0.0
+
+
+def peak_mib() -> float:
+    """The peak resident set size of this process so far, in MiB (Linux reports KiB)."""
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def _bound(pod: dict[str, Any], node: str) -> dict[str, Any]:
+    """The object the watch shows once the API server bound ``pod`` to ``node``."""
+    return {**pod, "spec": {**pod["spec"], "nodeName": node}, "status": {"phase": "Running"}}
+
+
+def _keep(keep: dict[str, Any], obj: dict[str, Any]) -> None:
+    """What the live scheduler's watch bookkeeping keeps of a watched object: the reflector's stub
+    (``kube.watch``) and, for a bound pod, the watch router's assigned view (``app.watching``)."""
+    from policyscheduler.app.pods import assigned_view, pod_queue_key
+    from policyscheduler.kube.watch import _stub
+
+    meta = obj["metadata"]
+    keep["stubs"][(meta.get("namespace", ""), meta["name"])] = _stub(obj, obj["kind"])
+    if obj["kind"] == "Pod":
+        keep["bound"][pod_queue_key(obj)] = assigned_view(obj)
+
+
+def _watched(objects: Iterator[dict[str, Any]], cache: Any, page: int, keep: dict[str, Any] | None) -> int:
+    """Feed ``objects`` to ``cache`` as the live scheduler's watch handler does -- ``upsert`` records each
+    one, the loop's next ``snapshot()`` applies them -- a list page at a time, dropping every object once
+    applied. ``keep``: also hold what the scheduler's watch bookkeeping keeps per object (the
+    reflector's stub, and for a bound pod the router's assigned view), as ``run`` does."""
+    count = 0
+    for obj in objects:
+        cache.upsert(obj["kind"], obj)
+        if keep is not None:
+            _keep(keep, obj)
+        count += 1
+        if count % page == 0:
+            cache.snapshot()
+    cache.snapshot()
+    return count
+
+
+def _top_allocations(snapshot: Any, limit: int) -> list[dict[str, Any]]:
+    """The biggest allocation sites (tracemalloc, by line) still alive."""
+    import tracemalloc
+
+    stats = snapshot.statistics("lineno")[:limit]
+    return [{"where": f"{s.traceback[0].filename.rsplit('/', 2)[-2]}/{s.traceback[0].filename.rsplit('/', 1)[-1]}:"
+                      f"{s.traceback[0].lineno}", "mib": round(s.size / 2**20, 1), "blocks": s.count}
+            for s in stats if isinstance(s, tracemalloc.Statistic)]
+
+
+def run_memory(args: argparse.Namespace) -> dict[str, Any]:
+    """What ``policyscheduler run`` holds for a cluster: its cache built from watch events, then after
+    scheduling ``--pods`` heterogeneous pods with the vector engine (each assumed, then confirmed by a
+    "bound" watch event, as a live bind is). The cluster's objects are generated one at a time and
+    dropped once applied (``workloads.iter_cluster``), so the process holds the scheduler's state, not
+    the input: RSS after the build and after the pods, and the peak (``ru_maxrss``)."""
+    from bench.workloads import iter_cluster, pending_pods
+    from policyscheduler.cycle import ClusterCache
+    from policyscheduler.evaluation import make_evaluator
+    from policyscheduler.loader import load_policy_set
+
+    loaded = load_policy_set([Path(args.policies)])
+    if loaded.policy_set is None:
+        raise SystemExit("policies do not load:\n" + "\n".join(map(str, loaded.diagnostics)))
+    policy_set = loaded.policy_set
+    evaluator = make_evaluator("vector")
+    if args.tracemalloc:
+        import tracemalloc
+
+        tracemalloc.start()
+    gc.collect()
+    result: dict[str, Any] = {"nodes": args.nodes, "pods_per_node": args.per_node,
+                              "running_pods": args.nodes * args.per_node, "terms": True,
+                              "watch_bookkeeping": not args.state_only, "rss_start_mib": round(rss_mib(), 1)}
+    cache = ClusterCache()
+    keep: dict[str, Any] | None = None if args.state_only else {"stubs": {}, "bound": {}}
+    t0 = time.perf_counter()
+    objects = _watched(iter_cluster(args.nodes, args.per_node, seed=args.seed, terms=True), cache, args.page, keep)
+    snap = cache.snapshot()
+    gc.collect()
+    result.update(objects=objects, build_s=round(time.perf_counter() - t0, 1),
+                  placed_pods=sum(n.pod_count for n in snap.nodes), rss_after_build_mib=round(rss_mib(), 1),
+                  peak_after_build_mib=round(peak_mib(), 1))
+    if args.tracemalloc:
+        import tracemalloc
+
+        result["top_after_build"] = _top_allocations(tracemalloc.take_snapshot(), args.top)
+    rng = random.Random(args.seed)
+    placed = 0
+    t1 = time.perf_counter()
+    for pod in pending_pods("heterogeneous", args.pods, seed=args.seed):
+        snap = cache.snapshot()
+        decision = evaluator.evaluate(policy_set, snap, pod, rng=rng)
+        if decision.node is not None:
+            cache.assume(pod, decision.node)
+            bound = _bound(pod, decision.node)
+            cache.upsert("Pod", bound)  # the watch confirms the bind
+            if keep is not None:
+                _keep(keep, bound)
+            placed += 1
+    cache.snapshot()
+    gc.collect()
+    result.update(pods=args.pods, placed=placed, schedule_s=round(time.perf_counter() - t1, 1),
+                  rss_after_pods_mib=round(rss_mib(), 1), peak_mib=round(peak_mib(), 1))
+    if args.tracemalloc:
+        import tracemalloc
+
+        result["top_after_pods"] = _top_allocations(tracemalloc.take_snapshot(), args.top)
+        result["traced_peak_mib"] = round(tracemalloc.get_traced_memory()[1] / 2**20, 1)
+    return result
+
+
+def _print_memory(result: dict[str, Any]) -> None:
+    print(f"{result['nodes']} nodes x {result['pods_per_node']} running pods/node (with terms), "
+          f"{result['objects']} objects fed as watch events{'' if result['watch_bookkeeping'] else ' (state only)'}: "
+          f"built in {result['build_s']} s; RSS {result['rss_start_mib']} MiB at start, "
+          f"{result['rss_after_build_mib']} after the build, {result['rss_after_pods_mib']} after "
+          f"{result['pods']} heterogeneous pods ({result['placed']} placed, {result['schedule_s']} s); "
+          f"peak {result['peak_mib']} MiB")
+    for when in ("top_after_build", "top_after_pods"):
+        if when in result:
+            print(f"tracemalloc, {when.replace('_', ' ')}:")
+            for row in result[when]:
+                print(f"  {row['mib']:8.1f} MiB {row['blocks']:>9} blocks  {row['where']}")
+
+
 def main() -> None:
     p = argparse.ArgumentParser()
-    p.add_argument("what", choices=("context", "build", "write"))
+    p.add_argument("what", choices=("context", "build", "write", "memory"))
     p.add_argument("--nodes", type=int, default=None)
-    p.add_argument("--per-node", type=int, default=10)
-    p.add_argument("--pods", type=int, default=50)
+    p.add_argument("--per-node", type=int, default=None, help="running pods per node (10; memory: 30)")
+    p.add_argument("--pods", type=int, default=None, help="pending pods (50; memory: 200)")
     p.add_argument("--file")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--page", type=int, default=500, help="memory: watch events applied per snapshot() (500)")
+    p.add_argument("--state-only", action="store_true", help="memory: without the watch bookkeeping")
+    p.add_argument("--tracemalloc", action="store_true", help="memory: trace allocations (slower, more RSS)")
+    p.add_argument("--top", type=int, default=15, help="memory: allocation sites listed with --tracemalloc")
+    p.add_argument("--policies", default=str(ROOT / "policies"))
+    p.add_argument("--out", default=None, help="write the result as JSON into this folder")
     args = p.parse_args()
+    if args.what == "memory":
+        args.nodes = args.nodes or 5000
+        args.per_node = args.per_node if args.per_node is not None else 30
+        args.pods = args.pods if args.pods is not None else 200
+        result = run_memory(args)
+        _print_memory(result)
+        _write(args.out, f"state-memory-{args.nodes}", result)
+        return
+    args.per_node = args.per_node if args.per_node is not None else 10
+    args.pods = args.pods if args.pods is not None else 50
     if args.what == "context":
         args.nodes = args.nodes or 1000
         run_context(args)
@@ -149,9 +312,17 @@ def main() -> None:
         args.nodes = args.nodes or 5000
         run_build(args)
     else:
-        import json
-
         json.dump({"kind": "List", "items": cluster(args.nodes or 5000, args.per_node)}, sys.stdout)
+
+
+def _write(out: str | None, name: str, result: dict[str, Any], table: str | None = None) -> None:
+    if out is None:
+        return
+    folder = Path(out)
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / f"{name}.json").write_text(json.dumps(result, indent=1) + "\n")
+    if table is not None:
+        (folder / f"{name}.md").write_text(table)
 
 
 if __name__ == "__main__":
