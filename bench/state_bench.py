@@ -188,7 +188,7 @@ def _watched(objects: Iterator[dict[str, Any]], cache: Any, page: int, keep: dic
         if keep is not None:
             _keep(keep, obj)
         count += 1
-        if count % page == 0:
+        if page and count % page == 0:
             cache.snapshot()
     cache.snapshot()
     return count
@@ -198,10 +198,13 @@ def _top_allocations(snapshot: Any, limit: int) -> list[dict[str, Any]]:
     """The biggest allocation sites (tracemalloc, by line) still alive."""
     import tracemalloc
 
-    stats = snapshot.statistics("lineno")[:limit]
-    return [{"where": f"{s.traceback[0].filename.rsplit('/', 2)[-2]}/{s.traceback[0].filename.rsplit('/', 1)[-1]}:"
-                      f"{s.traceback[0].lineno}", "mib": round(s.size / 2**20, 1), "blocks": s.count}
-            for s in stats if isinstance(s, tracemalloc.Statistic)]
+    rows = []
+    for stat in snapshot.statistics("lineno")[:limit]:
+        assert isinstance(stat, tracemalloc.Statistic)
+        frame = stat.traceback[0]
+        where = "/".join(Path(frame.filename).parts[-2:])  # package/module.py: short, and no machine path
+        rows.append({"where": f"{where}:{frame.lineno}", "mib": round(stat.size / 2**20, 1), "blocks": stat.count})
+    return rows
 
 
 def run_memory(args: argparse.Namespace) -> dict[str, Any]:
@@ -280,20 +283,154 @@ def _print_memory(result: dict[str, Any]) -> None:
                 print(f"  {row['mib']:8.1f} MiB {row['blocks']:>9} blocks  {row['where']}")
 
 
+SCALING_OPS = ("add", "remove", "assume", "forget")
+"""The state changes the scaling mode times: a watch event adds a bound pod / deletes it (the cache
+applies it, as ``run``'s loop does before its next decision), the scheduler assumes a pending pod on
+its node / forgets it (a failed bind)."""
+
+
+def _termed(pod: dict[str, Any]) -> bool:
+    """Whether a pod carries inter-pod (anti-)affinity terms or topology spread constraints."""
+    spec = pod["spec"]
+    affinity = spec.get("affinity") or {}
+    return bool(spec.get("topologySpreadConstraints") or affinity.get("podAffinity") or affinity.get("podAntiAffinity"))
+
+
+def _scaling_pods(count: int, termed: bool, start: int) -> list[dict[str, Any]]:
+    """``count`` heterogeneous pods with (``termed``) or without inter-pod terms and spread constraints,
+    distinct from the warm-up pods (their positions start at ``start``)."""
+    from bench.workloads import pending_pods
+
+    found: list[dict[str, Any]] = []
+    i = start
+    while len(found) < count:
+        found.extend(p for p in pending_pods("heterogeneous", 100, start=i) if _termed(p) == termed)
+        i += 100
+    return found[:count]
+
+
+def _time_ops(pods: list[tuple[dict[str, Any], dict[str, Any]]], op: Any) -> dict[str, float]:
+    """Time ``op(pending, bound)`` once per pod: median wall and mean CPU microseconds per call."""
+    walls: list[float] = []
+    clock, cpu = time.perf_counter, time.process_time
+    cpu0 = cpu()
+    for pending, bound in pods:
+        t = clock()
+        op(pending, bound)
+        walls.append(clock() - t)
+    spent = cpu() - cpu0
+    walls.sort()
+    return {"median_us": round(1e6 * walls[len(walls) // 2], 1), "cpu_mean_us": round(1e6 * spent / len(walls), 1),
+            "p90_us": round(1e6 * walls[int(len(walls) * 0.9)], 1)}
+
+
+def scaling_size(nodes: int, per_node: int, pods: int, warm: int, policies: str, seed: int = 0) -> dict[str, Any]:
+    """One row of the scaling table: build the cache of a ``nodes`` cluster with terms from watch
+    events, schedule ``warm`` heterogeneous pods with the vector engine (so the indexes hold what a
+    running scheduler's do: match-count arrays of their selectors, the term index), then time each of
+    :data:`SCALING_OPS` for ``pods`` pods without and ``pods`` pods with inter-pod terms or spread
+    constraints. Every timed change is followed by the node view the next decision reads (``nodes``),
+    so the lazy part of the update is counted too."""
+    from bench.workloads import iter_cluster, pending_pods
+    from policyscheduler.cycle import ClusterCache
+    from policyscheduler.evaluation import make_evaluator
+    from policyscheduler.loader import load_policy_set
+
+    loaded = load_policy_set([Path(policies)])
+    if loaded.policy_set is None:
+        raise SystemExit("policies do not load:\n" + "\n".join(map(str, loaded.diagnostics)))
+    cache = ClusterCache()
+    t0 = time.perf_counter()
+    _watched(iter_cluster(nodes, per_node, seed=seed, terms=True), cache, 500, None)
+    snap = cache.snapshot()
+    build = time.perf_counter() - t0
+    evaluator, rng = make_evaluator("vector"), random.Random(seed)
+    for pod in pending_pods("heterogeneous", warm, seed=seed):
+        decision = evaluator.evaluate(loaded.policy_set, cache.snapshot(), pod, rng=rng)
+        if decision.node is not None:
+            cache.assume(pod, decision.node)
+            cache.upsert("Pod", _bound(pod, decision.node))
+    cache.snapshot()
+    names = [n.name for n in snap.nodes]
+    gc.collect()
+    gc.freeze()  # as run does once synced (app/heap.py): the state is out of the collector's way
+    row: dict[str, Any] = {"nodes": nodes, "running_pods": nodes * per_node, "pods": pods, "warm_pods": warm,
+                           "build_s": round(build, 1), "match_count_arrays": len(snap.state._counts),
+                           "term_kinds": [len(snap.state._terms.table(k)) if snap.state._terms else 0 for k in range(4)]}
+
+    def add(pending: dict[str, Any], bound: dict[str, Any]) -> None:
+        cache.upsert("Pod", bound)
+        cache.snapshot().nodes
+
+    def remove(pending: dict[str, Any], bound: dict[str, Any]) -> None:
+        cache.remove("Pod", bound)
+        cache.snapshot().nodes
+
+    def assume(pending: dict[str, Any], bound: dict[str, Any]) -> None:
+        cache.assume(pending, bound["spec"]["nodeName"])
+        cache.snapshot().nodes
+
+    def forget(pending: dict[str, Any], bound: dict[str, Any]) -> None:
+        cache.forget(pending)
+        cache.snapshot().nodes
+
+    ops = {"add": add, "remove": remove, "assume": assume, "forget": forget}
+    for label, termed in (("plain", False), ("terms", True)):
+        chosen = _scaling_pods(pods, termed, 1_000_000 if termed else 2_000_000)
+        pairs = [(p, _bound(p, names[(i * 7919) % len(names)])) for i, p in enumerate(chosen)]
+        for pending, _ in pairs:
+            snap.pod_record(pending)  # the decision parsed it already: assume does not pay for that
+        for name in SCALING_OPS:
+            row[f"{label}_{name}"] = _time_ops(pairs, ops[name])
+    gc.unfreeze()
+    return row
+
+
+def run_scaling(args: argparse.Namespace) -> dict[str, Any]:
+    sizes = [int(n) for n in str(args.sizes).split(",")]
+    rows = []
+    for nodes in sizes:
+        row = scaling_size(nodes, args.per_node, args.pods, args.warm, args.policies, args.seed)
+        rows.append(row)
+        print(f"[{nodes} nodes] built in {row['build_s']} s; " + ", ".join(
+            f"{k} {v['median_us']} us" for k, v in row.items() if isinstance(v, dict)), flush=True)
+        gc.collect()
+    return {"per_node": args.per_node, "pods": args.pods, "warm_pods": args.warm, "rows": rows}
+
+
+def scaling_table(result: dict[str, Any]) -> str:
+    """The scaling result as a markdown table: per size, median wall / mean CPU microseconds per change."""
+    head = "| nodes | running pods | " + " | ".join(f"{op} ({kind})" for kind in ("plain", "terms") for op in SCALING_OPS) + " |"
+    lines = [head, "|" + "---|" * (2 + 2 * len(SCALING_OPS))]
+    for row in result["rows"]:
+        cells = [f"{row[f'{kind}_{op}']['median_us']:.0f} / {row[f'{kind}_{op}']['cpu_mean_us']:.0f}"
+                 for kind in ("plain", "terms") for op in SCALING_OPS]
+        lines.append(f"| {row['nodes']:,} | {row['running_pods']:,} | " + " | ".join(cells) + " |")
+    rows = result["rows"]
+    if len(rows) > 1:
+        first, last = rows[0], rows[-1]
+        ratios = [f"{last[f'{kind}_{op}']['median_us'] / max(first[f'{kind}_{op}']['median_us'], 0.1):.2f}"
+                  for kind in ("plain", "terms") for op in SCALING_OPS]
+        lines.append(f"| {last['nodes']:,} / {first['nodes']:,} | | " + " | ".join(ratios) + " |")
+    return "\n".join(lines) + "\n"
+
+
 def main() -> None:
     p = argparse.ArgumentParser()
-    p.add_argument("what", choices=("context", "build", "write", "memory"))
+    p.add_argument("what", choices=("context", "build", "write", "memory", "scaling"))
     p.add_argument("--nodes", type=int, default=None)
     p.add_argument("--per-node", type=int, default=None, help="running pods per node (10; memory: 30)")
     p.add_argument("--pods", type=int, default=None, help="pending pods (50; memory: 200)")
     p.add_argument("--file")
     p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--page", type=int, default=500, help="memory: watch events applied per snapshot() (500)")
+    p.add_argument("--page", type=int, default=500, help="memory: watch events applied per snapshot() (500; 0: all at the end, as run's first list is)")
     p.add_argument("--state-only", action="store_true", help="memory: without the watch bookkeeping")
     p.add_argument("--tracemalloc", action="store_true", help="memory: trace allocations (slower, more RSS)")
     p.add_argument("--top", type=int, default=15, help="memory: allocation sites listed with --tracemalloc")
     p.add_argument("--policies", default=str(ROOT / "policies"))
-    p.add_argument("--out", default=None, help="write the result as JSON into this folder")
+    p.add_argument("--sizes", default="1000,2000,5000", help="scaling: node counts (1000,2000,5000)")
+    p.add_argument("--warm", type=int, default=100, help="scaling: pods scheduled before timing (100)")
+    p.add_argument("--out", default=None, help="write the result as JSON (scaling: and markdown) into this folder")
     args = p.parse_args()
     if args.what == "memory":
         args.nodes = args.nodes or 5000
@@ -302,6 +439,16 @@ def main() -> None:
         result = run_memory(args)
         _print_memory(result)
         _write(args.out, f"state-memory-{args.nodes}", result)
+        return
+    if args.what == "scaling":
+        args.per_node = args.per_node if args.per_node is not None else 30
+        args.pods = args.pods if args.pods is not None else 1000
+        result = run_scaling(args)
+        table = scaling_table(result)
+        print("\nmedian wall / mean CPU microseconds per change (add, remove: a watch event applied; assume, forget: "
+              "the scheduler's), pods without (plain) and with inter-pod terms or spread constraints (terms)\n")
+        print(table)
+        _write(args.out, "state-scaling", result, table)
         return
     args.per_node = args.per_node if args.per_node is not None else 10
     args.pods = args.pods if args.pods is not None else 50
