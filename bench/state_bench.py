@@ -358,21 +358,21 @@ def scaling_size(nodes: int, per_node: int, pods: int, warm: int, policies: str,
                            "build_s": round(build, 1), "match_count_arrays": len(snap.state._counts),
                            "term_kinds": [len(snap.state._terms.table(k)) if snap.state._terms else 0 for k in range(4)]}
 
-    def add(pending: dict[str, Any], bound: dict[str, Any]) -> None:
+    def add(pending: dict[str, Any], bound: dict[str, Any]) -> object:
         cache.upsert("Pod", bound)
-        cache.snapshot().nodes
+        return cache.snapshot().nodes  # the view the next decision reads: stale node records rebuilt
 
-    def remove(pending: dict[str, Any], bound: dict[str, Any]) -> None:
+    def remove(pending: dict[str, Any], bound: dict[str, Any]) -> object:
         cache.remove("Pod", bound)
-        cache.snapshot().nodes
+        return cache.snapshot().nodes
 
-    def assume(pending: dict[str, Any], bound: dict[str, Any]) -> None:
+    def assume(pending: dict[str, Any], bound: dict[str, Any]) -> object:
         cache.assume(pending, bound["spec"]["nodeName"])
-        cache.snapshot().nodes
+        return cache.snapshot().nodes
 
-    def forget(pending: dict[str, Any], bound: dict[str, Any]) -> None:
+    def forget(pending: dict[str, Any], bound: dict[str, Any]) -> object:
         cache.forget(pending)
-        cache.snapshot().nodes
+        return cache.snapshot().nodes
 
     ops = {"add": add, "remove": remove, "assume": assume, "forget": forget}
     for label, termed in (("plain", False), ("terms", True)):
