@@ -20,7 +20,7 @@ import dataclasses
 import random
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Iterable, Mapping
 from typing import Any, Protocol
 
 from policyscheduler.kube.rest import ApiError, RestClient, Stream
@@ -187,7 +187,14 @@ class Reflector:
     # -- list --------------------------------------------------------------------------------------------
 
     def _list(self) -> None:
+        """List the resource and deliver it. A relist is delivered once complete (deletions first, then
+        what changed: :meth:`_replace`). The first list -- nothing delivered yet, so nothing to delete
+        and nobody deciding on it until :attr:`synced` -- goes out a page at a time as it arrives, so a
+        big cluster's objects are never all held here at once (the handler's cache folds them in as they
+        come); if the list has to start over, what the complete one no longer shows is deleted then."""
+        streaming = not self._known
         items: list[dict[str, Any]] = []
+        seen: set[tuple[str, str]] = set()
         query: dict[str, Any] = {"limit": self.page_size}
         while True:
             try:
@@ -196,21 +203,30 @@ class Reflector:
                 if err.status == 410 and "continue" in query:  # the continue token expired: one full list
                     query = {}
                     items = []
+                    seen = set()
                     continue
                 raise
-            for item in page.get("items") or []:
+            found = page.get("items") or []
+            for item in found:
                 item.setdefault("kind", self.kind)
-                items.append(item)
+            if streaming:
+                self._upsert_all(found, seen)
+            else:
+                items.extend(found)
             meta = page.get("metadata") or {}
             token = meta.get("continue")
             if not token:
                 version = meta.get("resourceVersion")
                 break
+            del page, found
             query = {"limit": self.page_size, "continue": token}
         if self.stats.lists:
             self.stats.relists += 1
         self.stats.lists += 1
-        self._replace(items)
+        if streaming:
+            self._delete_unseen(seen)
+        else:
+            self._replace(items)
         self.resource_version = str(version) if version else None
         self.synced.set()
         self.handler.on_synced(self.kind)
@@ -218,10 +234,20 @@ class Reflector:
     def _replace(self, items: list[dict[str, Any]]) -> None:
         """Deliver a relist: deletions for objects it no longer has, upserts for new versions."""
         fresh = {_key(item): item for item in items}
-        for key in [k for k in self._known if k not in fresh]:
+        self._delete_unseen(fresh.keys())
+        self._upsert_all(fresh.values(), set())
+
+    def _delete_unseen(self, seen: Collection[tuple[str, str]]) -> None:
+        """Deliver deletions for the objects delivered before that a complete list no longer has."""
+        for key in [k for k in self._known if k not in seen]:
             stub = self._known.pop(key)
             self.handler.on_delete(self.kind, stub)
-        for key, item in fresh.items():
+
+    def _upsert_all(self, items: Iterable[dict[str, Any]], seen: set[tuple[str, str]]) -> None:
+        """Deliver listed objects whose version was not delivered yet (their keys go into ``seen``)."""
+        for item in items:
+            key = _key(item)
+            seen.add(key)
             old = self._known.get(key)
             version = (item.get("metadata") or {}).get("resourceVersion")
             if old is not None and version and old["metadata"].get("resourceVersion") == version:
