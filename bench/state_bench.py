@@ -169,10 +169,10 @@ def _keep(keep: dict[str, Any], obj: dict[str, Any]) -> None:
     """What the live scheduler's watch bookkeeping keeps of a watched object: the reflector's stub
     (``kube.watch``) and, for a bound pod, the watch router's assigned view (``app.watching``)."""
     from policyscheduler.app.pods import assigned_view, pod_queue_key
-    from policyscheduler.kube.watch import _stub
+    from policyscheduler.kube.watch import _remember
 
     meta = obj["metadata"]
-    keep["stubs"][(meta.get("namespace", ""), meta["name"])] = _stub(obj, obj["kind"])
+    keep["stubs"][(meta.get("namespace", ""), meta["name"])] = _remember(obj, obj["kind"])
     if obj["kind"] == "Pod":
         keep["bound"][pod_queue_key(obj)] = assigned_view(obj)
 

@@ -19,11 +19,12 @@ def test_changes_are_applied_before_the_lists_are_synced(sched: LiveScheduler) -
     loop = threading.Thread(target=sched._loop, daemon=True)
     loop.start()
     try:
-        deadline = time.monotonic() + 10
-        while sched.cache.pending and time.monotonic() < deadline:
+        applied = {"nodes": 1, "pods": 1, "assumed_pods": 0}
+        deadline = time.monotonic() + 10  # the loop takes the recorded changes, then applies them: wait for both
+        while (sched.cache.pending or sched.cache.counts() != applied) and time.monotonic() < deadline:
             time.sleep(0.02)
         assert sched.cache.pending == 0
-        assert sched.cache.counts() == {"nodes": 1, "pods": 1, "assumed_pods": 0}
+        assert sched.cache.counts() == applied
     finally:
         sched._stopping.set()
         sched._wake.set()

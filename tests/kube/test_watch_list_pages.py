@@ -11,7 +11,9 @@ from policyscheduler.kube.watch import Reflector
 
 
 def _obj(name: str, version: str) -> dict[str, Any]:
-    return {"metadata": {"name": name, "namespace": "ns", "resourceVersion": version}}
+    return {"metadata": {"name": name, "namespace": "ns", "resourceVersion": version, "uid": f"uid-{name}",
+                         "labels": {"app": name}},
+            "spec": {"nodeName": f"node-{name}", "containers": [{"name": "c"}]}}
 
 
 class Recorder:
@@ -19,12 +21,13 @@ class Recorder:
 
     def __init__(self) -> None:
         self.events: list[tuple[str, str]] = []
+        self.deleted: list[dict[str, Any]] = []
 
     def on_upsert(self, kind: str, obj: dict[str, Any]) -> None:
         self.events.append(("upsert", obj["metadata"]["name"]))
 
     def on_delete(self, kind: str, obj: dict[str, Any]) -> None:
-        assert obj["kind"] == kind and obj["metadata"]["namespace"] == "ns"
+        self.deleted.append(obj)
         self.events.append(("delete", obj["metadata"]["name"]))
 
     def on_synced(self, kind: str) -> None:
@@ -82,7 +85,21 @@ def test_a_relist_is_delivered_once_complete_deletions_first() -> None:
     reflector._list()
     assert [seen for _, seen in api.asked] == [[], []]  # nothing went out before the list was complete
     assert handler.events == [("delete", "a"), ("upsert", "c"), ("upsert", "d"), ("synced", "Pod")]
+    # a deletion carries what the cache needs of the object: its metadata keys and the pod's node
+    assert handler.deleted == [{"kind": "Pod", "metadata": {"name": "a", "namespace": "ns", "uid": "uid-a",
+                                                            "resourceVersion": "1"}, "spec": {"nodeName": "node-a"}}]
     assert reflector.stats.relists == 1
+
+
+def test_a_deleted_node_is_a_stub_without_spec() -> None:
+    handler = Recorder()
+    node = {"metadata": {"name": "n1", "resourceVersion": "3"}, "spec": {"nodeName": "not-a-pod-field"}}
+    api = PagedApi(handler, [[node]])
+    reflector = Reflector(api, "Node", handler)  # type: ignore[arg-type]
+    reflector._list()
+    api.pages = [[]]
+    reflector._list()
+    assert handler.deleted == [{"kind": "Node", "metadata": {"name": "n1", "resourceVersion": "3"}}]
 
 
 def test_a_first_list_that_starts_over_deletes_what_is_gone() -> None:
