@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from fractions import Fraction
+from sys import intern as _sys_intern
 from typing import Any
 
 from policyscheduler.kobjects import (
@@ -127,6 +128,29 @@ def _pins(r: Reader, affinity_required: Any) -> tuple[bool, tuple[str, ...]]:
     return True, tuple(sorted(names))
 
 
+def intern(text: str) -> str:
+    """``sys.intern`` for exact strings (a ``str`` subclass, which it refuses, is kept as it is)."""
+    return _sys_intern(text) if type(text) is str else text
+
+
+_OWNERS: dict[tuple[str, str, str], tuple[str, str, str]] = {}
+_OWNERS_MAX = 4096
+
+
+def _shared_owner(owner: tuple[str, str, str]) -> tuple[str, str, str]:
+    """One tuple (and one copy of its strings) per controller reference, however many pods it owns: the
+    state holds a record per running pod, and each parsed object brings its own copies. Bounded: when
+    it is full it starts over (controllers come and go over a long run)."""
+    found = _OWNERS.get(owner)
+    if found is not None:
+        return found
+    if len(_OWNERS) >= _OWNERS_MAX:
+        _OWNERS.clear()
+    shared = (intern(owner[0]), intern(owner[1]), intern(owner[2]))
+    _OWNERS[shared] = shared
+    return shared
+
+
 def build_pod(obj: Any, warnings: list[str]) -> Pod:
     """A :class:`Pod` record (problems appended to ``warnings``, never raised for malformed fields)."""
     r = Reader(object_name(obj, "Pod"), warnings)
@@ -139,12 +163,12 @@ def build_pod(obj: Any, warnings: list[str]) -> Pod:
     # other module sees; the Reader's reads of those fields only add the warnings, in the usual order.
     r.str(meta, "namespace")
     namespace = namespace_of(obj)
-    labels = r.str_map(meta, "labels", "metadata.labels")
+    labels = {intern(k): intern(v) for k, v in r.str_map(meta, "labels", "metadata.labels").items()}
 
     owner = None
     for ref in r.list(meta, "ownerReferences", "metadata.ownerReferences"):
         if isinstance(ref, Mapping) and ref.get("controller") is True:
-            owner = (r.str(ref, "apiVersion"), r.str(ref, "kind"), r.str(ref, "name"))
+            owner = _shared_owner((r.str(ref, "apiVersion"), r.str(ref, "kind"), r.str(ref, "name")))
             break
 
     affinity = r.map(spec, "affinity", "spec.affinity")
@@ -210,11 +234,11 @@ def build_pod(obj: Any, warnings: list[str]) -> Pod:
     r.str(spec, "schedulerName")
     return Pod(
         name=name,
-        namespace=namespace,
+        namespace=intern(namespace),  # label keys and values, namespaces, nodes, images: shared, not per pod
         uid=uid,
         labels=labels,
         annotations=annotations,
-        node_name=node_name(obj) or "",
+        node_name=intern(node_name(obj) or ""),
         scheduler_name=scheduler_name(obj),
         priority=_priority(r, obj, spec),
         terminating=is_terminating(obj),
@@ -230,7 +254,7 @@ def build_pod(obj: Any, warnings: list[str]) -> Pod:
         # numerator > 0 is value > 0 (a Fraction's denominator is positive) without Fraction comparison
         scalar_resources=tuple(sorted(n for n, v in requests.items() if v.numerator > 0 and is_scalar_resource(n))),
         host_ports=tuple(ports),
-        images=tuple(images),
+        images=tuple(intern(image) for image in images),
         required_affinity_terms=req_aff,
         required_anti_affinity_terms=req_anti,
         preferred_affinity_terms=pref_aff,
