@@ -1,13 +1,21 @@
-"""Cluster-state micro-benchmark: per-pod context + every ``cluster.*`` builtin, and building big snapshots.
+"""Cluster-state micro-benchmark: per-pod context + every ``cluster.*`` builtin, building big snapshots,
+what the live scheduler's state holds in memory, and what a pod change costs as the cluster grows.
 
     .venv/bin/python bench/state_bench.py context [--nodes 1000] [--per-node 10] [--pods 50]
     .venv/bin/python bench/state_bench.py build   [--nodes 5000] [--per-node 10] [--file PATH]
+    .venv/bin/python bench/state_bench.py memory  [--nodes 5000] [--per-node 30] [--pods 200] [--page 500]
+                                                  [--state-only] [--tracemalloc] [--out DIR]
+    .venv/bin/python bench/state_bench.py scaling [--sizes 1000,2000,5000] [--per-node 30] [--pods 1000]
+                                                  [--warm 100] [--out DIR]
 
 ``context`` times ``snapshot.context(pod)`` plus calling every builtin that takes a node on every node
 (the scalar form, and ``Cluster.column`` where it exists), then assumes the pod, as ``simulate`` does.
 ``build`` times ``ClusterSnapshot.from_objects`` (and reading ``--file`` first, when given) and reports
-the peak RSS of the process. Runs against whatever ``policyscheduler`` is on ``sys.path``, so the same
-script measures an older checkout (``PYTHONPATH=/tmp/old``).
+the peak RSS of the process. ``memory`` (:func:`run_memory`) and ``scaling`` (:func:`scaling_size`) use
+the engine benchmark's heterogeneous cluster with terms (``workloads.iter_cluster``), fed to the live
+scheduler's cache as watch events; see bench/README.md. Runs against whatever ``policyscheduler`` is on
+``sys.path``, so the same script measures an older checkout (``PYTHONPATH=/tmp/old``; ``memory`` and
+``scaling`` need a checkout with ``kube.watch._remember``).
 """
 
 from __future__ import annotations
