@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from fractions import Fraction
 from sys import intern as _sys_intern
-from typing import Any
+from typing import Any, TypeVar
 
 from policyscheduler.kobjects import (
     is_terminating,
@@ -133,6 +133,7 @@ def intern(text: str) -> str:
     return _sys_intern(text) if type(text) is str else text
 
 
+_V = TypeVar("_V")
 _OWNERS: dict[tuple[str, str, str], tuple[str, str, str]] = {}
 _OWNERS_MAX = 4096
 
@@ -151,6 +152,23 @@ def _shared_owner(owner: tuple[str, str, str]) -> tuple[str, str, str]:
     return shared
 
 
+_MAPS: dict[tuple[tuple[str, Any], ...], dict[str, Any]] = {}
+
+
+def _shared_map(values: dict[str, _V]) -> dict[str, _V]:
+    """One dict per distinct map (labels, requests) however many pods carry it -- the pods of one
+    template share them, and records never change their maps (records.py) -- bounded like
+    :func:`_shared_owner`. Equal maps with their keys in another order stay apart."""
+    key = tuple(values.items())
+    found = _MAPS.get(key)
+    if found is not None:
+        return found
+    if len(_MAPS) >= _OWNERS_MAX:
+        _MAPS.clear()
+    _MAPS[key] = values
+    return values
+
+
 def build_pod(obj: Any, warnings: list[str]) -> Pod:
     """A :class:`Pod` record (problems appended to ``warnings``, never raised for malformed fields)."""
     r = Reader(object_name(obj, "Pod"), warnings)
@@ -163,7 +181,7 @@ def build_pod(obj: Any, warnings: list[str]) -> Pod:
     # other module sees; the Reader's reads of those fields only add the warnings, in the usual order.
     r.str(meta, "namespace")
     namespace = namespace_of(obj)
-    labels = {intern(k): intern(v) for k, v in r.str_map(meta, "labels", "metadata.labels").items()}
+    labels = _shared_map({intern(k): intern(v) for k, v in r.str_map(meta, "labels", "metadata.labels").items()})
 
     owner = None
     for ref in r.list(meta, "ownerReferences", "metadata.ownerReferences"):
@@ -249,8 +267,8 @@ def build_pod(obj: Any, warnings: list[str]) -> Pod:
         pins_node_names=pins,
         pinned_node_names=pinned,
         tolerations=r.tolerations(spec),
-        requests=requests,
-        nonzero_requests={"cpu": nonzero.get("cpu", _ZERO), "memory": nonzero.get("memory", _ZERO)},
+        requests=_shared_map(requests),
+        nonzero_requests=_shared_map({"cpu": nonzero.get("cpu", _ZERO), "memory": nonzero.get("memory", _ZERO)}),
         # numerator > 0 is value > 0 (a Fraction's denominator is positive) without Fraction comparison
         scalar_resources=tuple(sorted(n for n, v in requests.items() if v.numerator > 0 and is_scalar_resource(n))),
         host_ports=tuple(ports),
