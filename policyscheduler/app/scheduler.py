@@ -315,12 +315,23 @@ class LiveScheduler:
     def _may_schedule(self) -> bool:
         return not self._stopping.is_set() and self.leading
 
+    def _apply_waiting(self) -> None:
+        try:
+            self.cache.snapshot()
+        except Exception:
+            log.exception("scheduling loop: applying watched changes failed")
+
     def _loop(self) -> None:
         since_freeze: int | None = None  # attempts since the heap was last frozen (None: never yet)
         # shadows alone judge in the shared cache from the watch thread: then the loop never touches it
         applies = bool(self.scheduling_names)
         while not self._stopping.is_set():
             if not self.leading or not all(r.synced.is_set() for r in self.reflectors):
+                if applies and self.cache.pending:
+                    # fold the watched objects into the state as they come (the first lists arrive a page at
+                    # a time), so they are not all held as raw objects until the last list is in; a
+                    # standby's cache stays current the same way instead of piling up changes
+                    self._apply_waiting()
                 self._wake.wait(0.2)
                 self._wake.clear()
                 continue

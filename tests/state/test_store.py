@@ -96,3 +96,26 @@ def test_pod_records_are_cached_by_uid_and_version_within_a_bound() -> None:
     for i in range(10_000):
         snap.pod_record(make_pod(f"x{i}"))
     assert len(snap._records) <= snap._records.maxsize < 10_000
+
+
+def test_replace_fields_copies_a_slotted_pod_record() -> None:
+    """Pod records are slotted (memory: one per running pod); the state's fast copy of them keeps every
+    field but the changed ones, leaves the original alone, and refuses a field the record lacks."""
+    import dataclasses
+
+    from policyscheduler.objects.builders import build_pod
+    from policyscheduler.state.store import replace_fields
+
+    obj = make_pod("p", labels={"app": "a"}, requests={"cpu": "250m"})
+    obj["metadata"]["ownerReferences"] = [{"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "rs", "controller": True}]
+    pod = build_pod(obj, [])
+    assert not hasattr(pod, "__dict__") and pod._owner == ("apps/v1", "ReplicaSet", "rs") and pod.requests
+
+    copy = replace_fields(pod, node_name="n9", labels={"app": "b"})
+    assert copy is not pod and type(copy) is type(pod) and pod.node_name == "" and pod.labels == {"app": "a"}
+    assert copy.node_name == "n9" and copy.labels == {"app": "b"}
+    for f in dataclasses.fields(pod):
+        if f.name not in ("node_name", "labels"):
+            assert getattr(copy, f.name) is getattr(pod, f.name), f.name
+    with pytest.raises(TypeError):
+        replace_fields(pod, no_such_field=1)
