@@ -103,7 +103,10 @@ def _change(snap: ClusterSnapshot, rng: random.Random, step: int, assumed: list[
         if victim.pods:
             old = rng.choice(victim.pods)
             labels = dict(old.labels)
-            labels["app"] = rng.choice(gen.APPS)
+            if rng.random() < 0.5:
+                labels["app"] = rng.choice(gen.APPS)
+            else:  # a label no selector reads, as the API server's topology labels on a bind: a pod relabelled
+                labels[f"bound{step}"] = "yes"  # twice is then its group's only member (the re-keying path)
             snap.state.relabel_pod(replace_fields(old, labels=labels))
         return "relabel pod"
     if r < 0.77:
