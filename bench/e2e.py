@@ -474,8 +474,8 @@ def profiled_run(prefix: str, argv: list[str]) -> int:
             if loop:  # snapshot_stats, not dump_stats: that would disable this (the main) thread's profiler
                 import marshal
 
-                loop[0].snapshot_stats()  # type: ignore[attr-defined]
-                Path(prefix + ".loop.prof").write_bytes(marshal.dumps(loop[0].stats))  # type: ignore[attr-defined]
+                loop[0].snapshot_stats()
+                Path(prefix + ".loop.prof").write_bytes(marshal.dumps(loop[0].stats))
 
     signal.signal(signal.SIGUSR1, start)
     signal.signal(signal.SIGUSR2, stop)

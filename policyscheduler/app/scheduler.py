@@ -321,13 +321,14 @@ class LiveScheduler:
         return not self._stopping.is_set() and self.leading
 
     def _loop(self) -> None:
-        since_freeze: int | None = None  # attempts since the heap was last frozen (None: never yet)
+        since_freeze = 0  # attempts since the heap was last frozen
+        built = False  # the first lists are in the cluster state (and the heap frozen)
         # shadows alone judge in the shared cache from the watch thread: then the loop never touches it
         applies = bool(self.scheduling_names)
         while not self._stopping.is_set():
             synced = all(r.synced.is_set() for r in self.reflectors)
-            if synced and since_freeze is None:  # first lists in, leading or not (standbys are warm too)
-                since_freeze = 0
+            if synced and not built:  # first lists in, leading or not (standbys are warm too)
+                built = True
                 try:
                     if applies:
                         self.cache.snapshot()  # the listed objects into the cluster state, then out of the GC's way
