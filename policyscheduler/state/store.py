@@ -43,6 +43,14 @@ def pod_key(pod: Pod) -> str:
     return cache_key(pod.uid, pod.namespace, pod.name)
 
 
+def _same_terms(a: Pod, b: Pod) -> bool:
+    """The two records carry the very same inter-pod terms (a relabelled copy keeps its term tuples)."""
+    return (a.required_anti_affinity_terms is b.required_anti_affinity_terms
+            and a.required_affinity_terms is b.required_affinity_terms
+            and a.preferred_affinity_terms is b.preferred_affinity_terms
+            and a.preferred_anti_affinity_terms is b.preferred_anti_affinity_terms)
+
+
 def _has_affinity(pod: Pod) -> bool:
     """kube's HavePodsWithAffinity, minus required anti-affinity (kept in its own list)."""
     return bool(pod.required_affinity_terms or pod.preferred_affinity_terms or pod.preferred_anti_affinity_terms)
@@ -376,9 +384,8 @@ class ClusterState:
             self._with_anti[key] = pod
         if _has_affinity(pod):
             self._with_affinity[key] = pod
-        self._counts.pod_changed(i, old, -1)
-        self._counts.pod_changed(i, pod, 1)
-        if self._terms is not None:
+        self._counts.pod_relabeled(i, old, pod)
+        if self._terms is not None and not _same_terms(old, pod):
             self._terms.pod_changed(i, old, -1)
             self._terms.pod_changed(i, pod, 1)
         self._node_changed(i)
