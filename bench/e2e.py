@@ -393,8 +393,9 @@ def profiled_run(prefix: str, argv: list[str]) -> int:
     """``policyscheduler <argv>`` with cProfile (timer: thread CPU time) in every thread; SIGUSR1 marks the
     start of the measured phase, SIGUSR2 its end: ``<prefix>.prof.txt`` gets the functions' CPU time in
     between (tottime and cumtime summed over threads; the profiler slows calls down, so read shares, not
-    seconds) and the CPU seconds of each thread (from /proc). ``POLICYSCHEDULER_PROFILE=threads``: thread
-    CPU only, no cProfile (no slow-down)."""
+    seconds) and the CPU seconds of each thread (from /proc); ``<prefix>.loop.prof`` is the scheduling
+    loop thread's whole profile (it starts working with the measured phase) for ``pstats`` (callers and
+    callees). ``POLICYSCHEDULER_PROFILE=threads``: thread CPU only, no cProfile (no slow-down)."""
     import cProfile
     import signal
 
@@ -468,6 +469,13 @@ def profiled_run(prefix: str, argv: list[str]) -> int:
                 where = f"{Path(key[0]).name}:{key[1]}({key[2]})" if key[0] != "~" else key[2]
                 lines.append(f"  {100 * tot / total:6.2f}%  cum {100 * cum / total:7.2f}%  {n:9d}  {where}")
         Path(prefix + ".prof.txt").write_text("\n".join(lines) + "\n")
+        if not threads_only:  # the scheduling loop's own profile, for pstats (callers, callees)
+            loop = [prof for name, prof in profiles.values() if name == "scheduling-loop"]
+            if loop:  # snapshot_stats, not dump_stats: that would disable this (the main) thread's profiler
+                import marshal
+
+                loop[0].snapshot_stats()
+                Path(prefix + ".loop.prof").write_bytes(marshal.dumps(loop[0].stats))
 
     signal.signal(signal.SIGUSR1, start)
     signal.signal(signal.SIGUSR2, stop)

@@ -15,11 +15,11 @@ labels, a few taints and a handful of images each.
 from __future__ import annotations
 
 import random
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 __all__ = ["WORKLOADS", "HET_WORKLOADS", "TERMED_WORKLOADS", "TARGETS", "SCHEDULER_PERF_THRESHOLDS", "base_cluster",
-           "pending_pods", "churn_plan", "scheduler_perf_threshold"]
+           "iter_cluster", "pending_pods", "churn_plan", "scheduler_perf_threshold"]
 
 Obj = dict[str, Any]
 
@@ -158,6 +158,15 @@ def base_cluster(nodes: int, pods_per_node: int = 10, seed: int = 0, terms: bool
     """Namespaces, Services, ReplicaSets, ``nodes`` nodes in three zones and their running pods (with
     ``terms``, some of them with inter-pod terms: :func:`_running_terms`; with ``varied``, nodes in racks
     of four sizes: :func:`_node`)."""
+    return list(iter_cluster(nodes, pods_per_node, seed, terms, varied))
+
+
+def iter_cluster(nodes: int, pods_per_node: int = 10, seed: int = 0, terms: bool = False,
+                 varied: bool = False) -> Iterator[Obj]:
+    """:func:`base_cluster`'s objects one at a time, in the same order and equal to them, the running pods
+    made only when asked for: a consumer that drops each object after use (as a watch handler does)
+    never holds the whole cluster's dicts (the state benchmark's ``memory`` mode measures the state
+    alone that way)."""
     rng = random.Random(seed * 1_000_003 + nodes)
     objects: list[Obj] = [{"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns, "labels": {"team": ns}}}
                           for ns in NAMESPACES]
@@ -169,12 +178,14 @@ def base_cluster(nodes: int, pods_per_node: int = 10, seed: int = 0, terms: bool
         if app % 2 == 0:
             objects.append({"apiVersion": "v1", "kind": "Service", "metadata": {"name": f"app-{app}", "namespace": ns},
                             "spec": {"selector": {"app": f"app-{app}"}}})
-    node_objs = [_node(i, rng, varied) for i in range(nodes)]
-    objects.extend(node_objs)
-    for node in node_objs:
-        name = node["metadata"]["name"]
-        objects.extend(_running_pod(name, j, rng, terms) for j in range(pods_per_node))
-    return objects
+    node_objs = [_node(i, rng, varied) for i in range(nodes)]  # every node first: the draws' order is fixed
+    yield from objects
+    yield from node_objs
+    names = [node["metadata"]["name"] for node in node_objs]
+    del objects, node_objs
+    for name in names:
+        for j in range(pods_per_node):
+            yield _running_pod(name, j, rng, terms)
 
 
 # -- pending pods, one template per workload --------------------------------------------------------------

@@ -53,7 +53,7 @@ from typing import TYPE_CHECKING, Any
 from policyscheduler.app.configz import effective_config, status_server
 from policyscheduler.app.decisions import decision_record
 from policyscheduler.app.decisions import log_decision as _log_decision
-from policyscheduler.app.heap import REFREEZE_AFTER, freeze_heap
+from policyscheduler.app.heap import REFREEZE_AFTER, freeze_heap, relax_collector
 from policyscheduler.app.options import Options, RunProfile
 from policyscheduler.app.pods import pod_queue_key, scheduler_name
 from policyscheduler.app.preemption import PreemptionWriter
@@ -177,6 +177,8 @@ class LiveScheduler:
         self._stopping = threading.Event()
         self._done = threading.Event()
         self._wake = threading.Event()
+        self._state_built = threading.Event()
+        """Set once the loop put the first lists into the cluster state (leading or not): /readyz waits for it."""
         self._loop_thread = threading.Thread(target=self._loop, name="scheduling-loop", daemon=True)
         self._warned = 0
         self.exit_code = 0
@@ -213,6 +215,7 @@ class LiveScheduler:
 
     def start(self) -> None:
         """Start watches, the status server, the elector and the loop (returns at once)."""
+        relax_collector()  # before the first lists are decoded and put into the cluster state
         if self.server is not None:
             self.server.start()
         for reflector in self.reflectors:
@@ -308,6 +311,8 @@ class LiveScheduler:
         missing = [r.kind for r in self.reflectors if not r.synced.is_set()]
         if missing:
             return False, "waiting for the first list of " + ", ".join(missing)
+        if not self._state_built.is_set():
+            return False, "building the cluster state from the first lists"
         return True, "ok"
 
     # -- the loop -------------------------------------------------------------------------------------------
@@ -315,21 +320,38 @@ class LiveScheduler:
     def _may_schedule(self) -> bool:
         return not self._stopping.is_set() and self.leading
 
+    def _apply_waiting(self) -> None:
+        try:
+            self.cache.snapshot()
+        except Exception:
+            log.exception("scheduling loop: applying watched changes failed")
+
     def _loop(self) -> None:
-        since_freeze: int | None = None  # attempts since the heap was last frozen (None: never yet)
+        since_freeze = 0  # attempts since the heap was last frozen
+        built = False  # the first lists are in the cluster state (and the heap frozen)
         # shadows alone judge in the shared cache from the watch thread: then the loop never touches it
         applies = bool(self.scheduling_names)
         while not self._stopping.is_set():
-            if not self.leading or not all(r.synced.is_set() for r in self.reflectors):
+            synced = all(r.synced.is_set() for r in self.reflectors)
+            if synced and not built:  # first lists in, leading or not (standbys are warm too)
+                built = True
+                try:
+                    if applies:
+                        self.cache.snapshot()  # the listed objects into the cluster state, then out of the GC's way
+                    freeze_heap(first=True)
+                except Exception:
+                    log.exception("scheduling loop: building the cluster state failed")
+                self._state_built.set()  # /readyz: kube-scheduler's sched-handler-sync (its cache holds the lists)
+            if not self.leading or not synced:
+                if applies and self.cache.pending:
+                    # fold the watched objects into the state as they come (the first lists arrive a page at
+                    # a time), so they are not all held as raw objects until the last list is in; a
+                    # standby's cache stays current the same way instead of piling up changes
+                    self._apply_waiting()
                 self._wake.wait(0.2)
                 self._wake.clear()
                 continue
             try:
-                if since_freeze is None:  # first time leading with synced caches: before any pod is decided
-                    since_freeze = 0
-                    if applies:
-                        self.cache.snapshot()  # the listed objects into the cluster state, then out of the GC's way
-                    freeze_heap(first=True)
                 # changes the watches recorded (our binds confirmed, ...) are applied by the next attempt; when
                 # no pod comes, the loop applies them itself within a moment, so the first pod after a burst
                 # does not pay for the whole burst's confirmations

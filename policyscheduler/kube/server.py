@@ -7,8 +7,9 @@ health paths needs a bearer token the API server authenticates and authorizes fo
 401 without (or with a bad) token, 403 when not allowed.
 
 ``/healthz`` and ``/livez`` fail when this replica leads but its last lease renewal is older than the
-lease duration (the process is wedged); ``/readyz`` is 200 once every watch delivered its first list and
-the policies are loaded (standbys are ready too: they are warm and waiting); ``/healthz/ping`` is 200
+lease duration (the process is wedged); ``/readyz`` is 200 once every watch delivered its first list, the
+cluster state was built from them and the policies are loaded (standbys are ready too: they are warm and
+waiting); ``/healthz/ping`` is 200
 while the process answers. Bodies are short reasons in plain text.
 """
 

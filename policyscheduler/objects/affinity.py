@@ -202,12 +202,49 @@ _Hits = dict[str, tuple[list[int], list[int]]]
 """topology key -> (slots, weights) of the matched terms (weights empty: every one counts 1)."""
 
 
+_FEW_HITS = 64
+"""Up to this many hits of a topology key are summed per domain in Python: a dozen numpy calls over every
+node cost more than a short loop (an incoming pod usually matches a few placed pods' terms)."""
+
+
 def _flush(d: Sums, nodes: Sequence[Node], index: ClusterIndex, hits: _Hits) -> None:
-    """``_add(m, nodes[slot], key, weight)`` for every hit, summed per domain with numpy."""
+    """``_add(m, nodes[slot], key, weight)`` for every hit, summed per domain."""
     for key, (slots, weights) in hits.items():
+        if len(slots) <= _FEW_HITS:
+            _add_few(d, key, slots, weights, index.label_codes(key))
+            continue
         counts = np.bincount(np.asarray(slots, dtype=np.int64),
                              weights=np.asarray(weights, dtype=np.float64) if weights else None, minlength=len(nodes))
         _add_sums(d, key, np.rint(counts).astype(np.int64), 1, index.label_codes(key))
+
+
+def _add_few(d: Sums, key: str, slots: list[int], weights: list[int], codes: LabelCodes) -> None:
+    """What ``_add_sums`` does with the per-node totals of a few hits: only nodes with a positive total
+    and the key count, into their domain's sum."""
+    per_slot: dict[int, int] = {}
+    if weights:
+        for slot, weight in zip(slots, weights):
+            per_slot[slot] = per_slot.get(slot, 0) + weight
+    else:
+        for slot in slots:
+            per_slot[slot] = per_slot.get(slot, 0) + 1
+    node_codes = codes.codes
+    by_code: dict[int, int] = {}
+    for slot, total in per_slot.items():
+        if total > 0:
+            code = int(node_codes[slot])
+            if code >= 0:
+                by_code[code] = by_code.get(code, 0) + total
+    if not by_code:
+        return
+    n = len(codes.values)
+    where = np.fromiter(by_code, dtype=np.int64, count=len(by_code))
+    sums = np.zeros(n, dtype=np.int64)
+    sums[where] = np.fromiter(by_code.values(), dtype=np.int64, count=len(by_code))
+    present = np.zeros(n, dtype=bool)
+    present[where] = True
+    old = d.get(key)
+    d[key] = (codes, sums, present) if old is None else (codes, old[1] + sums, old[2] | present)
 
 
 def _existing_hits(index: ClusterIndex, kind: int, pod: Pod, own_labels: Mapping[str, str]) -> _Hits:

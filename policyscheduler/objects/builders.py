@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from fractions import Fraction
-from typing import Any
+from sys import intern as _sys_intern
+from typing import Any, TypeVar
 
 from policyscheduler.kobjects import (
     is_terminating,
@@ -127,6 +128,47 @@ def _pins(r: Reader, affinity_required: Any) -> tuple[bool, tuple[str, ...]]:
     return True, tuple(sorted(names))
 
 
+def intern(text: str) -> str:
+    """``sys.intern`` for exact strings (a ``str`` subclass, which it refuses, is kept as it is)."""
+    return _sys_intern(text) if type(text) is str else text
+
+
+_V = TypeVar("_V")
+_OWNERS: dict[tuple[str, str, str], tuple[str, str, str]] = {}
+_OWNERS_MAX = 4096
+
+
+def _shared_owner(owner: tuple[str, str, str]) -> tuple[str, str, str]:
+    """One tuple (and one copy of its strings) per controller reference, however many pods it owns: the
+    state holds a record per running pod, and each parsed object brings its own copies. Bounded: when
+    it is full it starts over (controllers come and go over a long run)."""
+    found = _OWNERS.get(owner)
+    if found is not None:
+        return found
+    if len(_OWNERS) >= _OWNERS_MAX:
+        _OWNERS.clear()
+    shared = (intern(owner[0]), intern(owner[1]), intern(owner[2]))
+    _OWNERS[shared] = shared
+    return shared
+
+
+_MAPS: dict[tuple[tuple[str, Any], ...], dict[str, Any]] = {}
+
+
+def _shared_map(values: dict[str, _V]) -> dict[str, _V]:
+    """One dict per distinct map (labels, requests) however many pods carry it -- the pods of one
+    template share them, and records never change their maps (records.py) -- bounded like
+    :func:`_shared_owner`. Equal maps with their keys in another order stay apart."""
+    key = tuple(values.items())
+    found = _MAPS.get(key)
+    if found is not None:
+        return found
+    if len(_MAPS) >= _OWNERS_MAX:
+        _MAPS.clear()
+    _MAPS[key] = values
+    return values
+
+
 def build_pod(obj: Any, warnings: list[str]) -> Pod:
     """A :class:`Pod` record (problems appended to ``warnings``, never raised for malformed fields)."""
     r = Reader(object_name(obj, "Pod"), warnings)
@@ -139,12 +181,12 @@ def build_pod(obj: Any, warnings: list[str]) -> Pod:
     # other module sees; the Reader's reads of those fields only add the warnings, in the usual order.
     r.str(meta, "namespace")
     namespace = namespace_of(obj)
-    labels = r.str_map(meta, "labels", "metadata.labels")
+    labels = _shared_map({intern(k): intern(v) for k, v in r.str_map(meta, "labels", "metadata.labels").items()})
 
     owner = None
     for ref in r.list(meta, "ownerReferences", "metadata.ownerReferences"):
         if isinstance(ref, Mapping) and ref.get("controller") is True:
-            owner = (r.str(ref, "apiVersion"), r.str(ref, "kind"), r.str(ref, "name"))
+            owner = _shared_owner((r.str(ref, "apiVersion"), r.str(ref, "kind"), r.str(ref, "name")))
             break
 
     affinity = r.map(spec, "affinity", "spec.affinity")
@@ -210,11 +252,11 @@ def build_pod(obj: Any, warnings: list[str]) -> Pod:
     r.str(spec, "schedulerName")
     return Pod(
         name=name,
-        namespace=namespace,
+        namespace=intern(namespace),  # label keys and values, namespaces, nodes, images: shared, not per pod
         uid=uid,
         labels=labels,
         annotations=annotations,
-        node_name=node_name(obj) or "",
+        node_name=intern(node_name(obj) or ""),
         scheduler_name=scheduler_name(obj),
         priority=_priority(r, obj, spec),
         terminating=is_terminating(obj),
@@ -225,12 +267,12 @@ def build_pod(obj: Any, warnings: list[str]) -> Pod:
         pins_node_names=pins,
         pinned_node_names=pinned,
         tolerations=r.tolerations(spec),
-        requests=requests,
-        nonzero_requests={"cpu": nonzero.get("cpu", _ZERO), "memory": nonzero.get("memory", _ZERO)},
+        requests=_shared_map(requests),
+        nonzero_requests=_shared_map({"cpu": nonzero.get("cpu", _ZERO), "memory": nonzero.get("memory", _ZERO)}),
         # numerator > 0 is value > 0 (a Fraction's denominator is positive) without Fraction comparison
         scalar_resources=tuple(sorted(n for n, v in requests.items() if v.numerator > 0 and is_scalar_resource(n))),
         host_ports=tuple(ports),
-        images=tuple(images),
+        images=tuple(intern(image) for image in images),
         required_affinity_terms=req_aff,
         required_anti_affinity_terms=req_anti,
         preferred_affinity_terms=pref_aff,

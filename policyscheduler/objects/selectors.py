@@ -33,6 +33,23 @@ def _parse_int64(text: str) -> int | None:
     return value if -(2**63) <= value < 2**63 else None
 
 
+def _cached_hash(obj: Any, fields: tuple[Any, ...]) -> int:
+    """The hash of a frozen selector value, computed once per object. Selectors are dict keys of the
+    state's per-pod indexes (inside match keys: :mod:`policyscheduler.state.indexes`), looked up for
+    every pod placed or removed; the dataclass-generated hash rebuilt and hashed the field tuple, and
+    each requirement's, on every lookup."""
+    found: int | None = obj.__dict__.get("_hash")
+    if found is None:
+        found = hash(fields)
+        object.__setattr__(obj, "_hash", found)
+    return found
+
+
+def _without_hash(obj: Any) -> dict[str, Any]:
+    """The pickled state: the fields without the cached hash (string hashes differ between processes)."""
+    return {k: v for k, v in obj.__dict__.items() if k != "_hash"}
+
+
 @dataclass(frozen=True)
 class Requirement:
     """One ANDed requirement: ``key OP values`` (Equals is In with one value)."""
@@ -41,6 +58,12 @@ class Requirement:
     operator: str
     values: frozenset[str]
     number: int = 0  # Gt / Lt operand
+
+    def __hash__(self) -> int:
+        return _cached_hash(self, (self.key, self.operator, self.values, self.number))
+
+    def __getstate__(self) -> dict[str, Any]:
+        return _without_hash(self)
 
     def matches(self, labels: Mapping[str, str]) -> bool:
         """apimachinery ``Requirement.Matches`` for this operator."""
@@ -66,6 +89,12 @@ class Selector:
     """ANDed requirements; no requirements = matches everything (``Empty()`` in apimachinery)."""
 
     requirements: tuple[Requirement, ...] = ()
+
+    def __hash__(self) -> int:
+        return _cached_hash(self, self.requirements)
+
+    def __getstate__(self) -> dict[str, Any]:
+        return _without_hash(self)
 
     @property
     def empty(self) -> bool:

@@ -117,15 +117,33 @@ adds it with one numpy addition instead of copying its slots (a big Deployment m
 selector); smaller groups -- most of them, in a cluster of distinct pods -- stay sparse."""
 
 
+class _Entry:
+    """One cached match key: its per-node count array and the signatures of the groups it matches.
+
+    Groups hold their keys' entries, not the keys: an entry hashes by identity, while a key (tuples of
+    selectors) would be hashed again for every pod placed or removed."""
+
+    __slots__ = ("array", "key", "label_keys", "members", "pairs")
+
+    def __init__(self, key: MatchKey, array: IntArray, members: set[_Signature],
+                 pairs: list[tuple[str, str]] | None) -> None:
+        self.key = key
+        self.array = array
+        self.members = members
+        self.pairs = pairs  # its trigger pairs (:func:`_key_trigger`)
+        self.label_keys = frozenset(r.key for _, _, sel in key[1] for r in sel.requirements)
+        """The pod label keys its clauses read (a pod's other labels cannot change its verdict)."""
+
+
 class _Group:
     """The placed pods of one signature: a representative, their count per slot, the keys they match."""
 
-    __slots__ = ("dense", "keys", "pod", "slots")
+    __slots__ = ("dense", "entries", "pod", "slots")
 
     def __init__(self, pod: Pod) -> None:
         self.pod = pod
         self.slots: dict[int, int] = {}
-        self.keys: set[MatchKey] = set()
+        self.entries: set[_Entry] = set()
         self.dense: IntArray | None = None  # ``slots`` as an array, once the group is big (_DENSE_MIN)
 
 
@@ -135,18 +153,18 @@ class MatchCounts:
     def __init__(self, ns_labels: Callable[[str], Mapping[str, str]], maxsize: int = 512) -> None:
         # OrderedDict rather than cachetools.LRUCache: the per-pod update reads cached arrays, and that
         # must not count as a use (LRUCache refreshes an entry on every read).
-        self._arrays: OrderedDict[MatchKey, IntArray] = OrderedDict()
+        self._entries: OrderedDict[MatchKey, _Entry] = OrderedDict()
         self._ns_labels = ns_labels
         self.maxsize = maxsize
         # Built on the first ``get`` (from the store's pods), dropped by ``clear``; while it is None no
         # array exists either, so pod changes have nothing to update.
         self._groups: dict[_Signature, _Group] | None = None
-        self._members: dict[MatchKey, set[_Signature]] = {}  # key -> signatures of the groups it matches
-        self._keys = _Triggers()  # cached keys by trigger pair: a new group tests only the keys it may match
+        self._keys = _Triggers()  # cached entries by trigger pair: a new group tests only the keys it may match
         self._by_pair: dict[tuple[str, str], set[_Signature]] = {}  # label pair -> groups carrying it
+        self._label_keys: dict[str, int] = {}  # pod label key -> how many cached keys read it
 
     def __len__(self) -> int:
-        return len(self._arrays)
+        return len(self._entries)
 
     @property
     def groups(self) -> int:
@@ -155,10 +173,10 @@ class MatchCounts:
 
     def get(self, key: MatchKey, slots: int, pods_by_slot: Callable[[], Iterable[tuple[int, Iterable[Pod]]]]) -> IntArray:
         """The count array of ``key`` (built on first use by matching every pod group once)."""
-        arr = self._arrays.get(key)
-        if arr is not None:
-            self._arrays.move_to_end(key)
-            return arr
+        entry = self._entries.get(key)
+        if entry is not None:
+            self._entries.move_to_end(key)
+            return entry.array
         groups = self._groups
         if groups is None:
             groups = self._groups = {}
@@ -178,10 +196,11 @@ class MatchCounts:
                 found.update(self._by_pair.get(pair, ()))
             candidates = found
         arr = np.zeros(slots, dtype=np.int64)
+        entry = _Entry(key, arr, members, pairs)
         for sig in candidates:
             group = groups[sig]
             if match_key_matches(key, group.pod, ns_labels):
-                group.keys.add(key)
+                group.entries.add(entry)
                 members.add(sig)
                 dense = group.dense
                 if dense is None and len(group.slots) >= _DENSE_MIN:
@@ -196,11 +215,13 @@ class MatchCounts:
         if where:
             arr += np.rint(np.bincount(np.asarray(where, dtype=np.int64), weights=np.asarray(counts, dtype=np.float64),
                                        minlength=slots)).astype(np.int64)
-        self._arrays[key] = arr
-        self._members[key] = members
-        self._keys.add(key, pairs)
-        if len(self._arrays) > self.maxsize:
-            old, _ = self._arrays.popitem(last=False)
+        self._entries[key] = entry
+        self._keys.add(entry, pairs)
+        label_keys = self._label_keys
+        for name in entry.label_keys:
+            label_keys[name] = label_keys.get(name, 0) + 1
+        if len(self._entries) > self.maxsize:
+            _, old = self._entries.popitem(last=False)
             self._forget(old)
         return arr
 
@@ -216,22 +237,41 @@ class MatchCounts:
     def _new_group(self, sig: _Signature, pod: Pod) -> _Group:
         assert self._groups is not None
         group = self._groups[sig] = _Group(pod)
+        self._pairs_add(sig)
+        return group
+
+    def _pairs_add(self, sig: _Signature) -> None:
         by_pair = self._by_pair
         for pair in sig[2]:
             found = by_pair.get(pair)
             if found is None:
                 found = by_pair[pair] = set()
             found.add(sig)
-        return group
 
-    def _forget(self, key: MatchKey) -> None:
-        """Drop ``key`` from the groups that match it (its array is gone)."""
-        self._keys.discard(key, _key_trigger(key))
+    def _pairs_discard(self, sig: _Signature) -> None:
+        by_pair = self._by_pair
+        for pair in sig[2]:
+            found = by_pair.get(pair)
+            if found is not None:
+                found.discard(sig)
+                if not found:
+                    del by_pair[pair]
+
+    def _forget(self, entry: _Entry) -> None:
+        """Drop ``entry`` from the groups that match it (its array is gone)."""
+        self._keys.discard(entry, entry.pairs)
+        label_keys = self._label_keys
+        for name in entry.label_keys:
+            n = label_keys[name] - 1
+            if n:
+                label_keys[name] = n
+            else:
+                del label_keys[name]
         groups = self._groups or {}
-        for sig in self._members.pop(key, ()):
+        for sig in entry.members:
             group = groups.get(sig)
             if group is not None:
-                group.keys.discard(key)
+                group.entries.discard(entry)
 
     def pod_changed(self, slot: int, pod: Pod, delta: int) -> None:
         """A pod was placed on (``delta`` 1) or removed from (-1) the node in ``slot``."""
@@ -245,10 +285,10 @@ class MatchCounts:
                 return  # not indexed (cannot happen while the store calls this for every placed pod)
             group = self._new_group(sig, pod)
             ns_labels = self._ns_labels
-            for key in self._keys.candidates(pod.labels):
-                if match_key_matches(key, pod, ns_labels):
-                    group.keys.add(key)
-                    self._members[key].add(sig)
+            for entry in self._keys.candidates(pod.labels):
+                if match_key_matches(entry.key, pod, ns_labels):
+                    group.entries.add(entry)
+                    entry.members.add(sig)
         n = group.slots.get(slot, 0) + delta
         if n:
             group.slots[slot] = n
@@ -256,35 +296,59 @@ class MatchCounts:
             del group.slots[slot]
         if group.dense is not None:
             group.dense[slot] += delta
-        arrays = self._arrays
-        for key in group.keys:
-            arrays[key][slot] += delta
+        for entry in group.entries:
+            entry.array[slot] += delta
         if not group.slots:
             del groups[sig]
-            for key in group.keys:
-                self._members[key].discard(sig)
-            by_pair = self._by_pair
-            for pair in sig[2]:
-                found = by_pair.get(pair)
-                if found is not None:
-                    found.discard(sig)
-                    if not found:
-                        del by_pair[pair]
+            for entry in group.entries:
+                entry.members.discard(sig)
+            self._pairs_discard(sig)
+
+    def pod_relabeled(self, slot: int, old: Pod, new: Pod) -> None:
+        """A placed pod's labels changed, nothing else (the API server's topology labels on a bind).
+
+        When the pod was the only member of its group (pods of distinct shapes each are) and no cached
+        key reads a label that changed, every key matches it as before: the group just takes the new
+        signature -- no key is matched again and no count moves. Otherwise it is a removal and a placement."""
+        groups = self._groups
+        if groups is None:
+            return
+        sig, new_sig = _signature(old), _signature(new)
+        if sig == new_sig:
+            return
+        group = groups.get(sig)
+        labels, new_labels = old.labels, new.labels
+        read = self._label_keys
+        if (group is None or new_sig in groups or sig[:2] != new_sig[:2] or len(group.slots) != 1
+                or group.slots.get(slot) != 1
+                or any(name in read for name in labels.keys() | new_labels.keys()
+                       if labels.get(name) != new_labels.get(name))):
+            self.pod_changed(slot, old, -1)
+            self.pod_changed(slot, new, 1)
+            return
+        del groups[sig]
+        groups[new_sig] = group
+        group.pod = new
+        for entry in group.entries:
+            entry.members.discard(sig)
+            entry.members.add(new_sig)
+        self._pairs_discard(sig)
+        self._pairs_add(new_sig)
 
     def node_appended(self) -> None:
         """A node with no pods joined at the end: every array grows by one zero."""
-        for key in list(self._arrays):
-            self._arrays[key] = np.append(self._arrays[key], np.int64(0))
+        for entry in self._entries.values():
+            entry.array = np.append(entry.array, np.int64(0))
         for group in (self._groups or {}).values():
             if group.dense is not None:
                 group.dense = np.append(group.dense, np.int64(0))
 
     def clear(self) -> None:
         """Forget every array and group (node removal shifts slots; they are rebuilt on demand)."""
-        self._arrays.clear()
-        self._members.clear()
+        self._entries.clear()
         self._keys.clear()
         self._by_pair.clear()
+        self._label_keys.clear()
         self._groups = None
 
     def namespaces_changed(self) -> None:
@@ -293,10 +357,9 @@ class MatchCounts:
         An empty namespace selector ("every namespace": affinity terms' ``namespaceSelector: {}``, the
         policies' ``in_all_namespaces()`` selectors) matches whatever the labels are, so those arrays stay.
         """
-        for key in [k for k in self._arrays
+        for key in [k for k in self._entries
                     if any(ns_sel is not None and not ns_sel.empty for _, ns_sel, _ in k[1])]:
-            del self._arrays[key]
-            self._forget(key)
+            self._forget(self._entries.pop(key))
 
 
 class TermIndex:

@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 
 from policyscheduler.evaluation import Decision, ReferenceEvaluator, diff_decisions
-from policyscheduler.objects import topology
+from policyscheduler.objects import affinity, topology
 from policyscheduler.objects.affinity import FilterState, IndexedFilterState, IndexedScoreState, ScoreState
 from policyscheduler.objects.records import Pod
 from policyscheduler.objects.topology import match_key_matches, spread_key
@@ -103,7 +103,10 @@ def _change(snap: ClusterSnapshot, rng: random.Random, step: int, assumed: list[
         if victim.pods:
             old = rng.choice(victim.pods)
             labels = dict(old.labels)
-            labels["app"] = rng.choice(gen.APPS)
+            if rng.random() < 0.5:
+                labels["app"] = rng.choice(gen.APPS)
+            else:  # a label no selector reads, as the API server's topology labels on a bind: a pod relabelled
+                labels[f"bound{step}"] = "yes"  # twice is then its group's only member (the re-keying path)
             snap.state.relabel_pod(replace_fields(old, labels=labels))
         return "relabel pod"
     if r < 0.77:
@@ -122,11 +125,14 @@ def _change(snap: ClusterSnapshot, rng: random.Random, step: int, assumed: list[
     return "nothing"
 
 
-@pytest.mark.parametrize("dense_min", [64, 2])
+@pytest.mark.parametrize(("dense_min", "few_hits"), [(64, 64), (2, 0)])
 @pytest.mark.parametrize("seed", range(12))
-def test_indexes_equal_the_walk_after_every_change(seed: int, dense_min: int, monkeypatch: pytest.MonkeyPatch) -> None:
-    # dense_min 2: most pod groups also keep their counts as arrays (the path of big Deployments)
+def test_indexes_equal_the_walk_after_every_change(seed: int, dense_min: int, few_hits: int,
+                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    # dense_min 2: most pod groups also keep their counts as arrays (the path of big Deployments);
+    # few_hits 0: placed pods' matched terms are summed with numpy (the path of terms on many nodes)
     monkeypatch.setattr(indexes, "_DENSE_MIN", dense_min)
+    monkeypatch.setattr(affinity, "_FEW_HITS", few_hits)
     rng = random.Random(seed)
     snap = ClusterSnapshot.from_objects(gen.cluster(rng, rng.randint(4, 10), rng.randint(2, 5)))
     incoming = [snap.pod_record(gen.pod(rng, f"in{i}", None, 0.6)) for i in range(6)]

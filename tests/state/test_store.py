@@ -7,7 +7,10 @@ from typing import Any
 
 import pytest
 
+from policyscheduler.objects.selectors import set_selector
+from policyscheduler.objects.topology import match_key_matches, spread_key
 from policyscheduler.state import ClusterSnapshot
+from policyscheduler.state.store import replace_fields
 from tests.objects.conftest import make_node, make_pod
 from tests.state import gen
 
@@ -96,3 +99,68 @@ def test_pod_records_are_cached_by_uid_and_version_within_a_bound() -> None:
     for i in range(10_000):
         snap.pod_record(make_pod(f"x{i}"))
     assert len(snap._records) <= snap._records.maxsize < 10_000
+
+
+def test_replace_fields_copies_a_slotted_pod_record() -> None:
+    """Pod records are slotted (memory: one per running pod); the state's fast copy of them keeps every
+    field but the changed ones, leaves the original alone, and refuses a field the record lacks."""
+    import dataclasses
+
+    from policyscheduler.objects.builders import build_pod
+    from policyscheduler.state.store import replace_fields
+
+    obj = make_pod("p", labels={"app": "a"}, requests={"cpu": "250m"})
+    obj["metadata"]["ownerReferences"] = [{"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "rs", "controller": True}]
+    pod = build_pod(obj, [])
+    assert not hasattr(pod, "__dict__") and pod._owner == ("apps/v1", "ReplicaSet", "rs") and pod.requests
+
+    copy = replace_fields(pod, node_name="n9", labels={"app": "b"})
+    assert copy is not pod and type(copy) is type(pod) and pod.node_name == "" and pod.labels == {"app": "a"}
+    assert copy.node_name == "n9" and copy.labels == {"app": "b"}
+    for f in dataclasses.fields(pod):
+        if f.name not in ("node_name", "labels"):
+            assert getattr(copy, f.name) is getattr(pod, f.name), f.name
+    with pytest.raises(TypeError):
+        replace_fields(pod, no_such_field=1)
+
+
+def test_relabelling_a_lone_pod_with_an_unread_label_rekeys_its_group_and_keeps_the_counts() -> None:
+    """The bind's topology labels on a pod of its own shape: the match-count index moves the pod's group
+    to the new labels without matching any key again, and every count stays what a walk gives; a label
+    that a cached key reads goes through removal and placement instead (and is counted anew)."""
+    def pod(name: str, node: str, labels: dict[str, str]) -> dict[str, Any]:
+        return {"kind": "Pod", "metadata": {"name": name, "namespace": "ns", "uid": name, "labels": labels},
+                "spec": {"nodeName": node, "containers": [{"name": "c"}]}}
+
+    nodes = [{"kind": "Node", "metadata": {"name": f"n{i}", "labels": {"kubernetes.io/hostname": f"n{i}"}},
+              "status": {"allocatable": {"cpu": "4", "memory": "8Gi", "pods": "110"}}} for i in range(3)]
+    snap = ClusterSnapshot.from_objects([*nodes, pod("a", "n0", {"app": "x", "release": "1"}),
+                                         pod("b", "n1", {"app": "x", "release": "2"}),
+                                         pod("c", "n1", {"app": "y", "release": "3"})])
+    state = snap.state
+    app_x = spread_key(set_selector({"app": "x"}), "ns")
+    zone_a = spread_key(set_selector({"zone": "a"}), "ns")
+    assert app_x is not None and zone_a is not None
+
+    def walk(key: Any) -> list[int]:
+        return [sum(1 for p in n.pods if match_key_matches(key, p, snap.namespace_labels)) for n in snap.nodes]
+
+    assert state.match_counts(app_x).tolist() == [1, 1, 0]
+    counts = state._counts
+    groups = counts._groups
+    assert groups is not None
+    old = state.pod("b")
+    assert old is not None
+    group = groups[("ns", False, frozenset(old.labels.items()))]
+    bound = replace_fields(old, labels={**old.labels, "topology.kubernetes.io/zone": "a"})
+    assert state.relabel_pod(bound)
+    assert groups[("ns", False, frozenset(bound.labels.items()))] is group  # re-keyed, not rebuilt
+    assert group.pod is bound and ("ns", False, frozenset(old.labels.items())) not in groups
+    assert state.match_counts(app_x).tolist() == walk(app_x) == [1, 1, 0]
+    # a key that reads the changed label: matched afresh, through removal and placement
+    assert state.match_counts(zone_a).tolist() == walk(zone_a) == [0, 0, 0]
+    again = replace_fields(bound, labels={**bound.labels, "zone": "a"})
+    assert state.relabel_pod(again)
+    assert groups[("ns", False, frozenset(again.labels.items()))] is not group
+    assert state.match_counts(zone_a).tolist() == walk(zone_a) == [0, 1, 0]
+    assert state.match_counts(app_x).tolist() == walk(app_x) == [1, 1, 0]
