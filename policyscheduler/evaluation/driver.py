@@ -354,8 +354,8 @@ class Driver:
             if out.bounds is not None and _bounds_ok(srule.normalize, *out.bounds):
                 scored.append(_Scored(srule, raw, ignored, None, False, out.bounds))
                 continue
-            any_ignored = bool(ignored.any())
-            any_failed = bool(out.verdicts) and bool((out.errors >= 0).any())
+            any_ignored = bool(np.count_nonzero(ignored))
+            any_failed = bool(out.verdicts) and bool(np.count_nonzero(out.errors >= 0))
             if not (any_ignored or any_failed) and raw.dtype == np.int64 and raw.size:
                 # the common case: every feasible node takes part; its bounds serve the checks and the
                 # normalisation alike
@@ -397,7 +397,7 @@ class Driver:
                 take = ~item.ignored
                 if item.failed is not None:
                     take &= np.array([f is None for f in item.failed], dtype=np.bool_)
-                if take.any():
+                if np.count_nonzero(take):
                     norm[take] = normalize_array(item.rule.normalize, item.raw[take])
             weight = item.rule.weight
             if isinstance(norm, int):
@@ -547,7 +547,7 @@ def _record(codes: Codes, table: list[NodeVerdict], active: Indexes, out_codes: 
     if not verdicts:  # codes index the verdicts: none, so every node passed
         return active
     bad = out_codes >= 0
-    if not bad.any():
+    if not np.count_nonzero(bad):
         return active
     codes[active[bad]] = out_codes[bad] + len(table)
     table.extend(verdicts)

@@ -202,9 +202,10 @@ class VectorRun:
                 raw, ignored, errors = entry.score_parts(idx)
                 return ScoreOutcome(raw, ignored, errors, entry.verdicts)
             reuse.delta.drop(rule, key)
-        # every slot when delta rows could be kept (as for an entry: not for a pod asking for a few nodes)
+        # every slot when delta rows could be kept (as for an entry: not for a pod asking for a few nodes,
+        # nor for a shape seen for the first time)
         rows = self._all_slots() if token is not None and 2 * idx.size >= reuse.size \
-            and reuse.delta.possible(rule) else idx
+            and reuse.delta.possible(rule) and reuse.seen_before(rule, key) else idx
         state = self._state
         calls: list[tuple[str, tuple[Any, ...], int | None]] = []
         state.recording = calls
@@ -212,7 +213,7 @@ class VectorRun:
             raw, ignored, err = run_score(prog, state, rows)
         finally:
             state.recording = None
-        if not err.any() and not ignored.any() and calls and all(same is not None for _, _, same in calls) \
+        if not np.count_nonzero(err) and not np.count_nonzero(ignored) and calls and all(same is not None for _, _, same in calls) \
                 and raw.dtype == np.int64 and raw.size and int(raw.min()) == int(raw.max()):
             reuse.memo.put(rule, key, tuple((name, argv, int(same)) for name, argv, same in calls if same is not None),
                            int(raw[0]))
@@ -248,7 +249,7 @@ class VectorRun:
         if not isinstance(prog, FilterProgram):
             return self.reference.filter(rule, idx)
         codes, verdicts, err = run_filter(prog, self._state, idx)
-        if err.any():
+        if np.count_nonzero(err):
             at = np.flatnonzero(err)
             self._stats[f"filter {rule.name}"] += at.size
             ref = self.reference.filter(rule, idx[at])
@@ -341,9 +342,9 @@ class VectorRun:
 
     def _merge_score(self, rule: ScoreRule, idx: Indexes, raw: Any, ignored: Any, err: Any) -> ScoreOutcome:
         """A lowered rule's outcome with the rows it could not decide (``err``) handed to the reference."""
+        if not np.count_nonzero(err):  # no error code: the shared read-only "none" array (readers copy)
+            return ScoreOutcome(raw, ignored, constant_array(idx.size, np.int32, -1), [])
         errors = np.full(idx.size, -1, dtype=np.int32)
-        if not err.any():
-            return ScoreOutcome(raw, ignored, errors, [])
         at = np.flatnonzero(err)
         self._stats[f"score {rule.name}"] += at.size
         ref = self.reference.score(rule, idx[at])

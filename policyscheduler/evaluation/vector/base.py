@@ -13,7 +13,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from policyscheduler.checker.passes import CheckedRule
+from policyscheduler.checker.passes import NOW, CheckedRule
 from policyscheduler.checker.types import FLOAT, INT, QUANTITY, Type
 from policyscheduler.compiler.closures import ExprCompiler, reset_budget
 from policyscheduler.evaluation.vector import kernels
@@ -27,6 +27,19 @@ __all__ = ["DISTINCT_RECORDS", "LowerBase"]
 
 DISTINCT_RECORDS = ("Taint", "HostPort")
 """Element records evaluated once per distinct value (see columns._DISTINCT)."""
+
+
+_LITERALS = (ast.IntLit, ast.FloatLit, ast.QuantityLit, ast.StringLit, ast.BoolLit)
+
+_FRAME_NAMES = frozenset({"pod", "cluster", NOW})
+"""Names :meth:`Ctx.frame` (or the reference's closure) does not take from the bound constants."""
+
+
+def _is_literal(e: ast.Expr) -> bool:
+    """A literal, or a list of literals (the reference builds that list once, at compile time)."""
+    if isinstance(e, _LITERALS):
+        return True
+    return isinstance(e, ast.ListLit) and all(isinstance(i, _LITERALS) for i in e.items)
 
 
 class LowerBase(ExprVisitor[Fn]):
@@ -95,6 +108,26 @@ class LowerBase(ExprVisitor[Fn]):
             except Exception as exc:  # noqa: BLE001 -- the reference fails here too, on every row reaching it
                 raise Poisoned(str(exc)) from None
 
+        if _is_literal(e):
+            # the reference's closure of a literal returns one value, read no name and charge no step:
+            # that value, once (these are a third of a new pod shape's pod-level evaluations)
+            try:
+                const = Const(closure({}))
+            except Exception:  # noqa: BLE001 -- not expected of a literal: keep the per-pod path and its error
+                return pod_level
+            return lambda ctx: const
+        if isinstance(e, ast.Name) and e.id not in _FRAME_NAMES:
+            name = e.id
+
+            def pod_name(ctx: Ctx) -> Value:
+                """A loop item or let bound as a constant: the closure would read exactly its value from
+                :meth:`Ctx.frame`, so the bound :class:`Const` is the answer."""
+                v = ctx.env.get(name)
+                if type(v) is Const:
+                    return v
+                return pod_level(ctx)
+
+            return pod_name
         return pod_level
 
     def per_distinct(self, e: ast.Expr, name: str, kind: str) -> Fn:

@@ -103,6 +103,11 @@ def column_key(op: str, field: str, kind: str = "", map_key: str = "", zero: Any
     if op == "f":
         return ("f", field, kind)
     if op == "get":
+        if type(zero) is Fraction and zero.denominator == 1:
+            # an integral quantity default as the int it equals: the column holds the same values (an int
+            # and a Fraction of one value are the same quantity to from_python / _set_few), and hashing
+            # the key no longer runs Fraction.__hash__ in Python on every read
+            zero = zero.numerator
         return ("get", field, map_key, kind, zero)
     if op == "has":
         return ("has", field, map_key)

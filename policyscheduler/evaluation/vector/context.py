@@ -76,7 +76,18 @@ class Ctx:
         env[name] = v
         levels = dict(self.levels)
         levels[name] = self.level
-        return Ctx(self.state, self.m, env, levels, self.level, self.segs)
+        out = Ctx(self.state, self.m, env, levels, self.level, self.segs)
+        frame = self._frame
+        if frame is not None and name not in ("pod", "cluster"):
+            # the parent's reference frame with this name: what frame() would build, without a rebuild
+            # per loop item
+            frame = dict(frame)
+            if isinstance(v, Const):
+                frame[name] = v.value
+            else:
+                frame.pop(name, None)
+            out._frame = frame
+        return out
 
     def enter(self, segs: kernels.Segments, binds: dict[str, Value]) -> Ctx:
         env = dict(self.env)

@@ -131,7 +131,7 @@ class Segments:
         mag = np.concatenate([[0.0], np.cumsum(np.abs(vals.astype(np.float64)))])
         out, err = int_add(cs[self.ends], cs[self.begins], True)
         bad = (mag[self.ends] - mag[self.begins]) >= 2.0**62
-        return out, err_or(err, bad if bad.any() else None)
+        return out, err_or(err, bad if np.count_nonzero(bad) else None)
 
     def count(self, mask: Mask) -> Arr:
         if mask is True:
@@ -144,7 +144,7 @@ class Segments:
         if mask is None:
             return None
         hit = self.count(mask) > 0
-        return hit if hit.any() else None
+        return hit if np.count_nonzero(hit) else None
 
     def fold(self, present: Mask, step: Callable[[Arr, Arr], None]) -> None:
         """Call ``step(rows, elements)`` position by position (element k of every row holding k items),

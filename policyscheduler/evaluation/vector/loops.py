@@ -28,6 +28,7 @@ from policyscheduler.evaluation.vector.context import Ctx, Fn, err_of, kind_of, 
 from policyscheduler.evaluation.vector.rows import and_mask, as_bool, ragged_reduce, where_elems
 from policyscheduler.evaluation.vector.scope import NInfo, Scope
 from policyscheduler.evaluation.vector.values import (
+    INT_GUARD,
     Bools,
     Col,
     Const,
@@ -161,10 +162,13 @@ class LoopLowering(LowerBase):
                 wm, werr = ops.mask_of(w)
                 err = err_or(err, restrict(werr, mask))
                 mask = mask_and(mask, wm)
-                if mask is False or (isinstance(mask, np.ndarray) and not mask.any()):
+                hits = np.count_nonzero(mask) if isinstance(mask, np.ndarray) else -1
+                if mask is False or hits == 0:
                     if err is not None:
                         out.append((False, ictx, err))
                     continue
+                if hits == ctx.m:  # present on every row: the item is unconditional (cheaper downstream:
+                    mask = True    # no select per item, a count or len that folds to a constant)
             out.append((mask, ictx, err))
         if base_err is not None and not out:
             out.append((False, ctx, base_err))
@@ -275,6 +279,7 @@ class LoopLowering(LowerBase):
             errors = _ErrorRows()
             acc: Value = Const(0) if agg == "count" else Const(zero)
             has: Mask = False
+            summed = False  # acc is still the zero it started as
             items = self._unrolled(e.loop, mode, it, where, ctx)
             for present, v in _each_value(items, None if agg == "count" else value, ctx.m, errors):
                 if agg == "count":
@@ -284,7 +289,12 @@ class LoopLowering(LowerBase):
                 assert v is not None
                 pm: Value = Const(True) if present is True else Col("bool", present)
                 if agg == "sum":
-                    acc = ops.select(pm, ops.arith("+", acc, v, kind), acc, kind, interner)
+                    if (not summed and present is True and type(v) is Col and v.kind == kind in ("int", "q")
+                            and v.bound is not None and v.bound < INT_GUARD):
+                        acc = v  # the first item on every row: 0 + v, exact, no overflow to flag, is v
+                    else:
+                        acc = ops.select(pm, ops.arith("+", acc, v, kind), acc, kind, interner)
+                    summed = True
                     continue
                 if has is False:
                     acc = v

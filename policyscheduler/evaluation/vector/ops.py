@@ -59,7 +59,7 @@ def _py(fn: Callable[..., Any], *args: Any) -> Const:
 
 def _nz(mask: Any) -> Bools | None:
     if isinstance(mask, np.ndarray):
-        return mask if mask.any() else None
+        return mask if np.count_nonzero(mask) else None
     if mask:
         raise Poisoned("fails on every row")
     return None
@@ -171,8 +171,9 @@ def q_add(n1: Any, d1: Any, b1: float | None, n2: Any, d2: Any, b2: float | None
         if lcm >= 2**62:
             raise Poisoned("denominator leaves int64")
         f1, f2 = lcm // d1, lcm // d2
-        a, e1 = int_mul(n1, np.int64(f1), b1, float(f1))
-        b, e2 = int_mul(n2, np.int64(f2), b2, float(f2))
+        # one factor is 1 (one denominator divides the other): that side is taken as it is
+        a, e1 = (n1, None) if f1 == 1 else int_mul(n1, np.int64(f1), b1, float(f1))
+        b, e2 = (n2, None) if f2 == 1 else int_mul(n2, np.int64(f2), b2, float(f2))
         a1, a2 = _mul_bound(b1, float(f1)), _mul_bound(b2, float(f2))
         r, e3 = int_add(a, b, sub, a1, a2)
         return r, lcm, err_or(e1, e2, e3), _add_bound(a1, a2)
@@ -210,7 +211,7 @@ def q_div(n1: Any, d1: Any, b1: float | None, n2: Any, d2: Any, b2: float | None
         bn = _mul_bound(b1, _dbound(d2))
     if isinstance(den, np.ndarray) or isinstance(num, np.ndarray):
         neg = den < 0
-        if np.any(neg):
+        if np.count_nonzero(neg):
             num = np.where(neg, -num, num)
             den = np.where(neg, -den, den)
     if not isinstance(den, np.ndarray):
@@ -336,7 +337,7 @@ def logical(op: str, a: Value, b_thunk: Callable[[], Value], m: int) -> Value:
         return b_thunk()
     x, ea = as_bools(a)
     reach = x if op == "and" else ~x
-    if not reach.any():
+    if not np.count_nonzero(reach):
         return a
     try:
         b = b_thunk()
@@ -381,16 +382,23 @@ def trunc_round(v: Value, kind: str, rounding: bool) -> Value:
         return v
     if kind == "float":
         x = v.data
-        with np.errstate(all="ignore"):
-            bad = ~np.isfinite(x) | (np.abs(x) >= 2.0**62)
-            safe = np.where(bad, 0.0, x)
-            t = np.trunc(safe)
-            if rounding:
-                t = t + np.where(np.abs(safe - t) * 2 >= 1, np.sign(safe), 0.0)
-        return Col("int", t.astype(np.int64), err_or(v.err, bad if bad.any() else None))
+        ok = np.abs(x) < 2.0**62  # False for NaN and the infinities too
+        nok = int(np.count_nonzero(ok))
+        safe = x if nok == x.size else np.where(ok, x, 0.0)  # only finite values reach the cast
+        err = err_or(v.err, None if nok == x.size else ~ok)
+        if not rounding:  # the cast of a finite float inside int64 truncates toward zero: trunc itself
+            return Col("int", safe.astype(np.int64), err)
+        t = np.trunc(safe)
+        t = t + np.where(np.abs(safe - t) * 2 >= 1, np.sign(safe), 0.0)
+        return Col("int", t.astype(np.int64), err)
     n, d = v.data, v.den
     if isinstance(d, int) and d == 1:
         return Col("int", n, v.err, 1, v.bound)
+    if n.size and int(n.min()) >= 0:  # no negative numerator (the usual case): no sign to take off and put back
+        q = n // d
+        if rounding:
+            q = q + (2 * (n - q * d) >= d)
+        return Col("int", q, v.err, 1, v.bound)
     an = np.abs(n)
     q = an // d
     if rounding:

@@ -117,7 +117,7 @@ def _rows(mask: Mask, m: int) -> Bools:
 
 
 def _empty(mask: Mask) -> bool:
-    return mask is False or (isinstance(mask, np.ndarray) and not mask.any())
+    return mask is False or (isinstance(mask, np.ndarray) and not np.count_nonzero(mask))
 
 
 def run_filter(prog: FilterProgram, state: PodState, idx: np.ndarray) -> tuple[np.ndarray, list[NodeVerdict], Bools]:
@@ -155,7 +155,12 @@ def run_filter(prog: FilterProgram, state: PodState, idx: np.ndarray) -> tuple[n
                 if isinstance(v, Const):
                     emitted.extend((alive, Const(s)) for s in v.value)
                 elif isinstance(v, MList):
-                    emitted.extend((mask_and(alive, mk), item) for mk, item in v.items)
+                    # an item no alive row holds (the usual "Insufficient x" of a resource that fits
+                    # everywhere) emits nothing and restricts no error: left out of the grouping
+                    for mk, item in v.items:
+                        fire = mask_and(alive, mk)
+                        if not _empty(fire):
+                            emitted.append((fire, item))
                 else:
                     assert isinstance(v, RList)
                     err = err_or(err, restrict(v.err, alive))
@@ -195,6 +200,14 @@ def _compose(rule: str, emitted: Sequence[tuple[Mask, Value]], err: Bools, m: in
     codes = np.full(m, -1, dtype=np.int32)
     if not emitted:
         return codes, []
+    only = emitted[0][1]
+    if len(emitted) == 1 and isinstance(only, Const):  # one constant reason: one verdict, no grouping
+        rows = np.flatnonzero(_rows(emitted[0][0], m) & ~err)
+        if rows.size == 0:
+            return codes, []
+        codes[rows] = 0
+        reason = state.interner.string(state.interner.code(str(only.value)))
+        return codes, [NodeVerdict(rule=rule, reasons=(reason,))]
     fired = np.zeros(m, dtype=np.bool_)
     for mask, _ in emitted:
         fired |= _rows(mask, m)
@@ -221,7 +234,10 @@ def _compose(rule: str, emitted: Sequence[tuple[Mask, Value]], err: Bools, m: in
             _, key = np.unique(key, return_inverse=True)  # relabel before the key could overflow
             key = key.reshape(-1).astype(np.int64)
         key = key * width + c
-    _, first, inv = np.unique(key, return_index=True, return_inverse=True)
+    if int(key.min()) == int(key.max()):  # the usual case: every fired row emitted the same reasons
+        first, inv = np.zeros(1, dtype=np.int64), np.zeros(rows.size, dtype=np.int64)
+    else:
+        _, first, inv = np.unique(key, return_index=True, return_inverse=True)
     verdicts: list[NodeVerdict] = []
     for j in first.tolist():
         reasons: list[str] = []

@@ -75,6 +75,12 @@ with their token, these fields of a node decide the builtin's value there (:clas
 ENTRIES_PER_RULE = 4
 """Distinct pod shapes remembered per rule (a mixed queue alternates between a few)."""
 
+SEEN_PER_RULE = 64
+"""Pod shapes remembered per rule (fingerprints only) to tell a shape that comes back from a new one: an
+entry is made the second time a shape is seen (:meth:`Reuse.worth`). A stream where every pod is a new
+shape would otherwise pay, for every rule and pod, an entry computed on every slot, stored and gathered
+back, then evicted unused."""
+
 
 class Unfreezable(Exception):
     """A value :func:`freeze` cannot compare structurally."""
@@ -340,7 +346,7 @@ class Entry:
                 self.verdicts.append(v)
             table[k + 1] = code
         out = table[codes.astype(np.int64) + 1]
-        if not self.any_code and bool((out >= 0).any()):
+        if not self.any_code and bool(np.count_nonzero(out >= 0)):
             self.any_code = True
         return out
 
@@ -372,7 +378,7 @@ class Entry:
         at: Any = slice(None) if rows is None else rows
         self.raw[at] = raw
         self.ignored[at] = ignored
-        if not self.any_ignored and bool(ignored.any()):
+        if not self.any_ignored and bool(np.count_nonzero(ignored)):
             self.any_ignored = True
         self.codes[at] = self._remap(errors, verdicts)
         self._done(rows)
@@ -566,6 +572,7 @@ class Reuse:
         self._fields: dict[int, tuple[str, ...] | None] = {}
         self._node_fields: dict[int, frozenset[str] | None] = {}
         self._entries: dict[int, OrderedDict[Any, Entry]] = {}
+        self._seen: dict[int, OrderedDict[Any, None]] = {}
 
     def sync(self, policy_set: Any, epoch: int, changed: list[int], n: int,
              slot_fields: Sequence[frozenset[str] | None] | None = None) -> None:
@@ -582,6 +589,7 @@ class Reuse:
             self._fields = {}
             self._node_fields = {}
             self._entries = {}
+            self._seen = {}
             self._memo_fields = {}
             self.memo = Memo()
             self.delta.clear()
@@ -635,11 +643,26 @@ class Reuse:
 
     def worth(self, rule: Any, fingerprint: Any, asked: int) -> bool:
         """Whether to answer through an entry: it exists, or the pod asks for at least half the nodes (a new
-        entry computes every slot, which must not turn a pod pinned to one node into a whole-cluster run)."""
-        if 2 * asked >= self._n:
-            return True
+        entry computes every slot, which must not turn a pod pinned to one node into a whole-cluster run)
+        and its shape was seen before (see :data:`SEEN_PER_RULE`)."""
         per_rule = self._entries.get(id(rule))
-        return per_rule is not None and fingerprint in per_rule
+        if per_rule is not None and fingerprint in per_rule:
+            return True
+        return 2 * asked >= self._n and self.seen_before(rule, fingerprint)
+
+    def seen_before(self, rule: Any, fingerprint: Any) -> bool:
+        """Whether ``rule`` met a pod of this shape before (among its last :data:`SEEN_PER_RULE` shapes);
+        remembers it either way."""
+        seen = self._seen.get(id(rule))
+        if seen is None:
+            seen = self._seen[id(rule)] = OrderedDict()
+        if fingerprint in seen:
+            seen.move_to_end(fingerprint)
+            return True
+        seen[fingerprint] = None
+        if len(seen) > SEEN_PER_RULE:
+            seen.popitem(last=False)
+        return False
 
     def entry(self, rule: Any, fingerprint: Any) -> Entry:
         per_rule = self._entries.get(id(rule))

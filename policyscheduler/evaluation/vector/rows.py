@@ -116,13 +116,15 @@ def ragged_reduce(agg: str, kind: str, v: Value, present: Mask, segs: kernels.Se
 def mlist_index(v: MList, i: int, kind: str, ctx: Ctx) -> Value:
     """``xs[i]`` per row: the i-th present item (an error where the list is shorter)."""
     m = ctx.m
+    if 0 <= i < len(v.items) and all(mask is True for mask, _ in v.items[: i + 1]):
+        return with_err(v.items[i][1], v.err, kind, ctx)  # items 0..i on every row: item i is xs[i] everywhere
     rank: Any = np.zeros(m, dtype=np.int64)
     found = np.zeros(m, dtype=np.bool_)
     out: Value | None = None
     for mask, item in v.items:
         pm = mask_array(mask, m)
         hit = pm & (rank == i)
-        if hit.any():
+        if np.count_nonzero(hit):
             out = item if out is None else ops.select(Col("bool", hit), item, out, kind, ctx.state.interner)
             found |= hit
         rank = rank + pm.astype(np.int64)

@@ -216,6 +216,10 @@ def const_int(x: int) -> np.int64:
 
 def const_q(x: Any) -> tuple[np.int64, int]:
     """An int or Fraction as (int64 numerator, Python int denominator)."""
+    if type(x) is int:  # the common case, without Fraction's (ABC) isinstance and constructor
+        if not -(2**62) < x < 2**62:
+            raise Poisoned(f"{x} leaves int64")
+        return np.int64(x), 1
     f = x if isinstance(x, Fraction) else Fraction(x)
     if not -(2**62) < f.numerator < 2**62 or f.denominator >= 2**62:
         raise Poisoned(f"{x} leaves int64")
@@ -261,7 +265,7 @@ def guard(estimate: Any) -> Bools | None:
     """Rows whose float estimate leaves the int64 safety range."""
     bad = np.abs(estimate) >= INT_GUARD
     if isinstance(bad, np.ndarray):
-        return bad if bad.any() else None
+        return bad if np.count_nonzero(bad) else None
     if bad:
         raise Poisoned("leaves int64")
     return None
@@ -286,8 +290,12 @@ def int_mul(a: Any, b: Any, ba: float | None = None, bb: float | None = None) ->
 
 def bound_of(v: Value) -> float | None:
     """An upper bound of ``|numerator|`` of an int / quantity value, when known."""
+    if type(v) is Col:
+        return v.bound
     if isinstance(v, Const):
         x = v.value
+        if type(x) is int:  # no isinstance against Fraction (an ABC check) for the common case
+            return float(abs(x))
         return float(abs(x.numerator if isinstance(x, Fraction) else x))
     return v.bound if isinstance(v, Col) else None
 
@@ -300,8 +308,11 @@ def quantity_to_float(n: Any, d: Any, bound: float | None = None) -> tuple[Any, 
     """``float(n / d)`` correctly rounded: exact operands make IEEE division the one rounding."""
     if bound is not None and bound <= EXACT_FLOAT and isinstance(d, int) and d <= EXACT_FLOAT:
         return fl(n) / float(d), None
+    if bound is not None and bound <= EXACT_FLOAT and isinstance(d, np.ndarray) and d.size \
+            and int(d.max()) <= EXACT_FLOAT and int(d.min()) >= -EXACT_FLOAT:
+        return fl(n) / fl(d), None  # per-row denominators (a quotient's), all exact: one check, no row flagged
     bad = (np.abs(fl(n)) > EXACT_FLOAT) | (np.abs(fl(d)) > EXACT_FLOAT)
-    err = bad if isinstance(bad, np.ndarray) and bad.any() else None
+    err = bad if isinstance(bad, np.ndarray) and np.count_nonzero(bad) else None
     if not isinstance(bad, np.ndarray) and bad:
         raise Poisoned("quantity too large for an exact float")
     return fl(n) / fl(d), err
@@ -356,7 +367,7 @@ def fixed_point(values: list[Any]) -> Col:
     """Exact quantities as int64 numerators over one common denominator (rows that do not fit: err)."""
     den = 1
     for x in values:
-        d = x.denominator if isinstance(x, Fraction) else 1
+        d = x.denominator if type(x) is int or isinstance(x, Fraction) else 1  # int.denominator is 1
         if den % d:
             den = den * d // math.gcd(den, d)
             if den > 10**12:
@@ -367,7 +378,7 @@ def fixed_point(values: list[Any]) -> Col:
     bad: list[bool] = []
     any_bad = False
     for x in values:
-        f = x if isinstance(x, Fraction) else Fraction(x)
+        f = x if type(x) is int or isinstance(x, Fraction) else Fraction(x)  # an int is its own fraction
         num = f.numerator * (den // f.denominator) if den % f.denominator == 0 else None
         if num is None or not -(2**62) < num < 2**62:
             nums.append(0)

@@ -425,3 +425,26 @@ def test_delta_rows_follow_node_changes_between_heterogeneous_pods(small: int, s
                     (snap.add if what == "add" else snap.remove)(change)
     reuse = reuse_of(vec)
     assert reuse.delta.hits >= 5, reuse.delta.hits
+
+
+def test_an_entry_is_made_when_a_shape_comes_back() -> None:
+    """A pod shape seen for the first time is computed on the nodes asked for and leaves no entry (a stream
+    of distinct shapes would only fill and evict them); the second pod of that shape makes the entry, and
+    the next reads it (a shape is what the rule reads of the pod). Every decision equals the reference's."""
+    policies = load(USER)
+    objects = _cluster(14)
+    ref, vec = make_evaluator("reference"), make_evaluator("vector")
+    left, right = ClusterSnapshot.from_objects(objects), ClusterSnapshot.from_objects(objects)
+    made: list[int] = []
+    for k, shape in enumerate([SHAPES[0], SHAPES[1], SHAPES[0], SHAPES[0]]):
+        obj = pod(f"s{k}", **shape)
+        a = ref.evaluate(policies, left, obj, rng=random.Random(k))
+        b = vec.evaluate(policies, right, obj, rng=random.Random(k))
+        assert a == b, diff_decisions(a, b)
+        made.append(sum(len(per_rule) for per_rule in reuse_of(vec)._entries.values()))
+    assert made[0] == 0, made  # a new shape: no entry
+    # the second pod is a new shape only to the rules reading a pod field in which it differs (a rule that
+    # reads none of them sees the first shape again and makes its entry); the first shape coming back
+    # makes the others' entries, and a fourth pod of it reads them
+    assert 0 < made[1] < made[2], made
+    assert made[3] == made[2], made

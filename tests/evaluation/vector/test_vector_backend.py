@@ -148,6 +148,26 @@ score mixed weight 1 normalize minmax
 '''), CLUSTER, PENDING)
 
 
+def test_trunc_and_round_of_signed_and_unsigned_quantities_and_floats() -> None:
+    """trunc / round of quantity columns whose numerators are all non-negative (one floor division) and of
+    columns with negative rows (the sign taken off and put back), with a halving that lands on .5; of
+    floats (trunc by the int64 cast, round half away from zero); sums whose first item is on every row
+    or on some rows only."""
+    agree(load('''
+score q_unsigned weight 1 normalize minmax
+  value trunc(node.allocatable["cpu"] * 7 / 2) + round(node.allocatable["memory"] / 3Gi)
+    + 100 * round(node.allocatable["cpu"] * 3)
+score q_signed weight 1 normalize minmax
+  value trunc((node.requested["cpu"] - pod.requests["cpu"] - 1) * 5 / 2)
+    + round((node.requested["cpu"] - 2) * 3 / 2) + 100 * round((node.allocatable["cpu"] - 1) * 3)
+score f_signed weight 1 normalize minmax
+  value trunc(float(node.pod_count) * -1.5 + 2.5) + round(float(node.pod_count) * 0.5 - 1.5)
+score sums weight 1 normalize minmax
+  value sum(r in ["cpu", "memory"]: trunc(node.allocatable[r] / 1Mi))
+    + sum(r in ["cpu", "memory"] where node.allocatable[r] > 2: trunc(node.requested[r] * 3 / 2))
+'''), CLUSTER, PENDING)
+
+
 def test_integers_beyond_int64_go_to_the_reference_and_still_agree() -> None:
     agree(load('''
 score huge weight 1 normalize minmax
