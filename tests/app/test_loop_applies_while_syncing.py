@@ -30,3 +30,28 @@ def test_changes_are_applied_before_the_lists_are_synced(sched: LiveScheduler) -
         sched._wake.set()
         loop.join(5)
     assert not loop.is_alive()
+
+
+def test_ready_only_once_the_loop_has_built_the_state_from_the_first_lists(sched: LiveScheduler) -> None:  # noqa: F811
+    """/readyz is kube-scheduler's sched-handler-sync: every first list in *and* folded into the cluster
+    state, which the loop does (leading or not) right after the last list arrives."""
+    ready, why = sched._ready()
+    assert not ready and why.startswith("waiting for the first list of ")
+    sched.watch.on_upsert("Node", node("n1"))
+    for r in sched.reflectors:
+        r.synced.set()
+    ready, why = sched._ready()
+    assert (ready, why) == (False, "building the cluster state from the first lists")
+    loop = threading.Thread(target=sched._loop, daemon=True)
+    loop.start()
+    try:
+        deadline = time.monotonic() + 10
+        while not sched._ready()[0] and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert sched._ready() == (True, "ok")
+        assert sched.cache.counts()["nodes"] == 1  # the listed node is in the state once ready
+    finally:
+        sched._stopping.set()
+        sched._wake.set()
+        loop.join(5)
+    assert not loop.is_alive()
