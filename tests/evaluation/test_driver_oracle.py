@@ -146,6 +146,8 @@ score by_reverse weight 3 normalize reverse
   value len(node.name) * 3
 score by_minmax weight 2 normalize minmax
   value 29 - len(node.name) * 5
+score by_minmax_order weight 1 normalize minmax
+  value int(node.labels["m"], default 0)
 score by_spread weight 1 normalize spread
   value len(node.name) % 5
 score skipped weight 5 normalize minmax
@@ -155,12 +157,14 @@ score skipped weight 5 normalize minmax
 
 
 def test_every_normalisation_mode_and_filter_outcome_equals_the_oracle(tmp_path: Path) -> None:
-    """A policy whose scores use each mode with raw values that differ per node (negative ones for minmax)
-    and whose filters reject none, some or all of the nodes that reach them."""
+    """A policy whose scores use each mode with raw values that differ per node (negative ones for minmax,
+    and the 0 / 29 / 100 that tells kube's order of operations apart) and whose filters reject none, some
+    or all of the nodes that reach them."""
     (tmp_path / "modes.policy").write_text(_MODES)
     policies = load_policy_set([tmp_path]).policy_set
     assert policies is not None
-    nodes = [{"kind": "Node", "metadata": {"name": "n" * (1 + i % 9) + str(i), "labels": {}},
+    # label m: 0 .. 100 with 29 (minmax divides before multiplying: 28 there, 29 the other way round)
+    nodes = [{"kind": "Node", "metadata": {"name": "n" * (1 + i % 9) + str(i), "labels": {"m": str((0, 29, 100)[i % 3])}},
               "status": {"allocatable": {"cpu": str(2 + i % 5), "memory": "8Gi", "pods": "20"}}}
              for i in range(40)]
     pods = [{"kind": "Pod", "metadata": {"name": f"p{k}", "namespace": "default", "labels": {"app": app}},
