@@ -568,13 +568,13 @@ def _record(codes: Codes, table: list[NodeVerdict], active: Indexes, out_codes: 
     """Write the verdicts of the nodes of ``active`` that failed into ``codes``; the nodes that passed."""
     if not verdicts:  # codes index the verdicts: none, so every node passed
         return active
-    keep = out_codes < 0
-    at = np.flatnonzero(~keep)  # usually a few nodes: gathered by index, not by a mask over all of them
+    bad = out_codes >= 0
+    at = np.flatnonzero(bad)  # usually a few nodes: gathered by index, not by a mask over all of them
     if not at.size:
         return active
     codes[active[at]] = out_codes[at] + len(table)
     table.extend(verdicts)
-    return active[keep]
+    return active[np.logical_not(bad, out=bad)]
 
 
 def _bounds_ok(mode: str, lo: int, hi: int) -> bool:
