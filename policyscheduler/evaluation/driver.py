@@ -144,9 +144,14 @@ _IGNORED = RuleScore(0, 0, 0, True)
 _FAILED = RuleScore(0, 0, 0, False)
 """A score rule's result on a node where it failed (the failure is in ``Decision.score_errors``)."""
 
-_Filters = list[tuple["FilterRule", NodeVerdict | None]]
-"""The filters that apply to the pod, each with the verdict of every node reaching it when its
-per-pod part (``applies when`` / ``reject pod``) failed at run time, else None."""
+_Filters = list[tuple["FilterRule", int, NodeVerdict | None]]
+"""The filters that apply to the pod, each with its step allowance per node (see :func:`_allowance`) and
+the verdict of every node reaching it when its per-pod part (``applies when`` / ``reject pod``) failed at
+run time, else None."""
+
+_MIN = np.minimum.reduce
+_MAX = np.maximum.reduce
+"""``raw.min()`` / ``raw.max()`` without numpy's Python-level wrappers (twelve calls per pod)."""
 
 
 class _Scored(NamedTuple):
@@ -189,6 +194,16 @@ class _NodeNames:
         return self._names
 
 
+class _Plan(NamedTuple):
+    """What the driver needs of each rule of a PolicySet, read off once per PolicySet (see :class:`_Clauses`)."""
+
+    filters: tuple[tuple[FilterRule, bool, bool, int], ...]
+    """Per filter in order: the rule, whether it has ``applies when``, whether it has ``reject pod``, and
+    twice its static cost bound (its per-pod step allowance per node, see :func:`_allowance`)."""
+    scores: tuple[tuple[ScoreRule, bool, int], ...]
+    """Per score rule in order: the rule, whether it has ``applies when``, twice its static cost bound."""
+
+
 class _Clauses:
     """Which rules of a PolicySet have an ``applies when`` / ``reject pod`` clause, read off their checked
     form once per PolicySet: a rule without one applies to every pod and rejects none, so the driver
@@ -196,33 +211,39 @@ class _Clauses:
     sets are remembered (a scheduler with several profiles alternates between them)."""
 
     def __init__(self) -> None:
-        self._known: dict[int, tuple[weakref.ref[PolicySet], dict[int, bool], dict[int, bool]]] = {}
+        self._known: dict[int, tuple[weakref.ref[PolicySet], _Plan]] = {}
 
-    def of(self, policy_set: PolicySet) -> tuple[dict[int, bool], dict[int, bool]]:
-        """(rule id -> has ``applies when``, rule id -> has ``reject pod``); unknown shapes count as having both."""
+    def of(self, policy_set: PolicySet) -> _Plan:
+        """The :class:`_Plan` of ``policy_set``; rules of unknown shape count as having both clauses."""
         hit = self._known.get(id(policy_set))
         if hit is not None and hit[0]() is policy_set:
-            return hit[1], hit[2]
-        applies: dict[int, bool] = {}
-        rejects: dict[int, bool] = {}
-        for rule in (*policy_set.filters, *policy_set.scores):
-            checked = getattr(rule, "checked", None)
-            clauses = getattr(getattr(checked, "rule", None), "clauses", None)
-            if clauses is None:
-                applies[id(rule)] = rejects[id(rule)] = True
-                continue
-            applies[id(rule)] = any(isinstance(c, ast.Applies) for c in clauses)
-            rejects[id(rule)] = any(isinstance(c, ast.RejectPod) for c in clauses)
+            return hit[1]
+        plan = _Plan(tuple((r, *_has_clauses(r), _per_node(r)) for r in policy_set.filters),
+                     tuple((r, _has_clauses(r)[0], _per_node(r)) for r in policy_set.scores))
         try:
             ref = weakref.ref(policy_set)
         except TypeError:  # not weak-referenceable: nothing to key a cache entry safely by
-            return applies, rejects
+            return plan
         if len(self._known) >= 8:
             self._known = {k: v for k, v in self._known.items() if v[0]() is not None}
             if len(self._known) >= 8:
                 self._known.clear()
-        self._known[id(policy_set)] = (ref, applies, rejects)
-        return applies, rejects
+        self._known[id(policy_set)] = (ref, plan)
+        return plan
+
+
+def _has_clauses(rule: FilterRule | ScoreRule) -> tuple[bool, bool]:
+    """(has ``applies when``, has ``reject pod``) of ``rule``; (True, True) when its checked form is unknown."""
+    checked = getattr(rule, "checked", None)
+    clauses = getattr(getattr(checked, "rule", None), "clauses", None)
+    if clauses is None:
+        return True, True
+    return any(isinstance(c, ast.Applies) for c in clauses), any(isinstance(c, ast.RejectPod) for c in clauses)
+
+
+def _per_node(rule: FilterRule | ScoreRule) -> int:
+    """Twice the rule's static cost bound: its step allowance per node (see :func:`_allowance`)."""
+    return 2 * int(getattr(rule, "cost", 0))
 
 
 class Driver:
@@ -252,8 +273,7 @@ class Driver:
         pod_rec = snapshot.pod_record(pod)
         cluster = snapshot.context(pod_rec)
         pod_env = {"pod": pod_rec, "cluster": cluster}
-        has_applies, has_rejects = self._clauses.of(policy_set)
-        filters, rejection = _pre_filter(policy_set.filters, pod_env, has_applies, has_rejects)
+        filters, rejection = _pre_filter(self._clauses.of(policy_set).filters, pod_env)
         if rejection is not None:
             return [rejection] * len(slots)
         order = sorted(set(slots))
@@ -262,7 +282,7 @@ class Driver:
         table: list[NodeVerdict] = []
         run = self.backend.start(policy_set, snapshot, pod_rec, cluster)
         active = idx
-        for rule, failed in filters:
+        for rule, _, failed in filters:
             if active.size == 0:
                 break
             if failed is not None:
@@ -293,8 +313,8 @@ class Driver:
         pod_env = {"pod": pod_rec, "cluster": cluster}
 
         # 1. PreFilter: applies and pod-level rejections once per pod, before any node.
-        has_applies, has_rejects = self._clauses.of(policy_set)
-        filters, rejection = _pre_filter(policy_set.filters, pod_env, has_applies, has_rejects)
+        plan = self._clauses.of(policy_set)
+        filters, rejection = _pre_filter(plan.filters, pod_env)
         if rejection is not None:
             message = pod_rejected_message(n, rejection.reasons)
             return Decision(key, None, LazyMap(lambda: dict.fromkeys(names, rejection)), [], {}, {}, [], None,
@@ -311,7 +331,7 @@ class Driver:
             for i in held.tolist():
                 codes[i] = _intern(table, rejected[i])
             active = np.setdiff1d(active, held, assume_unique=True)
-        for rule, failed in filters:
+        for rule, per_node, failed in filters:
             if active.size == 0:
                 break
             if failed is not None:
@@ -320,7 +340,7 @@ class Driver:
                 if failed.error is not None:
                     every_node.append(_filter_error(rule.name, None, failed, rule))
                 break
-            set_allowance(_allowance(rule, active.size))
+            set_allowance(max(POD_STEP_BUDGET, per_node * int(active.size)))
             try:
                 outcome = run.filter(rule, active)
             finally:
@@ -335,9 +355,9 @@ class Driver:
         #    this rule's points and is recorded; it never makes the node infeasible.
         scored: list[_Scored | ScoreRule] = []
         score_errors: list[ScoreError] = []
-        for srule in policy_set.scores:
+        for srule, has_applies, per_node in plan.scores:
             try:
-                applies = srule.applies(pod_env) if has_applies.get(id(srule), True) else True
+                applies = srule.applies(pod_env) if has_applies else True
             except PolicyRuntimeError as err:
                 score_errors.append(ScoreError(srule.name, None, _where(err.span), err.message))
                 scored.append(srule)
@@ -345,7 +365,7 @@ class Driver:
             if not applies:
                 scored.append(srule)
                 continue
-            set_allowance(_allowance(srule, active.size))
+            set_allowance(max(POD_STEP_BUDGET, per_node * int(active.size)))
             try:
                 out = run.score(srule, active)
             finally:
@@ -359,7 +379,7 @@ class Driver:
             if not (any_ignored or any_failed) and raw.dtype == np.int64 and raw.size:
                 # the common case: every feasible node takes part; its bounds serve the checks and the
                 # normalisation alike
-                lo, hi = int(raw.min()), int(raw.max())
+                lo, hi = int(_MIN(raw)), int(_MAX(raw))
                 if _bounds_ok(srule.normalize, lo, hi):
                     scored.append(_Scored(srule, raw, ignored, None, False, (lo, hi)))
                     continue
@@ -438,8 +458,9 @@ per-node failure messages."""
 
 def _allowance(rule: FilterRule | ScoreRule, nodes: int) -> int:
     """The steps ``rule`` may take over ``nodes`` nodes for one pod (see closures.POD_STEP_BUDGET): never less
-    than twice its static bound per node, so a rule within its bound never reaches it."""
-    return max(POD_STEP_BUDGET, 2 * int(getattr(rule, "cost", 0)) * nodes)
+    than twice its static bound per node, so a rule within its bound never reaches it. (The driver's loops
+    compute the same from the :class:`_Plan`'s ``per_node``.)"""
+    return max(POD_STEP_BUDGET, _per_node(rule) * nodes)
 
 
 def _where(span: Any) -> str | None:
@@ -505,22 +526,23 @@ def _filter_errors(names: list[str], codes: Codes, table: list[NodeVerdict], eve
     return tuple(out)
 
 
-def _pre_filter(rules: Sequence[FilterRule], pod_env: dict[str, Any], has_applies: Mapping[int, bool],
-                has_rejects: Mapping[int, bool]) -> tuple[_Filters, NodeVerdict | None]:
-    """The filters that apply to the pod, and the verdict of a ``reject pod`` clause that holds (or None);
-    the clauses a rule does not have are not called (see :class:`_Clauses`)."""
+def _pre_filter(rules: Sequence[tuple[FilterRule, bool, bool, int]],
+                pod_env: dict[str, Any]) -> tuple[_Filters, NodeVerdict | None]:
+    """The filters that apply to the pod (with their per-node step allowance), and the verdict of a
+    ``reject pod`` clause that holds (or None); the clauses a rule does not have are not called (see
+    :class:`_Clauses`)."""
     filters: _Filters = []
-    for rule in rules:
+    for rule, has_applies, has_rejects, per_node in rules:
         try:
-            if has_applies.get(id(rule), True) and not rule.applies(pod_env):
+            if has_applies and not rule.applies(pod_env):
                 continue
-            rejection = rule.pod_rejection(pod_env) if has_rejects.get(id(rule), True) else None
+            rejection = rule.pod_rejection(pod_env) if has_rejects else None
         except PolicyRuntimeError as err:
-            filters.append((rule, runtime_verdict(rule.name, err)))
+            filters.append((rule, per_node, runtime_verdict(rule.name, err)))
             continue
         if rejection is not None:
             return filters, NodeVerdict(rule=rule.name, reasons=(rejection,))
-        filters.append((rule, None))
+        filters.append((rule, per_node, None))
     return filters, None
 
 
@@ -547,11 +569,12 @@ def _record(codes: Codes, table: list[NodeVerdict], active: Indexes, out_codes: 
     if not verdicts:  # codes index the verdicts: none, so every node passed
         return active
     bad = out_codes >= 0
-    if not np.count_nonzero(bad):
+    at = np.flatnonzero(bad)  # usually a few nodes: gathered by index, not by a mask over all of them
+    if not at.size:
         return active
-    codes[active[bad]] = out_codes[bad] + len(table)
+    codes[active[at]] = out_codes[at] + len(table)
     table.extend(verdicts)
-    return active[~bad]
+    return active[np.logical_not(bad, out=bad)]
 
 
 def _bounds_ok(mode: str, lo: int, hi: int) -> bool:
