@@ -62,6 +62,7 @@ def _answers(snap: ClusterSnapshot, obj: Obj) -> dict[str, Any]:
     score = state.affinity_score
     assert isinstance(score, affinity.IndexedScoreState)
     spread = state.spread_score
+    assert isinstance(spread, topology.IndexedScoreCounts)
     return {"maps": score.maps(), "columns": {name: score.column(name, n).tolist() for name in score.MAPS},
             "spread": (spread.pairs, [spread.column(c).tolist() for c in state.soft])}
 
@@ -78,7 +79,7 @@ def _walk(snap: ClusterSnapshot, obj: Obj) -> dict[str, Any]:
             "spread": (spread.pairs, [[spread.count(c, node, pod) for node in nodes] for c in soft])}
 
 
-CHANGES: dict[str, Callable[[ClusterSnapshot], None]] = {
+CHANGES: dict[str, Callable[[ClusterSnapshot], object]] = {
     "a placed pod of the app (its spread totals)": lambda s: s.assume(_web("new", None), "n1"),
     "a placed pod of the app removed": lambda s: s.state.remove_pod("uid-web-old1"),
     "a placed pod carrying the matched term": lambda s: s.add_pod(_pod("fan2", {"app": "fan"}, "n3", prefer=HOST)),
