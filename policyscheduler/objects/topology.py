@@ -91,11 +91,37 @@ class ControllerObjects(Protocol):
 
 
 def default_selector(pod: Pod, objects: ControllerObjects) -> Selector:
-    """``helper.DefaultSelector``: Services selecting the pod, plus its controller RC / RS / StatefulSet."""
+    """``helper.DefaultSelector``: Services selecting the pod, plus its controller RC / RS / StatefulSet.
+
+    The selector is a function of the namespace, which of its Services select the pod and the pod's
+    owner, so an ``objects`` with a ``default_selectors`` dict (the state, which empties it whenever a
+    Service or controller changes) keeps one per such key: the pods of one app get the same selector
+    object, whose hash and the count arrays keyed by it are then found at once.
+    """
+    services = objects.service_selectors(pod.namespace)
+    labels = pod.labels
+    matched = tuple(i for i, sel in enumerate(services) if all(labels.get(k) == v for k, v in sel.items()))
+    cache: dict[Hashable, Selector] | None = getattr(objects, "default_selectors", None)
+    key = (pod.namespace, matched, pod._owner)
+    if cache is not None:
+        found = cache.get(key)
+        if found is not None:
+            return found
+    selector = _default_selector(pod, objects, [services[i] for i in matched])
+    if cache is not None:
+        if len(cache) >= _SELECTOR_CACHE_MAX:
+            cache.clear()
+        cache[key] = selector
+    return selector
+
+
+_SELECTOR_CACHE_MAX = 4096
+
+
+def _default_selector(pod: Pod, objects: ControllerObjects, services: Sequence[Mapping[str, str]]) -> Selector:
     merged: dict[str, str] = {}
-    for sel in objects.service_selectors(pod.namespace):
-        if all(pod.labels.get(k) == v for k, v in sel.items()):
-            merged.update(sel)
+    for sel in services:
+        merged.update(sel)
     selector = set_selector(merged)
     if pod._owner is None:
         return selector

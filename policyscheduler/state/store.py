@@ -26,6 +26,7 @@ import numpy.typing as npt
 
 from policyscheduler.kobjects import cache_key
 from policyscheduler.objects.records import HostPort, Node, Pod, PodAffinityTerm
+from policyscheduler.objects.selectors import Selector
 from policyscheduler.objects.topology import LabelCodes, MatchKey
 from policyscheduler.state.budgets import DisruptionBudget
 from policyscheduler.state.indexes import LabelCodeCache, MatchCounts, TermIndex
@@ -190,6 +191,9 @@ class ClusterState:
         self.replica_sets: dict[tuple[str, str], Any] = {}
         self.stateful_sets: dict[tuple[str, str], Any] = {}
         self.replication_controllers: dict[tuple[str, str], dict[str, str] | None] = {}
+        self.default_selectors: dict[Any, Selector] = {}
+        """Default spread selectors by (namespace, matching Services, owner) (objects.topology's
+        default_selector); emptied whenever a Service or controller changes."""
         self.budgets: dict[tuple[str, str], DisruptionBudget] = {}
         """PodDisruptionBudgets by (namespace, name): preemption reads them, no rule does."""
         self._images: dict[str, list[int]] = {}  # image -> [size first seen, nodes holding it]
@@ -529,6 +533,7 @@ class ClusterState:
         else:
             self._services[(namespace, name)] = selector
         self._services_by_ns = None
+        self.default_selectors.clear()
         self._bump()
 
     @property
@@ -556,6 +561,7 @@ class ClusterState:
             table.pop((namespace, name), None)
         else:
             table[(namespace, name)] = selector
+        self.default_selectors.clear()
         self._bump()
 
     # -- index queries (the ClusterIndex protocol of objects.cluster) -----------------------------------

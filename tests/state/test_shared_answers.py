@@ -42,13 +42,24 @@ def _pod(name: str, labels: dict[str, str], node: str | None = None, prefer: str
 
 
 def _web(release: str, node: str | None = None) -> Obj:
-    return _pod(f"web-{release}", {"app": "web", "release": release}, node)
+    obj = _pod(f"web-{release}", {"app": "web", "tier": "front", "release": release}, node)
+    obj["metadata"]["ownerReferences"] = [{"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "web-rs",
+                                           "uid": "rs-web", "controller": True}]
+    return obj
+
+
+def _replica_set(labels: dict[str, str]) -> Obj:
+    return {"apiVersion": "apps/v1", "kind": "ReplicaSet", "metadata": {"name": "web-rs", "namespace": "default"},
+            "spec": {"selector": {"matchLabels": labels}}}
+
+
+def _service(name: str, selector: dict[str, str]) -> Obj:
+    return {"kind": "Service", "metadata": {"name": name, "namespace": "default"}, "spec": {"selector": selector}}
 
 
 def _cluster() -> ClusterSnapshot:
     objs: list[Obj] = [_node("n0", "z1"), _node("n1", "z1"), _node("n2", "z2"), _node("n3", None)]
-    objs.append({"kind": "Service", "metadata": {"name": "web", "namespace": "default"},
-                 "spec": {"selector": {"app": "web"}}})
+    objs += [_service("web", {"app": "web"}), _replica_set({"app": "web"})]
     objs += [_web("old0", "n0"), _web("old1", "n2"), _web("old2", "n3")]
     objs += [_pod("fan0", {"app": "fan"}, "n1", prefer=HOST), _pod("fan1", {"app": "fan"}, "n2", prefer=ZONE, weight=7)]
     return ClusterSnapshot.from_objects(objs)
@@ -67,12 +78,22 @@ def _answers(snap: ClusterSnapshot, obj: Obj) -> dict[str, Any]:
             "spread": (spread.pairs, [spread.column(c).tolist() for c in state.soft])}
 
 
+class _Uncached:
+    """The state's Services and controllers without its cache of default selectors (made afresh)."""
+
+    def __init__(self, snap: ClusterSnapshot) -> None:
+        state = snap.state
+        self.replica_sets, self.stateful_sets = state.replica_sets, state.stateful_sets
+        self.replication_controllers = state.replication_controllers
+        self.service_selectors = state.service_selectors
+
+
 def _walk(snap: ClusterSnapshot, obj: Obj) -> dict[str, Any]:
     """The same answers from the reference walk over the node records."""
     pod = snap.pod_record(obj)
     nodes = snap.nodes
     score = affinity.ScoreState(pod, nodes, snap.namespace_labels)
-    _, soft, require_all = topology.effective_constraints(pod, snap.state)
+    _, soft, require_all = topology.effective_constraints(pod, _Uncached(snap))
     spread = topology.ScoreCounts(pod, soft, nodes, nodes, require_all)
     return {"maps": score.maps(),
             "columns": {name: [affinity.lookup(getattr(score, name), node) for node in nodes] for name in score.MAPS},
@@ -87,6 +108,9 @@ CHANGES: dict[str, Callable[[ClusterSnapshot], object]] = {
     "a node moved to another zone": lambda s: s.update_node(_node("n1", "z2")),
     "a node added": lambda s: s.add_node(_node("n4", "z3")),
     "a node removed": lambda s: s.remove_node({"kind": "Node", "metadata": {"name": "n0"}}),
+    "a Service selecting the pod by its release": lambda s: s.add(_service("r2", {"release": "r2"})),
+    "the Service's selector changed": lambda s: s.add(_service("web", {"app": "web", "release": "r2"})),
+    "the ReplicaSet's selector changed": lambda s: s.add(_replica_set({"release": "old0"})),
 }
 
 
