@@ -268,7 +268,18 @@ def _add_few(d: Sums, key: str, slots: list[int], weights: list[int], codes: Lab
     d[key] = (codes, sums, present) if old is None else (codes, old[1] + sums, old[2] | present)
 
 
-def _existing_sums(index: ClusterIndex, kind: int, pod: Pod, own_labels: Mapping[str, str], n: int) -> Sums:
+class _Shared:
+    """Sums memoised by the state for a set of placed pods' terms, with their :func:`lookup` column
+    built by the first pod that asks for it (shared by the pods matching the same terms)."""
+
+    __slots__ = ("column", "sums")
+
+    def __init__(self, sums: Sums) -> None:
+        self.sums = sums
+        self.column: IntArray | None = None
+
+
+def _existing_sums(index: ClusterIndex, kind: int, pod: Pod, own_labels: Mapping[str, str], n: int) -> _Shared | None:
     """The :data:`Sums` of the placed pods' terms of one kind that ``pod`` matches.
 
     Pods of one app match the same terms (the labels a term reads are the app's), so the sums are
@@ -279,9 +290,9 @@ def _existing_sums(index: ClusterIndex, kind: int, pod: Pod, own_labels: Mapping
     hits = [(term, per_slot) for term, per_slot in index.existing_terms(kind, pod.labels)
             if existing_term_matches(term, pod, own_labels)]
     if not hits:
-        return {}
+        return None
 
-    def build() -> Sums:
+    def build() -> _Shared:
         found: _Hits = {}
         for term, per_slot in hits:
             at = found.get(term.topology_key)
@@ -291,7 +302,7 @@ def _existing_sums(index: ClusterIndex, kind: int, pod: Pod, own_labels: Mapping
             at[1].extend(per_slot.values())
         d: Sums = {}
         _flush(d, n, index, found)
-        return d
+        return _Shared(d)
 
     return index.existing_terms_memo(kind, frozenset(term for term, _ in hits), build)
 
@@ -300,6 +311,7 @@ class IndexedMaps:
     """The maps of an indexed state kept as :data:`Sums`; a map attribute is built on first read."""
 
     _sums: dict[str, Sums]
+    _shared: dict[str, _Shared]
 
     def __getattr__(self, name: str) -> TopologyMap:
         # only reached for an attribute not set yet: a map nobody read so far
@@ -324,9 +336,14 @@ class IndexedMaps:
         if key is not None:
             hit = d.get(key)
             return np.zeros(n, dtype=np.int64) if hit is None else _spread(hit[0], hit[1])
+        shared = self._shared.get(name)
+        if shared is not None and shared.column is not None and shared.column.size == n:
+            return shared.column.copy()  # the caller's own array
         out = np.zeros(n, dtype=np.int64)
         for codes, sums, _ in d.values():
             out += _spread(codes, sums)
+        if shared is not None:
+            shared.column = out.copy()
         return out
 
 
@@ -336,8 +353,9 @@ class IndexedFilterState(IndexedMaps, FilterState):
     def __init__(self, pod: Pod, nodes: Sequence[Node], ns_labels: NsLabels, index: ClusterIndex) -> None:
         affinity: Sums = {}
         anti: Sums = {}
-        self._sums = {"existing_anti": _existing_sums(index, 0, pod, ns_labels(pod.namespace), len(nodes)),
-                      "affinity": affinity, "anti": anti}
+        existing = _existing_sums(index, 0, pod, ns_labels(pod.namespace), len(nodes))
+        self._shared = {} if existing is None else {"existing_anti": existing}
+        self._sums = {"existing_anti": {} if existing is None else existing.sums, "affinity": affinity, "anti": anti}
         aff = pod.required_affinity_terms
         if aff:
             clauses = [term_clause(t) for t in aff]
@@ -358,6 +376,7 @@ class IndexedScoreState(IndexedMaps, ScoreState):
         own_labels = ns_labels(pod.namespace)
         sums: dict[str, Sums] = {name: {} for name in ScoreState.MAPS}
         self._sums = sums
+        self._shared = {}
         for terms, d in ((pod.preferred_affinity_terms, sums["preferred_affinity"]),
                          (pod.preferred_anti_affinity_terms, sums["preferred_anti"])):
             for w in terms:
@@ -365,4 +384,7 @@ class IndexedScoreState(IndexedMaps, ScoreState):
                 if clause is not None:
                     _add_totals(d, w.term.topology_key, index, (False, (clause,)), w.weight)
         for kind, name in ((1, "existing_required"), (2, "existing_preferred"), (3, "existing_preferred_anti")):
-            sums[name] = _existing_sums(index, kind, pod, own_labels, len(nodes))
+            shared = _existing_sums(index, kind, pod, own_labels, len(nodes))
+            if shared is not None:
+                sums[name] = shared.sums
+                self._shared[name] = shared

@@ -534,10 +534,13 @@ class IndexedScoreCounts(ScoreCounts):
                 if lc.missing:
                     has = lc.codes >= 0
                     eligible = has if eligible is None else eligible & has
+        hosts = int(np.count_nonzero(feasible))
         if eligible is None:
             self.ignored = set()
             counted = feasible
+            everyone = hosts == n  # every node counted: every domain a node carries is created
         else:
+            everyone = False
             self.ignored = {nodes[i].name for i in np.flatnonzero(feasible & ~eligible).tolist()}
             counted = feasible & eligible
         # Scoring puts a node lacking the key into the "" domain: one more code unless "" is a value.
@@ -555,10 +558,15 @@ class IndexedScoreCounts(ScoreCounts):
                 codes, values = lc.filled, values + ("",)
             else:
                 codes = np.where(lc.codes < 0, empty, lc.codes)
-            created = np.bincount(codes[counted], minlength=len(values)) > 0
+            if everyone:
+                created = np.ones(len(values), dtype=bool)
+                if len(values) > len(lc.values):
+                    created[-1] = lc.missing > 0  # the "" domain of the nodes without the key
+            else:
+                created = np.bincount(codes[counted], minlength=len(values)) > 0
             sizes[i] = int(np.count_nonzero(created))
             score_codes[key] = (lc, codes, values, created, np.zeros(len(values), dtype=np.int64))
-        hosts = int(np.count_nonzero(feasible)) - len(self.ignored)
+        hosts -= len(self.ignored)
         self.domains = {id(c): (hosts if c.topology_key == HOSTNAME else sizes[i]) for i, c in enumerate(constraints)}
         for c in constraints:
             if c.topology_key == HOSTNAME:
