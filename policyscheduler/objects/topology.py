@@ -93,26 +93,31 @@ class ControllerObjects(Protocol):
 def default_selector(pod: Pod, objects: ControllerObjects) -> Selector:
     """``helper.DefaultSelector``: Services selecting the pod, plus its controller RC / RS / StatefulSet.
 
-    The selector is a function of the namespace, which of its Services select the pod and the pod's
-    owner, so an ``objects`` with a ``default_selectors`` dict (the state, which empties it whenever a
-    Service or controller changes) keeps one per such key: the pods of one app get the same selector
-    object, whose hash and the count arrays keyed by it are then found at once.
+    The selector is a function of the namespace, the pod's values of the label keys the namespace's
+    Services read, and the pod's owner, so an ``objects`` with a ``default_selectors`` dict (the state,
+    which empties it whenever a Service or controller changes) keeps one per such key (and, per
+    namespace, the keys its Services read): the pods of one app -- which differ in labels no Service
+    reads -- get the same selector object, whose hash and count arrays are then found at once.
     """
     services = objects.service_selectors(pod.namespace)
     labels = pod.labels
-    matched = tuple(i for i, sel in enumerate(services) if all(labels.get(k) == v for k, v in sel.items()))
-    cache: dict[Hashable, Selector] | None = getattr(objects, "default_selectors", None)
-    key = (pod.namespace, matched, pod._owner)
-    if cache is not None:
-        found = cache.get(key)
-        if found is not None:
-            return found
-    selector = _default_selector(pod, objects, [services[i] for i in matched])
-    if cache is not None:
+    cache: dict[Hashable, Any] | None = getattr(objects, "default_selectors", None)
+    if cache is None:
+        matched = [sel for sel in services if all(labels.get(k) == v for k, v in sel.items())]
+        return _default_selector(pod, objects, matched)
+    # Which Services select the pod depends only on its values of the label keys they read.
+    read = cache.get(pod.namespace)
+    if read is None:
+        read = cache[pod.namespace] = tuple(sorted({k for sel in services for k in sel}))
+    key = (pod.namespace, tuple(labels.get(k) for k in read), pod._owner)
+    found = cache.get(key)
+    if found is None:
         if len(cache) >= _SELECTOR_CACHE_MAX:
             cache.clear()
-        cache[key] = selector
-    return selector
+            cache[pod.namespace] = read
+        matched = [sel for sel in services if all(labels.get(k) == v for k, v in sel.items())]
+        found = cache[key] = _default_selector(pod, objects, matched)
+    return found
 
 
 _SELECTOR_CACHE_MAX = 4096

@@ -5,11 +5,15 @@
   can test -- (namespace, terminating, labels): the pods of one template share it -- so building a new
   key's array matches each *group* once (O(groups), not O(pods)), and a pod change updates the arrays of
   the keys its group is known to match (O(matching keys)), never a walk over every cached key or pod.
-  An LRU bounds the memory.
+  A key's counts summed per domain of a topology key (:meth:`MatchCounts.totals`) are kept the same way
+  once asked for (one scalar update per pod change), so spreading and the incoming pod's own terms
+  read per-domain sums without a pass over the nodes. An LRU bounds the memory.
 * :class:`TermIndex`: the inter-pod terms of the placed pods, per distinct term (kube's
   HavePodsWithAffinity / HavePodsWithRequiredAntiAffinity lists, folded): the nodes of the pods carrying
   it, with counts or summed weights, updated in O(terms of the pod) on every pod change. An incoming pod
-  then matches each distinct term once instead of walking the pods that carry them.
+  then matches each distinct term once instead of walking the pods that carry them; what is derived
+  from a set of matched terms (their per-domain sums) is memoised per set, stamped by the terms' last
+  change (:meth:`TermIndex.memo`), so the next pod of the same app reuses it.
 * :class:`LabelCodes`: a topology key's label values on every node as categorical codes, from which
   domain counts are one ``bincount`` (an O(nodes) group-by) instead of a dict walk per pod.
 

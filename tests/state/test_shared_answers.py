@@ -137,3 +137,22 @@ def test_pods_of_one_app_share_the_sums_of_the_terms_they_match() -> None:
         shared.append(score._sums["existing_preferred"])
     assert shared[0], "the pods match the placed pods' preferred terms"
     assert shared[0] is shared[1]  # memoised: the second pod summed nothing
+
+
+def test_pods_differing_in_a_label_a_service_reads_get_their_own_default_selector() -> None:
+    snap = _cluster()
+    snap.add(_service("canary", {"app": "web", "release": "r2"}))
+    seen = []
+    for release in ("r1", "r2", "r1", "r3", "r2"):
+        pod = snap.pod_record(_web(release))
+        got = topology.effective_constraints(pod, snap.state)[1][0]._selector
+        assert got == topology.effective_constraints(pod, _Uncached(snap))[1][0]._selector, release
+        seen.append(got)
+    assert seen[0] is seen[2] and seen[1] is seen[4]  # the same values of the labels Services read
+    assert seen[3] == seen[0] and seen[1] != seen[0]  # the canary Service selects release r2 only
+
+
+def test_pods_differing_in_labels_no_service_reads_share_the_default_selector() -> None:
+    snap = _cluster()
+    got = [topology.effective_constraints(snap.pod_record(_web(r)), snap.state)[1][0]._selector for r in ("r1", "r2")]
+    assert got[0] is got[1]
