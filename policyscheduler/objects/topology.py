@@ -39,6 +39,7 @@ __all__ = [
     "spread_key",
     "LabelCodes",
     "build_label_codes",
+    "node_affinity_mask",
     "ClusterIndex",
     "ControllerObjects",
     "domain_sums",
@@ -399,14 +400,18 @@ class _Included:
 
     ``shared`` gives the state's mask cache while the state still has the nodes this context saw (None
     otherwise): a mask another pod with the same node selectors, affinity and tolerations computed is
-    then reused instead of a pass over every node.
+    then reused instead of a pass over every node. ``codes`` likewise gives the state's label codes
+    (None when they no longer describe these nodes): the node-affinity part is then computed per
+    distinct label value (:func:`node_affinity_mask`), not per node.
     """
 
-    def __init__(self, pod: Pod, nodes: Sequence[Node], shared: Callable[[], MaskCache | None] | None = None) -> None:
+    def __init__(self, pod: Pod, nodes: Sequence[Node], shared: Callable[[], MaskCache | None] | None = None,
+                 codes: Callable[[], Callable[[str], LabelCodes] | None] | None = None) -> None:
         self.pod = pod
         self.nodes = nodes
         self._masks: dict[tuple[str, str], BoolArray] = {}
         self._shared = shared
+        self._codes = codes
 
     def everywhere(self, c: SpreadConstraint) -> bool:
         """True when ``c``'s policies include every node whatever it is (the mask is all ones): then the
@@ -427,10 +432,13 @@ class _Included:
                 cache = self._shared() if self._shared is not None else None
                 key = _included_key(c, pod) if cache is not None else None
                 found = cache.get(key) if cache is not None else None
+                codes = self._codes() if self._codes is not None and c.node_taints_policy != "Honor" else None
                 if found is not None and found.size == len(nodes):
                     mask = found
                 else:
-                    mask = np.fromiter((node_included(c, pod, n) for n in nodes), dtype=bool, count=len(nodes))
+                    vector = node_affinity_mask(pod, len(nodes), codes) if codes is not None else None
+                    mask = vector if vector is not None else np.fromiter(
+                        (node_included(c, pod, n) for n in nodes), dtype=bool, count=len(nodes))
                     if cache is not None:
                         if len(cache) >= _MASK_CACHE_MAX:
                             cache.clear()
@@ -438,6 +446,42 @@ class _Included:
                         cache[key] = mask
             self._masks[policies] = mask
         return mask
+
+
+def node_affinity_mask(pod: Pod, n: int, codes: Callable[[str], LabelCodes]) -> BoolArray | None:
+    """:func:`~policyscheduler.objects.records.pod_matches_required_node_affinity` of every node, from the
+    label codes of the keys the pod's node selector and terms read: each requirement is tested once per
+    distinct value of its key (and once for "no such label") with the requirement's own ``matches``, then
+    spread over the nodes by code. None when a term tests ``metadata.name`` (matchFields): per node then.
+    """
+    mask = np.ones(n, dtype=bool)
+    for key, value in pod.node_selector.items():
+        lc = codes(key)
+        if lc.codes.size != n:
+            return None
+        code = lc.index.get(value)
+        if code is None:
+            return np.zeros(n, dtype=bool)
+        mask &= lc.codes == code
+    if pod.has_required_node_affinity:
+        matched = np.zeros(n, dtype=bool)
+        for term in pod.required_node_affinity:
+            if not (term.match_expressions or term.match_fields) or not term._valid:
+                continue  # matches no node
+            if term._fields is not None:
+                return None
+            ok = np.ones(n, dtype=bool)
+            if term._labels is not None:
+                for req in term._labels.requirements:
+                    lc = codes(req.key)
+                    if lc.codes.size != n:
+                        return None
+                    table = np.fromiter((req.matches({req.key: v}) for v in lc.values), dtype=bool,
+                                        count=len(lc.values))
+                    ok &= np.append(table, req.matches({}))[lc.codes]  # code -1 reads "no such label"
+            matched |= ok
+        mask &= matched
+    return mask
 
 
 def _counts(index: ClusterIndex, c: SpreadConstraint, namespace: str, n: int) -> IntArray:
