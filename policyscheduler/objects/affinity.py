@@ -15,7 +15,15 @@ from collections.abc import Callable, Mapping, Sequence
 import numpy as np
 
 from policyscheduler.objects.records import Node, Pod, PodAffinityTerm
-from policyscheduler.objects.topology import BoolArray, ClusterIndex, IntArray, LabelCodes, MatchClause, domain_sums
+from policyscheduler.objects.topology import (
+    BoolArray,
+    ClusterIndex,
+    IntArray,
+    LabelCodes,
+    MatchClause,
+    MatchKey,
+    domain_sums,
+)
 
 __all__ = [
     "incoming_term_matches", "existing_term_matches", "FilterState", "ScoreState", "count_in_domain", "lookup",
@@ -169,6 +177,19 @@ def _add_sums(d: Sums, key: str, counts: IntArray, by: int, codes: LabelCodes) -
         d[key] = (codes, old[1] + sums, old[2] | present)
 
 
+def _add_totals(d: Sums, key: str, index: ClusterIndex, match: MatchKey, by: int) -> None:
+    """``_add_sums`` of ``match``'s counts from the state's per-domain totals (no pass over the nodes):
+    a domain holds a counted node exactly when its total is positive (counts are never negative)."""
+    codes = index.label_codes(key)
+    sums = index.match_totals(match, codes)[:-1]  # the nodes without the key have no domain
+    present = sums > 0
+    if not present.any():
+        return
+    sums = sums * by  # a new array: the state's own changes in place
+    old = d.get(key)
+    d[key] = (codes, sums, present) if old is None else (codes, old[1] + sums, old[2] | present)
+
+
 def _to_map(d: Sums) -> TopologyMap:
     m: TopologyMap = {}
     for key, (codes, sums, present) in d.items():
@@ -207,14 +228,14 @@ _FEW_HITS = 64
 node cost more than a short loop (an incoming pod usually matches a few placed pods' terms)."""
 
 
-def _flush(d: Sums, nodes: Sequence[Node], index: ClusterIndex, hits: _Hits) -> None:
+def _flush(d: Sums, n: int, index: ClusterIndex, hits: _Hits) -> None:
     """``_add(m, nodes[slot], key, weight)`` for every hit, summed per domain."""
     for key, (slots, weights) in hits.items():
         if len(slots) <= _FEW_HITS:
             _add_few(d, key, slots, weights, index.label_codes(key))
             continue
         counts = np.bincount(np.asarray(slots, dtype=np.int64),
-                             weights=np.asarray(weights, dtype=np.float64) if weights else None, minlength=len(nodes))
+                             weights=np.asarray(weights, dtype=np.float64) if weights else None, minlength=n)
         _add_sums(d, key, np.rint(counts).astype(np.int64), 1, index.label_codes(key))
 
 
@@ -247,29 +268,50 @@ def _add_few(d: Sums, key: str, slots: list[int], weights: list[int], codes: Lab
     d[key] = (codes, sums, present) if old is None else (codes, old[1] + sums, old[2] | present)
 
 
-def _existing_hits(index: ClusterIndex, kind: int, pod: Pod, own_labels: Mapping[str, str]) -> _Hits:
-    """The nodes (with counts or weights) of the placed pods' terms of one kind that ``pod`` matches.
+class _Shared:
+    """Sums memoised by the state for a set of placed pods' terms, with their :func:`lookup` column
+    built by the first pod that asks for it (shared by the pods matching the same terms)."""
 
-    The state keeps each distinct term once with its per-node counts (TermIndex) and finds the terms
-    the pod's labels may match, so this matches the pod against those distinct terms once each and
-    copies the matching terms' slots: no walk over the pods that carry them (kube walks
-    HavePodsWithAffinityList; the sums are the same).
+    __slots__ = ("column", "sums")
+
+    def __init__(self, sums: Sums) -> None:
+        self.sums = sums
+        self.column: IntArray | None = None
+
+
+def _existing_sums(index: ClusterIndex, kind: int, pod: Pod, own_labels: Mapping[str, str], n: int) -> _Shared | None:
+    """The :data:`Sums` of the placed pods' terms of one kind that ``pod`` matches.
+
+    Pods of one app match the same terms (the labels a term reads are the app's), so the sums are
+    memoised by the state per set of matched terms, valid while none of those terms gains or loses a
+    pod and no node changes its labels: a pod then pays for matching the candidate terms, not for
+    summing their nodes again. The returned sums are shared: nobody may edit them.
     """
-    hits: _Hits = {}
-    for term, per_slot in index.existing_terms(kind, pod.labels):
-        if existing_term_matches(term, pod, own_labels):
-            found = hits.get(term.topology_key)
-            if found is None:
-                found = hits[term.topology_key] = ([], [])
-            found[0].extend(per_slot)
-            found[1].extend(per_slot.values())
-    return hits
+    hits = [(term, per_slot) for term, per_slot in index.existing_terms(kind, pod.labels)
+            if existing_term_matches(term, pod, own_labels)]
+    if not hits:
+        return None
+
+    def build() -> _Shared:
+        found: _Hits = {}
+        for term, per_slot in hits:
+            at = found.get(term.topology_key)
+            if at is None:
+                at = found[term.topology_key] = ([], [])
+            at[0].extend(per_slot)
+            at[1].extend(per_slot.values())
+        d: Sums = {}
+        _flush(d, n, index, found)
+        return _Shared(d)
+
+    return index.existing_terms_memo(kind, frozenset(term for term, _ in hits), build)
 
 
 class IndexedMaps:
     """The maps of an indexed state kept as :data:`Sums`; a map attribute is built on first read."""
 
     _sums: dict[str, Sums]
+    _shared: dict[str, _Shared]
 
     def __getattr__(self, name: str) -> TopologyMap:
         # only reached for an attribute not set yet: a map nobody read so far
@@ -294,9 +336,14 @@ class IndexedMaps:
         if key is not None:
             hit = d.get(key)
             return np.zeros(n, dtype=np.int64) if hit is None else _spread(hit[0], hit[1])
+        shared = self._shared.get(name)
+        if shared is not None and shared.column is not None and shared.column.size == n:
+            return shared.column.copy()  # the caller's own array
         out = np.zeros(n, dtype=np.int64)
         for codes, sums, _ in d.values():
             out += _spread(codes, sums)
+        if shared is not None:
+            shared.column = out.copy()
         return out
 
 
@@ -304,23 +351,22 @@ class IndexedFilterState(IndexedMaps, FilterState):
     """:class:`FilterState` from the cluster state's indexes (same maps, no walk over every pod)."""
 
     def __init__(self, pod: Pod, nodes: Sequence[Node], ns_labels: NsLabels, index: ClusterIndex) -> None:
-        existing_anti: Sums = {}
         affinity: Sums = {}
         anti: Sums = {}
-        self._sums = {"existing_anti": existing_anti, "affinity": affinity, "anti": anti}
-        _flush(existing_anti, nodes, index, _existing_hits(index, 0, pod, ns_labels(pod.namespace)))
+        existing = _existing_sums(index, 0, pod, ns_labels(pod.namespace), len(nodes))
+        self._shared = {} if existing is None else {"existing_anti": existing}
+        self._sums = {"existing_anti": {} if existing is None else existing.sums, "affinity": affinity, "anti": anti}
         aff = pod.required_affinity_terms
         if aff:
             clauses = [term_clause(t) for t in aff]
             if all(c is not None for c in clauses):
-                counts = index.match_counts((False, tuple(c for c in clauses if c is not None)))
+                match: MatchKey = (False, tuple(c for c in clauses if c is not None))
                 for t in aff:
-                    _add_sums(affinity, t.topology_key, counts, 1, index.label_codes(t.topology_key))
+                    _add_totals(affinity, t.topology_key, index, match, 1)
         for t in pod.required_anti_affinity_terms:
             clause = term_clause(t)
             if clause is not None:
-                counts = index.match_counts((False, (clause,)))
-                _add_sums(anti, t.topology_key, counts, 1, index.label_codes(t.topology_key))
+                _add_totals(anti, t.topology_key, index, (False, (clause,)), 1)
 
 
 class IndexedScoreState(IndexedMaps, ScoreState):
@@ -330,12 +376,15 @@ class IndexedScoreState(IndexedMaps, ScoreState):
         own_labels = ns_labels(pod.namespace)
         sums: dict[str, Sums] = {name: {} for name in ScoreState.MAPS}
         self._sums = sums
+        self._shared = {}
         for terms, d in ((pod.preferred_affinity_terms, sums["preferred_affinity"]),
                          (pod.preferred_anti_affinity_terms, sums["preferred_anti"])):
             for w in terms:
                 clause = term_clause(w.term)
                 if clause is not None:
-                    counts = index.match_counts((False, (clause,)))
-                    _add_sums(d, w.term.topology_key, counts, w.weight, index.label_codes(w.term.topology_key))
+                    _add_totals(d, w.term.topology_key, index, (False, (clause,)), w.weight)
         for kind, name in ((1, "existing_required"), (2, "existing_preferred"), (3, "existing_preferred_anti")):
-            _flush(sums[name], nodes, index, _existing_hits(index, kind, pod, own_labels))
+            shared = _existing_sums(index, kind, pod, own_labels, len(nodes))
+            if shared is not None:
+                sums[name] = shared.sums
+                self._shared[name] = shared

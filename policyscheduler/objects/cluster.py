@@ -140,7 +140,12 @@ class _State:
 
     @cached_property
     def included(self) -> topology._Included:
-        return topology._Included(self.pod, self.nodes, self._mask_cache)
+        return topology._Included(self.pod, self.nodes, self._mask_cache, self._label_codes)
+
+    def _label_codes(self) -> Callable[[str], topology.LabelCodes] | None:
+        """The state's label codes while the index still describes this context's nodes."""
+        index = self.indexed
+        return index.label_codes if index is not None else None
 
     def _mask_cache(self) -> topology.MaskCache | None:
         """The state's node-mask cache while the index still describes this context's nodes."""

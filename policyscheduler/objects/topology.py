@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 import numpy as np
 import numpy.typing as npt
@@ -39,6 +39,7 @@ __all__ = [
     "spread_key",
     "LabelCodes",
     "build_label_codes",
+    "node_affinity_mask",
     "ClusterIndex",
     "ControllerObjects",
     "domain_sums",
@@ -49,6 +50,7 @@ __all__ = [
 ]
 
 IntArray = npt.NDArray[np.int64]
+_T = TypeVar("_T")
 BoolArray = npt.NDArray[np.bool_]
 
 HOSTNAME = "kubernetes.io/hostname"
@@ -90,11 +92,42 @@ class ControllerObjects(Protocol):
 
 
 def default_selector(pod: Pod, objects: ControllerObjects) -> Selector:
-    """``helper.DefaultSelector``: Services selecting the pod, plus its controller RC / RS / StatefulSet."""
+    """``helper.DefaultSelector``: Services selecting the pod, plus its controller RC / RS / StatefulSet.
+
+    The selector is a function of the namespace, the pod's values of the label keys the namespace's
+    Services read, and the pod's owner, so an ``objects`` with a ``default_selectors`` dict (the state,
+    which empties it whenever a Service or controller changes) keeps one per such key (and, per
+    namespace, the keys its Services read): the pods of one app -- which differ in labels no Service
+    reads -- get the same selector object, whose hash and count arrays are then found at once.
+    """
+    services = objects.service_selectors(pod.namespace)
+    labels = pod.labels
+    cache: dict[Hashable, Any] | None = getattr(objects, "default_selectors", None)
+    if cache is None:
+        matched = [sel for sel in services if all(labels.get(k) == v for k, v in sel.items())]
+        return _default_selector(pod, objects, matched)
+    # Which Services select the pod depends only on its values of the label keys they read.
+    read = cache.get(pod.namespace)
+    if read is None:
+        read = cache[pod.namespace] = tuple(sorted({k for sel in services for k in sel}))
+    key = (pod.namespace, tuple(labels.get(k) for k in read), pod._owner)
+    found = cache.get(key)
+    if found is None:
+        if len(cache) >= _SELECTOR_CACHE_MAX:
+            cache.clear()
+            cache[pod.namespace] = read
+        matched = [sel for sel in services if all(labels.get(k) == v for k, v in sel.items())]
+        found = cache[key] = _default_selector(pod, objects, matched)
+    return found
+
+
+_SELECTOR_CACHE_MAX = 4096
+
+
+def _default_selector(pod: Pod, objects: ControllerObjects, services: Sequence[Mapping[str, str]]) -> Selector:
     merged: dict[str, str] = {}
-    for sel in objects.service_selectors(pod.namespace):
-        if all(pod.labels.get(k) == v for k, v in sel.items()):
-            merged.update(sel)
+    for sel in services:
+        merged.update(sel)
     selector = set_selector(merged)
     if pod._owner is None:
         return selector
@@ -248,6 +281,11 @@ class LabelCodes:
     codes: IntArray
     values: tuple[str, ...]
     index: Mapping[str, int]
+    filled: IntArray
+    """``codes`` with -1 replaced by ``len(values)``: a node without the key in one extra last bucket, so
+    per-domain totals of every node are one ``bincount`` (and a pod change one scalar update)."""
+    missing: int
+    """How many nodes lack the key (0: every node has a domain of it)."""
 
     def column(self, per_value: Mapping[str, int]) -> IntArray:
         """``per_value.get(node's value, 0)`` for every node (0 where the node lacks the key)."""
@@ -274,7 +312,10 @@ def build_label_codes(key: str, labels: Iterable[Mapping[str, str]]) -> LabelCod
             if code is None:
                 code = index[value] = len(index)
             codes.append(code)
-    return LabelCodes(np.array(codes, dtype=np.int64), tuple(index), index)
+    array = np.array(codes, dtype=np.int64)
+    absent = array < 0
+    filled = np.where(absent, len(index), array)
+    return LabelCodes(array, tuple(index), index, filled, int(np.count_nonzero(absent)))
 
 
 TERM_KINDS = ("required_anti_affinity", "required_affinity", "preferred_affinity", "preferred_anti_affinity")
@@ -304,7 +345,18 @@ class ClusterIndex(ControllerObjects, Protocol):
 
     def match_counts(self, key: MatchKey) -> IntArray: ...
 
+    def match_totals(self, key: MatchKey, codes: LabelCodes) -> IntArray:
+        """``match_counts(key)`` summed per domain of ``codes`` (one entry per value, then the nodes
+        without the key), kept up to date by the state: read it at once, do not keep or edit it."""
+        ...
+
     def label_codes(self, key: str) -> LabelCodes: ...
+
+    def existing_terms_memo(self, kind: int, terms: frozenset[PodAffinityTerm], build: Callable[[], _T]) -> _T:
+        """``build()``, memoised per (kind, set of placed pods' terms) while none of those terms gains or
+        loses a pod and the nodes keep their labels: for values derived from the terms' slots and the
+        label codes. The value is shared between pods: nobody may edit it."""
+        ...
 
     def existing_terms(self, kind: int, labels: Mapping[str, str]) -> Iterable[tuple[PodAffinityTerm, Mapping[int, int]]]:
         """The placed pods' distinct terms of ``TERM_KINDS[kind]`` whose selector may match a pod with
@@ -348,14 +400,25 @@ class _Included:
 
     ``shared`` gives the state's mask cache while the state still has the nodes this context saw (None
     otherwise): a mask another pod with the same node selectors, affinity and tolerations computed is
-    then reused instead of a pass over every node.
+    then reused instead of a pass over every node. ``codes`` likewise gives the state's label codes
+    (None when they no longer describe these nodes): the node-affinity part is then computed per
+    distinct label value (:func:`node_affinity_mask`), not per node.
     """
 
-    def __init__(self, pod: Pod, nodes: Sequence[Node], shared: Callable[[], MaskCache | None] | None = None) -> None:
+    def __init__(self, pod: Pod, nodes: Sequence[Node], shared: Callable[[], MaskCache | None] | None = None,
+                 codes: Callable[[], Callable[[str], LabelCodes] | None] | None = None) -> None:
         self.pod = pod
         self.nodes = nodes
         self._masks: dict[tuple[str, str], BoolArray] = {}
         self._shared = shared
+        self._codes = codes
+
+    def everywhere(self, c: SpreadConstraint) -> bool:
+        """True when ``c``'s policies include every node whatever it is (the mask is all ones): then the
+        per-domain totals the state keeps serve as they are, with no pass over the nodes."""
+        pod = self.pod
+        return c.node_taints_policy != "Honor" and (
+            c.node_affinity_policy != "Honor" or not (pod.node_selector or pod.has_required_node_affinity))
 
     def __call__(self, c: SpreadConstraint) -> BoolArray:
         policies = (c.node_affinity_policy, c.node_taints_policy)
@@ -369,10 +432,13 @@ class _Included:
                 cache = self._shared() if self._shared is not None else None
                 key = _included_key(c, pod) if cache is not None else None
                 found = cache.get(key) if cache is not None else None
+                codes = self._codes() if self._codes is not None and c.node_taints_policy != "Honor" else None
                 if found is not None and found.size == len(nodes):
                     mask = found
                 else:
-                    mask = np.fromiter((node_included(c, pod, n) for n in nodes), dtype=bool, count=len(nodes))
+                    vector = node_affinity_mask(pod, len(nodes), codes) if codes is not None else None
+                    mask = vector if vector is not None else np.fromiter(
+                        (node_included(c, pod, n) for n in nodes), dtype=bool, count=len(nodes))
                     if cache is not None:
                         if len(cache) >= _MASK_CACHE_MAX:
                             cache.clear()
@@ -382,35 +448,104 @@ class _Included:
         return mask
 
 
+def node_affinity_mask(pod: Pod, n: int, codes: Callable[[str], LabelCodes]) -> BoolArray | None:
+    """:func:`~policyscheduler.objects.records.pod_matches_required_node_affinity` of every node, from the
+    label codes of the keys the pod's node selector and terms read: each requirement is tested once per
+    distinct value of its key (and once for "no such label") with the requirement's own ``matches``, then
+    spread over the nodes by code. None when a term tests ``metadata.name`` (matchFields): per node then.
+    """
+    mask = np.ones(n, dtype=bool)
+    for key, value in pod.node_selector.items():
+        lc = codes(key)
+        if lc.codes.size != n:
+            return None
+        code = lc.index.get(value)
+        if code is None:
+            return np.zeros(n, dtype=bool)
+        mask &= lc.codes == code
+    if pod.has_required_node_affinity:
+        matched = np.zeros(n, dtype=bool)
+        for term in pod.required_node_affinity:
+            if not (term.match_expressions or term.match_fields) or not term._valid:
+                continue  # matches no node
+            if term._fields is not None:
+                return None
+            ok = np.ones(n, dtype=bool)
+            if term._labels is not None:
+                for req in term._labels.requirements:
+                    lc = codes(req.key)
+                    if lc.codes.size != n:
+                        return None
+                    table = np.fromiter((req.matches({req.key: v}) for v in lc.values), dtype=bool,
+                                        count=len(lc.values))
+                    ok &= np.append(table, req.matches({}))[lc.codes]  # code -1 reads "no such label"
+            matched |= ok
+        mask &= matched
+    return mask
+
+
 def _counts(index: ClusterIndex, c: SpreadConstraint, namespace: str, n: int) -> IntArray:
     key = spread_key(c._selector, namespace)
     return index.match_counts(key) if key is not None else np.zeros(n, dtype=np.int64)
 
 
+def _totals(index: ClusterIndex, c: SpreadConstraint, namespace: str, codes: LabelCodes) -> IntArray:
+    """Matching pods of ``c`` per domain of ``codes`` over every node, the nodes without the key last
+    (a new array: the state's own is updated in place)."""
+    key = spread_key(c._selector, namespace)
+    if key is None:
+        return np.zeros(len(codes.values) + 1, dtype=np.int64)
+    return index.match_totals(key, codes).copy()
+
+
+def _spread_table(codes: LabelCodes, table: IntArray) -> IntArray:
+    """Per node, ``table`` at its domain's code (``table`` has one entry per value and a last one, read
+    by the nodes without the key)."""
+    return table[codes.codes]
+
+
 class IndexedFilterCounts(FilterCounts):
-    """:class:`FilterCounts` from the state's per-node counts: O(nodes) per constraint, no pod walk."""
+    """:class:`FilterCounts` from the state's per-node counts: O(nodes) per constraint, no pod walk; no
+    pass over the nodes at all when every node is eligible and included (the state's per-domain totals)."""
 
     def __init__(self, pod: Pod, constraints: Sequence[SpreadConstraint], nodes: Sequence[Node],
                  index: ClusterIndex, included: _Included | None = None) -> None:
         self.pairs = {}
         self.index = index
+        self._tables: dict[str, tuple[LabelCodes, IntArray]] = {}
         n = len(nodes)
         if constraints:
             included = included if included is not None else _Included(pod, nodes)
-            eligible = np.ones(n, dtype=bool)
-            for c in constraints:
-                eligible &= index.label_codes(c.topology_key).codes >= 0
-            # Per node, the last included constraint of a key sets that key's count (kube's per-node map).
-            per_key: dict[str, tuple[IntArray, BoolArray]] = {}
-            for c in constraints:
-                inc = included(c) & eligible
-                value, present = per_key.get(c.topology_key, (np.zeros(n, dtype=np.int64), np.zeros(n, dtype=bool)))
-                per_key[c.topology_key] = (np.where(inc, _counts(index, c, pod.namespace, n), value), present | inc)
-            for key, (value, present) in per_key.items():
-                lc = index.label_codes(key)
-                sums, domains = domain_sums(lc.codes, len(lc.values), value, present)
-                for j in np.flatnonzero(domains).tolist():
-                    self.pairs[(key, lc.values[j])] = int(sums[j])
+            codes = {c.topology_key: index.label_codes(c.topology_key) for c in constraints}
+            if all(lc.missing == 0 for lc in codes.values()) and all(included.everywhere(c) for c in constraints):
+                # Every node eligible and included: the last constraint of a key sets every node's count.
+                last = {c.topology_key: c for c in constraints}
+                for key, c in last.items():
+                    lc = codes[key]
+                    table = _totals(index, c, pod.namespace, lc)
+                    table[-1] = 0
+                    self._tables[key] = (lc, table)
+                    values = lc.values
+                    for j, count in enumerate(table[:-1].tolist()):
+                        self.pairs[(key, values[j])] = count
+            else:
+                eligible = np.ones(n, dtype=bool)
+                for lc in codes.values():
+                    eligible &= lc.codes >= 0
+                # Per node, the last included constraint of a key sets that key's count (kube's per-node map).
+                per_key: dict[str, tuple[IntArray, BoolArray]] = {}
+                for c in constraints:
+                    inc = included(c) & eligible
+                    value, present = per_key.get(c.topology_key, (np.zeros(n, dtype=np.int64), np.zeros(n, dtype=bool)))
+                    per_key[c.topology_key] = (np.where(inc, _counts(index, c, pod.namespace, n), value), present | inc)
+                for key, (value, present) in per_key.items():
+                    lc = codes[key]
+                    sums, domains = domain_sums(lc.codes, len(lc.values), value, present)
+                    table = np.zeros(len(lc.values) + 1, dtype=np.int64)
+                    table[:-1] = np.where(domains, sums, 0)
+                    self._tables[key] = (lc, table)
+                    for j in np.flatnonzero(domains).tolist():
+                        self.pairs[(key, lc.values[j])] = int(sums[j])
         self.domains = {}
         self.minimum = {}
         for (key, _), count in self.pairs.items():
@@ -419,12 +554,18 @@ class IndexedFilterCounts(FilterCounts):
 
     def column(self, c: SpreadConstraint) -> IntArray:
         """:meth:`count` for every node."""
-        key = c.topology_key
-        return self.index.label_codes(key).column({v: n for (k, v), n in self.pairs.items() if k == key})
+        found = self._tables.get(c.topology_key)
+        if found is None:
+            return np.zeros(len(self.index.nodes), dtype=np.int64)
+        return _spread_table(*found)
 
 
 class IndexedScoreCounts(ScoreCounts):
-    """:class:`ScoreCounts` from the state's per-node counts; ``feasible`` is a mask over ``nodes``."""
+    """:class:`ScoreCounts` from the state's per-node counts; ``feasible`` is a mask over ``nodes``.
+
+    The domain sums of a constraint that includes every node come from the state's per-domain totals
+    (no pass over the nodes); only which domains the feasible nodes create is computed per pod.
+    """
 
     def __init__(self, pod: Pod, constraints: Sequence[SpreadConstraint], feasible: BoolArray,
                  nodes: Sequence[Node], require_all: bool, index: ClusterIndex,
@@ -435,14 +576,25 @@ class IndexedScoreCounts(ScoreCounts):
         self._position: dict[str, int] | None = None
         n = len(nodes)
         included = included if included is not None else _Included(pod, nodes)
-        eligible = np.ones(n, dtype=bool)
+        eligible: BoolArray | None = None  # None: every node carries every key (or keys are not required)
         if require_all:
             for c in constraints:
-                eligible &= index.label_codes(c.topology_key).codes >= 0
-        self.ignored = {nodes[i].name for i in np.flatnonzero(feasible & ~eligible).tolist()}
-        counted = feasible & eligible
+                lc = index.label_codes(c.topology_key)
+                if lc.missing:
+                    has = lc.codes >= 0
+                    eligible = has if eligible is None else eligible & has
+        hosts = int(np.count_nonzero(feasible))
+        if eligible is None:
+            self.ignored = set()
+            counted = feasible
+            everyone = hosts == n  # every node counted: every domain a node carries is created
+        else:
+            everyone = False
+            self.ignored = {nodes[i].name for i in np.flatnonzero(feasible & ~eligible).tolist()}
+            counted = feasible & eligible
         # Scoring puts a node lacking the key into the "" domain: one more code unless "" is a value.
-        score_codes: dict[str, tuple[IntArray, tuple[str, ...], BoolArray, IntArray]] = {}
+        # key -> (label codes, score codes, score values, created domains, sums per score code)
+        score_codes: dict[str, tuple[LabelCodes, IntArray, tuple[str, ...], BoolArray, IntArray]] = {}
         sizes = [0] * len(constraints)
         for i, c in enumerate(constraints):
             key = c.topology_key
@@ -452,25 +604,44 @@ class IndexedScoreCounts(ScoreCounts):
             values = lc.values
             empty = lc.index.get("")
             if empty is None:
-                empty, values = len(values), values + ("",)
-            codes = np.where(lc.codes < 0, empty, lc.codes)
-            created = np.bincount(codes[counted], minlength=len(values)) > 0
-            sizes[i] = int(created.sum())
-            score_codes[key] = (codes, values, created, np.zeros(len(values), dtype=np.int64))
-        self.domains = {
-            id(c): (int(feasible.sum()) - len(self.ignored) if c.topology_key == HOSTNAME else sizes[i])
-            for i, c in enumerate(constraints)
-        }
+                codes, values = lc.filled, values + ("",)
+            else:
+                codes = np.where(lc.codes < 0, empty, lc.codes)
+            if everyone:
+                created = np.ones(len(values), dtype=bool)
+                if len(values) > len(lc.values):
+                    created[-1] = lc.missing > 0  # the "" domain of the nodes without the key
+            else:
+                created = np.bincount(codes[counted], minlength=len(values)) > 0
+            sizes[i] = int(np.count_nonzero(created))
+            score_codes[key] = (lc, codes, values, created, np.zeros(len(values), dtype=np.int64))
+        hosts -= len(self.ignored)
+        self.domains = {id(c): (hosts if c.topology_key == HOSTNAME else sizes[i]) for i, c in enumerate(constraints)}
         for c in constraints:
             if c.topology_key == HOSTNAME:
                 continue
-            codes, values, created, sums = score_codes[c.topology_key]
-            part, _ = domain_sums(codes, len(values), _counts(index, c, pod.namespace, n), included(c) & eligible)
-            sums += part
+            lc, codes, values, created, sums = score_codes[c.topology_key]
+            if eligible is None and included.everywhere(c):
+                totals = _totals(index, c, pod.namespace, lc)  # the nodes without the key last: the "" code
+                if len(values) > len(lc.values):
+                    sums += totals
+                else:
+                    sums += totals[:-1]
+                    sums[lc.index[""]] += totals[-1]
+            else:
+                mask = included(c) if eligible is None else included(c) & eligible
+                part, _ = domain_sums(codes, len(values), _counts(index, c, pod.namespace, n), mask)
+                sums += part
         self.pairs = {}
-        for key, (_codes, values, created, sums) in score_codes.items():
+        self._tables: dict[str, tuple[LabelCodes, IntArray]] = {}
+        for key, (lc, _codes, values, created, sums) in score_codes.items():
             for j in np.flatnonzero(created).tolist():
                 self.pairs[(key, values[j])] = int(sums[j])
+            # column: a node's value reads its created domain's sum; a node without the key reads 0
+            table = np.zeros(len(lc.values) + 1, dtype=np.int64)
+            nv = len(lc.values)
+            table[:nv] = np.where(created[:nv], sums[:nv], 0)
+            self._tables[key] = (lc, table)
 
     def count(self, c: SpreadConstraint, node: Node, pod: Pod) -> int:
         if c.topology_key == HOSTNAME:
@@ -491,4 +662,7 @@ class IndexedScoreCounts(ScoreCounts):
         key = c.topology_key
         if key == HOSTNAME:
             return _counts(self.index, c, self.pod.namespace, len(self.index.nodes)).copy()
-        return self.index.label_codes(key).column({v: n for (k, v), n in self.pairs.items() if k == key})
+        found = self._tables.get(key)
+        if found is None:
+            return np.zeros(len(self.index.nodes), dtype=np.int64)
+        return _spread_table(*found)

@@ -5,11 +5,15 @@
   can test -- (namespace, terminating, labels): the pods of one template share it -- so building a new
   key's array matches each *group* once (O(groups), not O(pods)), and a pod change updates the arrays of
   the keys its group is known to match (O(matching keys)), never a walk over every cached key or pod.
-  An LRU bounds the memory.
+  A key's counts summed per domain of a topology key (:meth:`MatchCounts.totals`) are kept the same way
+  once asked for (one scalar update per pod change), so spreading and the incoming pod's own terms
+  read per-domain sums without a pass over the nodes. An LRU bounds the memory.
 * :class:`TermIndex`: the inter-pod terms of the placed pods, per distinct term (kube's
   HavePodsWithAffinity / HavePodsWithRequiredAntiAffinity lists, folded): the nodes of the pods carrying
   it, with counts or summed weights, updated in O(terms of the pod) on every pod change. An incoming pod
-  then matches each distinct term once instead of walking the pods that carry them.
+  then matches each distinct term once instead of walking the pods that carry them; what is derived
+  from a set of matched terms (their per-domain sums) is memoised per set, stamped by the terms' last
+  change (:meth:`TermIndex.memo`), so the next pod of the same app reuses it.
 * :class:`LabelCodes`: a topology key's label values on every node as categorical codes, from which
   domain counts are one ``bincount`` (an O(nodes) group-by) instead of a dict walk per pod.
 
@@ -21,7 +25,7 @@ from __future__ import annotations
 
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Mapping
-from typing import Any
+from typing import Any, TypeVar, cast
 
 import numpy as np
 import numpy.typing as npt
@@ -40,6 +44,9 @@ from policyscheduler.objects.topology import (
 __all__ = ["MatchCounts", "LabelCodeCache", "TermIndex"]
 
 IntArray = npt.NDArray[np.int64]
+_T = TypeVar("_T")
+_MEMO_MAX = 256
+"""Memoised values per term index (per set of matched terms: about one per app of incoming pods)."""
 _Signature = tuple[str, bool, frozenset[tuple[str, str]]]
 
 
@@ -111,6 +118,9 @@ def _key_trigger(key: MatchKey) -> list[tuple[str, str]] | None:
     return _trigger(sel for _, _, sel in key[1])
 
 
+_TOTALS_MAX = 8
+"""Per-domain totals kept per cached key (one per topology key in use; more only after node changes)."""
+
 _DENSE_MIN = 64
 """A group on at least this many nodes also keeps its counts as a per-slot array, so a key it matches
 adds it with one numpy addition instead of copying its slots (a big Deployment matched by a broad
@@ -123,7 +133,7 @@ class _Entry:
     Groups hold their keys' entries, not the keys: an entry hashes by identity, while a key (tuples of
     selectors) would be hashed again for every pod placed or removed."""
 
-    __slots__ = ("array", "key", "label_keys", "members", "pairs")
+    __slots__ = ("array", "key", "label_keys", "members", "pairs", "totals")
 
     def __init__(self, key: MatchKey, array: IntArray, members: set[_Signature],
                  pairs: list[tuple[str, str]] | None) -> None:
@@ -133,6 +143,9 @@ class _Entry:
         self.pairs = pairs  # its trigger pairs (:func:`_key_trigger`)
         self.label_keys = frozenset(r.key for _, _, sel in key[1] for r in sel.requirements)
         """The pod label keys its clauses read (a pod's other labels cannot change its verdict)."""
+        self.totals: dict[int, tuple[LabelCodes, IntArray]] = {}
+        """id(label codes) -> (those codes, ``array`` summed per domain; last entry: nodes without the
+        key), built on first use (:meth:`MatchCounts.totals`) and kept exact like ``array``."""
 
 
 class _Group:
@@ -173,10 +186,29 @@ class MatchCounts:
 
     def get(self, key: MatchKey, slots: int, pods_by_slot: Callable[[], Iterable[tuple[int, Iterable[Pod]]]]) -> IntArray:
         """The count array of ``key`` (built on first use by matching every pod group once)."""
+        return self._entry(key, slots, pods_by_slot).array
+
+    def totals(self, key: MatchKey, codes: LabelCodes, slots: int,
+               pods_by_slot: Callable[[], Iterable[tuple[int, Iterable[Pod]]]]) -> IntArray:
+        """:meth:`get`'s counts summed per domain of ``codes`` (one entry per value, then one for the
+        nodes without the key). Kept up to date per pod change like the counts (one scalar update per
+        cached key and topology key), so a pod's per-domain sums cost no pass over the nodes. The array
+        is the index's own: read it now, do not keep or edit it."""
+        entry = self._entry(key, slots, pods_by_slot)
+        found = entry.totals.get(id(codes))
+        if found is not None:
+            return found[1]
+        if len(entry.totals) >= _TOTALS_MAX:  # label codes replaced by node changes: drop the old ones
+            entry.totals.clear()
+        sums = np.rint(np.bincount(codes.filled, weights=entry.array, minlength=len(codes.values) + 1)).astype(np.int64)
+        entry.totals[id(codes)] = (codes, sums)
+        return sums
+
+    def _entry(self, key: MatchKey, slots: int, pods_by_slot: Callable[[], Iterable[tuple[int, Iterable[Pod]]]]) -> _Entry:
         entry = self._entries.get(key)
         if entry is not None:
             self._entries.move_to_end(key)
-            return entry.array
+            return entry
         groups = self._groups
         if groups is None:
             groups = self._groups = {}
@@ -223,7 +255,7 @@ class MatchCounts:
         if len(self._entries) > self.maxsize:
             _, old = self._entries.popitem(last=False)
             self._forget(old)
-        return arr
+        return entry
 
     def _group_add(self, slot: int, pod: Pod) -> None:
         """Count a pod into its group while the groups are built (no array exists yet)."""
@@ -298,6 +330,9 @@ class MatchCounts:
             group.dense[slot] += delta
         for entry in group.entries:
             entry.array[slot] += delta
+            if entry.totals:
+                for codes, sums in entry.totals.values():
+                    sums[codes.filled[slot]] += delta
         if not group.slots:
             del groups[sig]
             for entry in group.entries:
@@ -339,6 +374,7 @@ class MatchCounts:
         """A node with no pods joined at the end: every array grows by one zero."""
         for entry in self._entries.values():
             entry.array = np.append(entry.array, np.int64(0))
+            entry.totals.clear()  # their label codes describe the old node list
         for group in (self._groups or {}).values():
             if group.dense is not None:
                 group.dense = np.append(group.dense, np.int64(0))
@@ -373,6 +409,29 @@ class TermIndex:
     def __init__(self) -> None:
         self._tables: tuple[dict[PodAffinityTerm, dict[int, int]], ...] = tuple({} for _ in TERM_KINDS)
         self._triggers: tuple[_Triggers, ...] = tuple(_Triggers() for _ in TERM_KINDS)
+        self._tick = 0  # counts term changes
+        self._stamps: tuple[dict[PodAffinityTerm, int], ...] = tuple({} for _ in TERM_KINDS)  # last change per term
+        self._memo: dict[tuple[int, frozenset[PodAffinityTerm]], tuple[int, Any]] = {}
+
+    def memo(self, kind: int, terms: frozenset[PodAffinityTerm], build: Callable[[], _T]) -> _T:
+        """``build()`` for a set of terms of one kind, kept while none of them changes (see
+        ``ClusterState.existing_terms_memo``); a term that left and came back has a new stamp."""
+        key = (kind, terms)
+        hit = self._memo.get(key)
+        if hit is not None:
+            stamps = self._stamps[kind]
+            made = hit[0]
+            if all(stamps.get(t, made + 1) <= made for t in terms):
+                return cast(_T, hit[1])
+        value = build()
+        if len(self._memo) >= _MEMO_MAX:
+            self._memo.clear()
+        self._memo[key] = (self._tick, value)
+        return value
+
+    def forget_memo(self) -> None:
+        """Drop the memoised values (the label codes they were built with changed)."""
+        self._memo.clear()
 
     def table(self, kind: int) -> TermSlots:
         """The terms of one kind with their per-slot counts or weights (read-only)."""
@@ -396,6 +455,8 @@ class TermIndex:
             self._bump(3, w.term, slot, delta * w.weight)
 
     def _bump(self, kind: int, term: PodAffinityTerm, slot: int, by: int) -> None:
+        self._tick += 1
+        self._stamps[kind][term] = self._tick
         table = self._tables[kind]
         per_slot = table.get(term)
         if per_slot is None:
@@ -409,6 +470,7 @@ class TermIndex:
             per_slot.pop(slot, None)
             if not per_slot:
                 del table[term]
+                del self._stamps[kind][term]
                 if term._selector is not None:
                     self._triggers[kind].discard(term, _trigger((term._selector,)))
 
@@ -417,6 +479,9 @@ class TermIndex:
             table.clear()
         for triggers in self._triggers:
             triggers.clear()
+        for stamps in self._stamps:
+            stamps.clear()
+        self._memo.clear()
 
 
 class LabelCodeCache:

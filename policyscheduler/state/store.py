@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import bisect
 import dataclasses
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from fractions import Fraction
 from typing import Any, TypeVar
 
@@ -57,6 +57,7 @@ def _has_affinity(pod: Pod) -> bool:
 
 
 _R = TypeVar("_R")
+_T = TypeVar("_T")
 
 
 def replace_fields(record: _R, **changes: Any) -> _R:
@@ -189,6 +190,10 @@ class ClusterState:
         self.replica_sets: dict[tuple[str, str], Any] = {}
         self.stateful_sets: dict[tuple[str, str], Any] = {}
         self.replication_controllers: dict[tuple[str, str], dict[str, str] | None] = {}
+        self.default_selectors: dict[Any, Any] = {}
+        """Default spread selectors by (namespace, the pod's values of the labels its Services read, owner),
+        and those label keys by namespace (objects.topology's default_selector); emptied whenever a
+        Service or controller changes."""
         self.budgets: dict[tuple[str, str], DisruptionBudget] = {}
         """PodDisruptionBudgets by (namespace, name): preemption reads them, no rule does."""
         self._images: dict[str, list[int]] = {}  # image -> [size first seen, nodes holding it]
@@ -227,9 +232,15 @@ class ClusterState:
         gen = self._bump()
         self._floor = gen
         self._journal.clear()
-        self._codes.clear()
+        self._clear_codes()
         self.node_masks.clear()
         self._image_slots.clear()
+
+    def _clear_codes(self) -> None:
+        """Node labels or the node list changed: label codes, and what was built with them, go."""
+        self._codes.clear()
+        if self._terms is not None:
+            self._terms.forget_memo()
 
     def changed_nodes_since(self, generation: int) -> list[int] | None:
         """Slots whose node record changed after ``generation``; None if the node set changed since."""
@@ -285,7 +296,7 @@ class ClusterState:
         slot.record = None
         self.node_masks.clear()
         if old.labels != spec.labels:
-            self._codes.clear()
+            self._clear_codes()
         self._node_changed(i)
         return True
 
@@ -522,6 +533,7 @@ class ClusterState:
         else:
             self._services[(namespace, name)] = selector
         self._services_by_ns = None
+        self.default_selectors.clear()
         self._bump()
 
     @property
@@ -549,6 +561,7 @@ class ClusterState:
             table.pop((namespace, name), None)
         else:
             table[(namespace, name)] = selector
+        self.default_selectors.clear()
         self._bump()
 
     # -- index queries (the ClusterIndex protocol of objects.cluster) -----------------------------------
@@ -556,6 +569,11 @@ class ClusterState:
     def match_counts(self, key: MatchKey) -> npt.NDArray[np.int64]:
         """Per slot, how many placed pods match ``key`` (kept up to date; see MatchCounts)."""
         return self._counts.get(key, len(self._slots), self._pods_by_slot)
+
+    def match_totals(self, key: MatchKey, codes: LabelCodes) -> npt.NDArray[np.int64]:
+        """:meth:`match_counts` summed per domain of ``codes`` (from :meth:`label_codes`), the nodes without
+        the key last; kept up to date like the counts. Read-only, valid until the next change."""
+        return self._counts.totals(key, codes, len(self._slots), self._pods_by_slot)
 
     def _pods_by_slot(self) -> Iterator[tuple[int, Iterable[Pod]]]:
         for i, slot in enumerate(self._slots):
@@ -579,6 +597,14 @@ class ClusterState:
                     seen.add(key)
                     terms.pod_changed(self._slot_of[pod.node_name], pod, 1)
         return terms.candidates(kind, labels)
+
+    def existing_terms_memo(self, kind: int, terms: frozenset[PodAffinityTerm], build: Callable[[], _T]) -> _T:
+        """``build()`` memoised per (kind, set of placed pods' terms) while none of the terms gains or loses
+        a pod and no node changes its labels (objects.topology.ClusterIndex); shared, read-only."""
+        if self._terms is None:
+            self.existing_terms(kind, {})  # rebuilds the term index
+        assert self._terms is not None
+        return self._terms.memo(kind, terms, build)
 
     def has_anti_affinity_pods(self) -> bool:
         """True if some placed pod has a required anti-affinity term."""

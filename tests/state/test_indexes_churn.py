@@ -56,25 +56,37 @@ def _check(snap: ClusterSnapshot, incoming: list[Pod], where: str) -> int:
         for name in AFFINITY_MAPS:
             assert getattr(indexed_f, name) == getattr(plain_f, name), (where, record.name, name)
             compared += bool(getattr(plain_f, name))
+        for name in AFFINITY_MAPS:  # the columns come from the sums (shared ones for placed pods' terms)
+            want = [affinity.lookup(getattr(plain_f, name), node) for node in nodes]
+            assert indexed_f.column(name, len(nodes)).tolist() == want, (where, record.name, name)
         plain_s, indexed_s = ScoreState(record, nodes, ns_labels), IndexedScoreState(record, nodes, ns_labels, index)
         for name in SCORE_MAPS:
             assert getattr(indexed_s, name) == getattr(plain_s, name), (where, record.name, name)
+            want = [affinity.lookup(getattr(plain_s, name), node) for node in nodes]
+            assert indexed_s.column(name, len(nodes)).tolist() == want, (where, record.name, name)
             compared += bool(getattr(plain_s, name))
         for key in _keys(record):
             assert index.match_counts(key).tolist() == _brute_counts(snap, key), (where, record.name, key)
         hard, soft, require_all = topology.effective_constraints(record, snap.state)
         fc, ifc = topology.FilterCounts(record, hard, nodes), topology.IndexedFilterCounts(record, hard, nodes, index)
         assert (ifc.pairs, ifc.domains, ifc.minimum) == (fc.pairs, fc.domains, fc.minimum), (where, record.name)
-        feasible = np.ones(len(nodes), dtype=bool)
-        sc = topology.ScoreCounts(record, soft, nodes, nodes, require_all)
-        isc = topology.IndexedScoreCounts(record, soft, feasible, nodes, require_all, index)
-        assert (isc.pairs, isc.ignored) == (sc.pairs, sc.ignored), (where, record.name)
-        compared += bool(fc.pairs) + bool(sc.pairs)
+        for c in hard:
+            assert ifc.column(c).tolist() == [fc.count(c, node) for node in nodes], (where, record.name)
+        every = topology.ScoreCounts(record, soft, nodes, nodes, require_all)
+        for feasible in (np.ones(len(nodes), dtype=bool), np.arange(len(nodes)) % 2 == 0):
+            sc = topology.ScoreCounts(record, soft, [n for n, f in zip(nodes, feasible) if f], nodes, require_all)
+            isc = topology.IndexedScoreCounts(record, soft, feasible, nodes, require_all, index)
+            assert (isc.pairs, isc.ignored) == (sc.pairs, sc.ignored), (where, record.name)
+            assert [isc.domains[id(c)] for c in soft] == [sc.domains[id(c)] for c in soft], (where, record.name)
+            for c in soft:
+                want = [sc.count(c, node, record) for node in nodes]
+                assert isc.column(c).tolist() == want, (where, record.name, c)
+        compared += bool(fc.pairs) + bool(every.pairs)
         # through a context: its node masks come from the state's cache shared between pod shapes
         context = snap.context(record)._state
         cfc = context.spread_filter
         assert (cfc.pairs, cfc.domains, cfc.minimum) == (fc.pairs, fc.domains, fc.minimum), (where, record.name)
-        assert (context.spread_score.pairs, context.spread_score.ignored) == (sc.pairs, sc.ignored), (where, record.name)
+        assert (context.spread_score.pairs, context.spread_score.ignored) == (every.pairs, every.ignored), (where, record.name)
     return compared
 
 

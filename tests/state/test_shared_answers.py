@@ -1,0 +1,158 @@
+"""Answers the state shares between pods of one app stay exact when the cluster changes between them.
+
+Two pods of one app differ only in a per-pod label (``release``) that no selector reads: the second
+reuses what the first built -- the sums of the placed pods' terms they both match (memoised per set of
+matched terms) and the per-domain totals of their spread selector (kept up to date per pod change). Each
+change between the two pods touches exactly what those answers are made of; after every one the second
+pod's answers must equal the from-scratch walk over the node records.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+import pytest
+
+from policyscheduler.objects import affinity, topology
+from policyscheduler.state import ClusterSnapshot
+
+Obj = dict[str, Any]
+HOST, ZONE = topology.HOSTNAME, topology.ZONE
+
+
+def _node(name: str, zone: str | None) -> Obj:
+    labels = {HOST: name} if zone is None else {HOST: name, ZONE: zone}
+    return {"kind": "Node", "metadata": {"name": name, "labels": labels},
+            "status": {"allocatable": {"cpu": "8", "memory": "16Gi", "pods": "110"}}}
+
+
+def _pod(name: str, labels: dict[str, str], node: str | None = None, prefer: str | None = None,
+         weight: int = 10) -> Obj:
+    spec: Obj = {"containers": [{"name": "c", "image": "img"}]}
+    if node is not None:
+        spec["nodeName"] = node
+    if prefer is not None:  # a preferred affinity term towards app=web by ``prefer``
+        spec["affinity"] = {"podAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [
+            {"weight": weight, "podAffinityTerm": {"topologyKey": prefer,
+                                                   "labelSelector": {"matchLabels": {"app": "web"}}}}]}}
+    return {"kind": "Pod", "metadata": {"name": name, "namespace": "default", "uid": f"uid-{name}",
+                                        "labels": labels}, "spec": spec}
+
+
+def _web(release: str, node: str | None = None) -> Obj:
+    obj = _pod(f"web-{release}", {"app": "web", "tier": "front", "release": release}, node)
+    obj["metadata"]["ownerReferences"] = [{"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "web-rs",
+                                           "uid": "rs-web", "controller": True}]
+    return obj
+
+
+def _replica_set(labels: dict[str, str]) -> Obj:
+    return {"apiVersion": "apps/v1", "kind": "ReplicaSet", "metadata": {"name": "web-rs", "namespace": "default"},
+            "spec": {"selector": {"matchLabels": labels}}}
+
+
+def _service(name: str, selector: dict[str, str]) -> Obj:
+    return {"kind": "Service", "metadata": {"name": name, "namespace": "default"}, "spec": {"selector": selector}}
+
+
+def _cluster() -> ClusterSnapshot:
+    objs: list[Obj] = [_node("n0", "z1"), _node("n1", "z1"), _node("n2", "z2"), _node("n3", None)]
+    objs += [_service("web", {"app": "web"}), _replica_set({"app": "web"})]
+    objs += [_web("old0", "n0"), _web("old1", "n2"), _web("old2", "n3")]
+    objs += [_pod("fan0", {"app": "fan"}, "n1", prefer=HOST), _pod("fan1", {"app": "fan"}, "n2", prefer=ZONE, weight=7)]
+    return ClusterSnapshot.from_objects(objs)
+
+
+def _answers(snap: ClusterSnapshot, obj: Obj) -> dict[str, Any]:
+    """The indexed answers a context gives the pod (through the state's shared parts)."""
+    state = snap.context(snap.pod_record(obj))._state
+    n = len(state.nodes)
+    state.feasible_mask = np.ones(n, dtype=bool)
+    score = state.affinity_score
+    assert isinstance(score, affinity.IndexedScoreState)
+    spread = state.spread_score
+    assert isinstance(spread, topology.IndexedScoreCounts)
+    return {"maps": score.maps(), "columns": {name: score.column(name, n).tolist() for name in score.MAPS},
+            "spread": (spread.pairs, [spread.column(c).tolist() for c in state.soft])}
+
+
+class _Uncached:
+    """The state's Services and controllers without its cache of default selectors (made afresh)."""
+
+    def __init__(self, snap: ClusterSnapshot) -> None:
+        state = snap.state
+        self.replica_sets, self.stateful_sets = state.replica_sets, state.stateful_sets
+        self.replication_controllers = state.replication_controllers
+        self.service_selectors = state.service_selectors
+
+
+def _walk(snap: ClusterSnapshot, obj: Obj) -> dict[str, Any]:
+    """The same answers from the reference walk over the node records."""
+    pod = snap.pod_record(obj)
+    nodes = snap.nodes
+    score = affinity.ScoreState(pod, nodes, snap.namespace_labels)
+    _, soft, require_all = topology.effective_constraints(pod, _Uncached(snap))
+    spread = topology.ScoreCounts(pod, soft, nodes, nodes, require_all)
+    return {"maps": score.maps(),
+            "columns": {name: [affinity.lookup(getattr(score, name), node) for node in nodes] for name in score.MAPS},
+            "spread": (spread.pairs, [[spread.count(c, node, pod) for node in nodes] for c in soft])}
+
+
+CHANGES: dict[str, Callable[[ClusterSnapshot], object]] = {
+    "a placed pod of the app (its spread totals)": lambda s: s.assume(_web("new", None), "n1"),
+    "a placed pod of the app removed": lambda s: s.state.remove_pod("uid-web-old1"),
+    "a placed pod carrying the matched term": lambda s: s.add_pod(_pod("fan2", {"app": "fan"}, "n3", prefer=HOST)),
+    "a placed pod carrying it removed": lambda s: s.state.remove_pod("uid-fan0"),
+    "a node moved to another zone": lambda s: s.update_node(_node("n1", "z2")),
+    "a node added": lambda s: s.add_node(_node("n4", "z3")),
+    "a node removed": lambda s: s.remove_node({"kind": "Node", "metadata": {"name": "n0"}}),
+    "a Service selecting the pod by its release": lambda s: s.add(_service("r2", {"release": "r2"})),
+    "the Service's selector changed": lambda s: s.add(_service("web", {"app": "web", "release": "r2"})),
+    "the ReplicaSet's selector changed": lambda s: s.add(_replica_set({"release": "old0"})),
+}
+
+
+
+@pytest.mark.parametrize("change", list(CHANGES))
+def test_the_second_pod_of_an_app_sees_the_change(change: str) -> None:
+    snap = _cluster()
+    first, second = _web("r1"), _web("r2")
+    assert _answers(snap, first) == _walk(snap, first)  # warms the memo and the totals
+    assert _answers(snap, second) == _walk(snap, second)
+    CHANGES[change](snap)
+    want = _walk(snap, second)
+    assert _answers(snap, second) == want, change
+    assert want != _walk(_cluster(), second), "the change must move an answer, or the test proves nothing"
+
+
+def test_pods_of_one_app_share_the_sums_of_the_terms_they_match() -> None:
+    snap = _cluster()
+    shared = []
+    for release in ("r1", "r2"):
+        state = snap.context(snap.pod_record(_web(release)))._state
+        score = state.affinity_score
+        assert isinstance(score, affinity.IndexedScoreState)
+        shared.append(score._sums["existing_preferred"])
+    assert shared[0], "the pods match the placed pods' preferred terms"
+    assert shared[0] is shared[1]  # memoised: the second pod summed nothing
+
+
+def test_pods_differing_in_a_label_a_service_reads_get_their_own_default_selector() -> None:
+    snap = _cluster()
+    snap.add(_service("canary", {"app": "web", "release": "r2"}))
+    seen = []
+    for release in ("r1", "r2", "r1", "r3", "r2"):
+        pod = snap.pod_record(_web(release))
+        got = topology.effective_constraints(pod, snap.state)[1][0]._selector
+        assert got == topology.effective_constraints(pod, _Uncached(snap))[1][0]._selector, release
+        seen.append(got)
+    assert seen[0] is seen[2] and seen[1] is seen[4]  # the same values of the labels Services read
+    assert seen[3] == seen[0] and seen[1] != seen[0]  # the canary Service selects release r2 only
+
+
+def test_pods_differing_in_labels_no_service_reads_share_the_default_selector() -> None:
+    snap = _cluster()
+    got = [topology.effective_constraints(snap.pod_record(_web(r)), snap.state)[1][0]._selector for r in ("r1", "r2")]
+    assert got[0] is got[1]
