@@ -77,6 +77,10 @@ SERIES_FINISH = 360.0
 """Seconds after its last occurrence that a series ends (client-go's ``finishTime``)."""
 LAZY_IN_FLIGHT = 16
 """Scheduled events posted and not answered yet, at most (the events pipeline: 4 connections x 4)."""
+EVENTS_LINGER = 0.005
+"""Seconds the events pipeline waits after an answer arrived before reading (kube/pipeline.py ``linger``):
+the answers to a batch of posts come one at a time, and reading each in a round of its own cost a wake-up
+of the thread per event."""
 SERIES_REFRESH = 10.0
 """Seconds between writes of a series' count while it keeps growing (see the module docstring)."""
 log = logging.getLogger("policyscheduler.events")
@@ -295,7 +299,7 @@ class EventRecorder:
         if self._lazy_pipeline is None:
             opener = getattr(self.client, "pipeline", None)
             if opener is not None:
-                self._lazy_pipeline = opener(lanes=4, depth=4, name="events")
+                self._lazy_pipeline = opener(lanes=4, depth=4, name="events", linger=EVENTS_LINGER)
         return self._lazy_pipeline
 
     def _pipe_post(self, pipeline: Pipeline, pod: Mapping[str, Any], note: str, tries: int,

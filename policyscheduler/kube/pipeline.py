@@ -88,11 +88,18 @@ class Pipeline:
     """Sends requests from any thread (:meth:`submit`); one thread writes and reads them."""
 
     def __init__(self, opener: Opener, *, lanes: int = 4, depth: int = 4,
-                 limiter: Callable[[], RateLimiter | None] = lambda: None, name: str = "pipeline") -> None:
+                 limiter: Callable[[], RateLimiter | None] = lambda: None, name: str = "pipeline",
+                 linger: float = 0.0) -> None:
+        """``linger``: seconds the thread waits, once an answer has arrived, before it reads -- so that one
+        round reads the answers that arrive meanwhile too, instead of waking once per answer. For requests
+        nobody waits on (the Scheduled events); the binder keeps 0: a bind's answer is read at once."""
         if lanes < 1 or depth < 1:
             raise ValueError("a pipeline needs at least one lane and a depth of at least one")
+        if linger < 0:
+            raise ValueError("a pipeline's linger cannot be negative")
         self._opener = opener
         self.depth = depth
+        self.linger = linger
         self._limiter = limiter
         self._lanes = [_Lane() for _ in range(lanes)]
         self._queue: collections.deque[_Request] = collections.deque()
@@ -169,6 +176,9 @@ class Pipeline:
         events = self._poll.poll(timeout_ms)
         with self._lock:
             self._blocked = False
+        if self.linger and any(fd in self._fds for fd, _ in events):
+            time.sleep(self.linger)  # more answers come in meanwhile: read them in this round
+            events = self._poll.poll(0)
         for fd, _ in events:
             lane = self._fds.get(fd)
             if lane is None:
