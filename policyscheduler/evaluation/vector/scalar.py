@@ -90,7 +90,7 @@ class ScalarLowering(LowerBase):
             def in_map(ctx: Ctx) -> Value:
                 k, m = a(ctx), b(ctx)
                 if isinstance(m, Path) and isinstance(k, Const):
-                    return m.rec.gather(m.rec.table.column(column_key("has", m.field, map_key=k.value)))
+                    return ctx.gather(m.rec, column_key("has", m.field, map_key=k.value))
                 if isinstance(m, Const) and isinstance(k, Col):
                     d = m.value
                     return kernels.map_strings(lambda s: s in d, "bool", [k], ctx.state.interner)
