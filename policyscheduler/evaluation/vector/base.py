@@ -124,6 +124,12 @@ class LowerBase(ExprVisitor[Fn]):
         src = self.type_of(e)
         if (src, dst) in ((INT, FLOAT), (INT, QUANTITY), (QUANTITY, FLOAT)):
             kind = KIND[dst]
+            known = self.const_of(fn)
+            if known is not None:  # a literal / folded value: promoted once, here (a failure stays per pod)
+                try:
+                    return self.constant(convert(known, kind))  # type: ignore[arg-type]
+                except Poisoned:
+                    pass
             return lambda ctx: convert(fn(ctx), kind)
         return fn
 

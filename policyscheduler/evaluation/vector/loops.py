@@ -157,7 +157,7 @@ class LoopLowering(LowerBase):
             items = self._fold(head)
         finally:
             self.known = known
-        if items is None or not isinstance(items.value, list):
+        if items is None or not isinstance(items.value, (list, tuple)):
             return None
         return items.value, rest
 
