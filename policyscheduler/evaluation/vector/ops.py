@@ -132,6 +132,10 @@ def _int_arith(op: str, a: Value, b: Value) -> Col:
 def _float_arith(op: str, a: Value, b: Value) -> Col:
     x, ex = as_floats(a)
     y, ey = as_floats(b)
+    return _float_xy(op, x, ex, y, ey)
+
+
+def _float_xy(op: str, x: Any, ex: Bools | None, y: Any, ey: Bools | None) -> Col:
     e = None
     with np.errstate(all="ignore"):
         if op == "+":
@@ -367,6 +371,18 @@ def arith_fn(op: str, a: Fn, b: Fn, kind: str, ca: Const | None, cb: Const | Non
             return Col("int", r, err_or(ex, ey, e), 1, bound)
 
         return int_arith
+    if kind == "float":
+        fa, fb = _static(as_floats, ca), _static(as_floats, cb)
+
+        def float_arith(ctx: Ctx) -> Value:
+            va, vb = a(ctx), b(ctx)
+            if type(va) is Const and type(vb) is Const:
+                return arith(op, va, vb, "float")
+            x, ex = (va.data, va.err) if type(va) is Col and va.kind == "float" else as_floats(va) if fa is None else fa
+            y, ey = (vb.data, vb.err) if type(vb) is Col and vb.kind == "float" else as_floats(vb) if fb is None else fb
+            return _float_xy(op, x, ex, y, ey)
+
+        return float_arith
     return lambda ctx: arith(op, a(ctx), b(ctx), kind)
 
 
