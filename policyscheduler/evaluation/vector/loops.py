@@ -159,7 +159,7 @@ class LoopLowering(LowerBase):
             self.known = known
         if items is None or not isinstance(items.value, (list, tuple)):
             return None
-        return items.value, rest
+        return list(items.value), rest
 
     def loop_plan(self, e: Looped, scope: Scope, level: int, lower_value: Callable[[Scope, int], Fn | None]) -> _Plan:
         """The loop's iteration (:meth:`loop_mode`) with its ``where`` and value (``lower_value``) lowered:
@@ -185,17 +185,16 @@ class LoopLowering(LowerBase):
             where, value = lower(shadowed, inner, ilevel)
             return _Plan(mode, it, where, value, inner, ilevel, record)
         items, rest = static
-        lowered = []
+        lowered: list[tuple[tuple[tuple[str, Const], ...], Fn | None, Fn | None]] = []
         for i, x in enumerate(items):
             vals = [i, x] if len(names) == 2 else [x]
             binds = tuple((n, Const(v)) for n, v in zip(names, vals))
             where, value = lower({**shadowed, **dict(zip(names, vals))}, scope, level)
             lowered.append((binds, where, value))
-        it = where = value = None
-        if rest is not None:
-            it = self.pod_level(rest)
-            where, value = lower(shadowed, scope, level)
-        return _Plan("static", it, where, value, scope, level, "", tuple(lowered))
+        if rest is None:
+            return _Plan("static", None, None, None, scope, level, "", tuple(lowered))
+        where, value = lower(shadowed, scope, level)
+        return _Plan("static", self.pod_level(rest), where, value, scope, level, "", tuple(lowered))
 
     def _unrolled(self, loop: ast.Loop, plan: _Plan, ctx: Ctx) -> list[tuple[Mask, Ctx, Bools | None, Fn | None]]:
         """The items of a loop over a pod-level list or an MList: (presence, item ctx, error rows, the
@@ -206,19 +205,19 @@ class LoopLowering(LowerBase):
         items: list[tuple[Mask, list[Value], Fn | None, Fn | None]] = []
         base_err: Bools | None = None
         static = plan.static
-        for binds, where, value in static:
-            items.append((True, [c for _, c in binds], where, value))
+        for binds, item_where, item_value in static:
+            items.append((True, [c for _, c in binds], item_where, item_value))
         if isinstance(coll, Const):
             c = coll.value
             is_map = isinstance(self.info.types[id(loop)], MapT)
-            w, f = plan.where, plan.value
+            pw, pf = plan.where, plan.value
             if len(names) == 1:
-                items.extend((True, [Const(x)], w, f) for x in (sorted(c) if is_map else c))
+                items.extend((True, [Const(x)], pw, pf) for x in (sorted(c) if is_map else c))
             elif is_map:
-                items.extend((True, [Const(k), Const(c[k])], w, f) for k in sorted(c))
+                items.extend((True, [Const(k), Const(c[k])], pw, pf) for k in sorted(c))
             else:
                 start = len(static)
-                items.extend((True, [Const(start + i), Const(x)], w, f) for i, x in enumerate(c))
+                items.extend((True, [Const(start + i), Const(x)], pw, pf) for i, x in enumerate(c))
         elif coll is not None:
             assert isinstance(coll, MList), coll
             base_err = coll.err
@@ -229,16 +228,16 @@ class LoopLowering(LowerBase):
                 else:
                     items.append((mask, [Col("int", rank.copy()), v], plan.where, plan.value))
                     rank = rank + (mask_array(mask, ctx.m).astype(np.int64))
-        for mask, vals, where, value in items:
+        for mask, vals, where_fn, value in items:
             if mask is False:
                 continue
             ictx = ctx
             for n, v in zip(names, vals):
                 ictx = ictx.bind(n, v)
             err = base_err
-            if where is not None:
+            if where_fn is not None:
                 try:
-                    w = where(ictx)
+                    w = where_fn(ictx)
                 except Poisoned:
                     out.append((False, ictx, err_or(err, mask_array(mask, ctx.m).copy()), value))
                     continue
