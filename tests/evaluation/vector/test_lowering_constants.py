@@ -110,3 +110,18 @@ score int_overflow weight 1 normalize minmax
 score float_promoted weight 1 normalize minmax
   value trunc(float(node.allocatable["cpu"]) * 2 + 3 / float(node.pod_count + 1))
 '''), GPU_CLUSTER, GPU_PENDING)
+
+
+def test_pod_level_values_are_kept_per_pod_and_per_expression() -> None:
+    """Pod-level values are computed once per pod and shared by rules reading the same expression: two
+    rules share ``pod.requests["cpu"]``; different expressions of one type (two ints, two quantities,
+    one per literal-list item) keep their own values; every pending pod gets its own."""
+    agree(load('''
+score per_pod weight 1 normalize minmax
+  value node.pod_count * trunc(pod.requests["cpu"] * 1000) + 7 * node.pod_count * trunc(pod.requests["memory"] / 1Mi)
+    + sum(r in ["cpu", "memory"]: trunc(node.allocatable[r] / (pod.nonzero_requests[r] + 1)))
+filter per_pod_fit
+  reason "no room"
+  require node.allocatable["cpu"] - node.requested["cpu"] >= pod.requests["cpu"]
+    or node.allocatable["memory"] - node.requested["memory"] >= pod.requests["memory"] * 64
+'''), GPU_CLUSTER, GPU_PENDING)
