@@ -113,9 +113,10 @@ score float_promoted weight 1 normalize minmax
 
 
 def test_pod_level_values_are_kept_per_pod_and_per_expression() -> None:
-    """Pod-level values are computed once per pod and shared by rules reading the same expression: two
-    rules share ``pod.requests["cpu"]``; different expressions of one type (two ints, two quantities,
-    one per literal-list item) keep their own values; every pending pod gets its own."""
+    """Several pod-level parts of one type in one rule (two ints, two quantities, one per literal-list
+    item), the same pod-level expression in two rules, and pods of different requests one after the
+    other: each part has its own pod's value (a cache of pod-level values keyed too coarsely, or kept
+    across pods, decides differently)."""
     agree(load('''
 score per_pod weight 1 normalize minmax
   value node.pod_count * trunc(pod.requests["cpu"] * 1000) + 7 * node.pod_count * trunc(pod.requests["memory"] / 1Mi)
