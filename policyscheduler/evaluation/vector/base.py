@@ -21,7 +21,6 @@ from policyscheduler.evaluation.vector.context import KIND, Ctx, Fn, kind_of
 from policyscheduler.evaluation.vector.scope import FreeNames, Scope
 from policyscheduler.evaluation.vector.values import Col, Const, Poisoned, Rec, Value, convert, err_or, from_python
 from policyscheduler.syntax import ast
-from policyscheduler.syntax.format import expression_text
 from policyscheduler.syntax.visitor import ExprVisitor
 
 __all__ = ["DISTINCT_RECORDS", "LowerBase"]
@@ -164,19 +163,6 @@ class LowerBase(ExprVisitor[Fn]):
             except Exception:  # noqa: BLE001 -- not expected of a literal: keep the per-pod path and its error
                 return pod_level
             return self.constant(const)
-        memo = self._memo_key(e, names)
-        if memo is not None:
-            def pod_value(ctx: Ctx) -> Value:
-                """A value of the pod alone (and of items known at lowering): computed once per pod and
-                shared by every rule of the policy set that reads the same expression (a failure is not
-                kept: each reader fails by itself, as in the reference)."""
-                values = ctx.state.pod_values
-                v = values.get(memo)
-                if v is None:
-                    v = values[memo] = pod_level(ctx)
-                return v
-
-            return pod_value
         if isinstance(e, ast.Name) and e.id not in _FRAME_NAMES:
             name = e.id
 
@@ -190,20 +176,6 @@ class LowerBase(ExprVisitor[Fn]):
 
             return pod_name
         return pod_level
-
-    def _memo_key(self, e: ast.Expr, names: frozenset[str]) -> tuple[Any, ...] | None:
-        """The key under which a pod-level value is kept per pod (:attr:`.context.PodState.pod_values`):
-        its canonical text, its type and the values of the known names it reads; None when it reads
-        anything else (a let, a loop item bound per pod), or is a bare name (no work to save)."""
-        if isinstance(e, ast.Name) or not names <= _FRAME_NAMES | self.known.keys():
-            return None
-        known = tuple(sorted((n, self.known[n]) for n in names - _FRAME_NAMES))
-        key = (expression_text(e), repr(self.type_of(e)), known)
-        try:
-            hash(key)
-        except TypeError:
-            return None
-        return key
 
     def per_distinct(self, e: ast.Expr, name: str, kind: str) -> Fn:
         """``e`` by the reference's closure once per distinct item bound to ``name``, gathered per row."""

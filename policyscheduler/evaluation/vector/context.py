@@ -40,9 +40,6 @@ class PodState:
         self.pod = pod
         self.cluster = cluster
         self.cluster_columns: dict[tuple[Any, ...], Any] = {}
-        self.pod_values: dict[tuple[Any, ...], Value] = {}
-        """Pod-level values by expression (see :meth:`~.base.LowerBase.pod_level`): the same for every rule
-        of this pod, so ``pod.requests["cpu"]`` is computed once however many rules read it."""
         self.recording: list[tuple[str, tuple[Any, ...], int | None]] | None = None
         """When a list: every whole-cluster builtin call gets (name, other arguments, its uniform value or
         None) appended (see :class:`~.reuse.Memo`)."""
