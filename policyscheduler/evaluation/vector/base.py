@@ -15,7 +15,7 @@ import numpy as np
 
 from policyscheduler.checker.passes import NOW, CheckedRule
 from policyscheduler.checker.types import FLOAT, INT, QUANTITY, Type
-from policyscheduler.compiler.closures import ExprCompiler, reset_budget
+from policyscheduler.compiler.closures import BUDGET, ExprCompiler, reset_budget
 from policyscheduler.evaluation.vector import kernels
 from policyscheduler.evaluation.vector.context import KIND, Ctx, Fn, kind_of
 from policyscheduler.evaluation.vector.scope import FreeNames, Scope
@@ -55,6 +55,42 @@ class LowerBase(ExprVisitor[Fn]):
         self.allow_ragged_list = False
         """Set while lowering ``reject each`` / the argument of ``len``: the only places a list built from
         a node list (:class:`~.values.RList`) may appear."""
+        self.known: dict[str, Any] = {}
+        """Names whose value the lowering knows: the item (and index) of a loop over a literal list while
+        its body is lowered for that item (:meth:`.loops.LoopLowering.loop_plan`). A pod-level expression
+        reading only these and literals is folded to its value at lowering (:meth:`pod_level`)."""
+        self.consts: dict[Fn, Const] = {}
+        """The lowered functions that return one value known at lowering (literals, folded expressions):
+        operators and map reads look their operands up here to specialise (:meth:`const_of`)."""
+
+    def const_of(self, fn: Fn) -> Const | None:
+        """The value ``fn`` always returns, when the lowering knows it (see ``consts``)."""
+        return self.consts.get(fn)
+
+    def constant(self, value: Const) -> Fn:
+        """A function returning ``value``, registered as known at lowering."""
+
+        def constant(ctx: Ctx) -> Value:
+            return value
+
+        self.consts[constant] = value
+        return constant
+
+    def _fold(self, e: ast.Expr) -> Const | None:
+        """``e``'s value by the reference's closure at lowering, from the known names only; None when it
+        fails (then it is evaluated per pod and fails there, exactly as the reference does). The thread's
+        step budget is restored afterwards: folding is no evaluation's work."""
+        closure = self.ref.compile(e)
+        frame = {n: self.known[n] for n in self.free(e)}
+        left, start = list(BUDGET.left), BUDGET.start
+        reset_budget()
+        try:
+            return Const(closure(frame))
+        except Exception:  # noqa: BLE001 -- left to the per-pod path and its exact error
+            return None
+        finally:
+            BUDGET.left[0], BUDGET.left[1] = left[0], left[1]
+            BUDGET.start = start
 
     # -- analysis
     def type_of(self, e: ast.Expr | ast.Loop) -> Type:
@@ -88,6 +124,12 @@ class LowerBase(ExprVisitor[Fn]):
         src = self.type_of(e)
         if (src, dst) in ((INT, FLOAT), (INT, QUANTITY), (QUANTITY, FLOAT)):
             kind = KIND[dst]
+            known = self.const_of(fn)
+            if known is not None:  # a literal / folded value: promoted once, here (a failure stays per pod)
+                try:
+                    return self.constant(convert(known, kind))  # type: ignore[arg-type]
+                except Poisoned:
+                    pass
             return lambda ctx: convert(fn(ctx), kind)
         return fn
 
@@ -99,6 +141,11 @@ class LowerBase(ExprVisitor[Fn]):
         after a rule that ran out) and fail, or stop early, for work that is not its own. A ``budget:``
         failure poisons the rows like any other, and the reference closures decide those rows with the
         exact located message (program._run), so both backends report the same failure."""
+        names = self.free(e)
+        if names and self.known and names <= self.known.keys() and not names & _FRAME_NAMES:
+            folded = self._fold(e)
+            if folded is not None:
+                return self.constant(folded)
         closure = self.ref.compile(e)
 
         def pod_level(ctx: Ctx) -> Value:
@@ -115,7 +162,7 @@ class LowerBase(ExprVisitor[Fn]):
                 const = Const(closure({}))
             except Exception:  # noqa: BLE001 -- not expected of a literal: keep the per-pod path and its error
                 return pod_level
-            return lambda ctx: const
+            return self.constant(const)
         if isinstance(e, ast.Name) and e.id not in _FRAME_NAMES:
             name = e.id
 

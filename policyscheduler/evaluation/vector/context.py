@@ -14,7 +14,7 @@ import numpy as np
 
 from policyscheduler.checker.types import BOOL, DURATION, FLOAT, INT, QUANTITY, STRING, TIMESTAMP, Type
 from policyscheduler.evaluation.vector import kernels
-from policyscheduler.evaluation.vector.values import Bools, Col, Const, MList, Value, err_or, from_python
+from policyscheduler.evaluation.vector.values import Bools, Col, Const, MList, Rec, Value, err_or, from_python
 
 __all__ = ["KIND", "Ctx", "Fn", "PodState", "err_of", "kind_of", "with_err"]
 
@@ -48,10 +48,10 @@ class PodState:
 class Ctx:
     """One evaluation domain (node rows, or the elements of a ragged loop) and the names bound in it."""
 
-    __slots__ = ("_frame", "_taken", "env", "level", "levels", "m", "segs", "state")
+    __slots__ = ("_frame", "_taken", "env", "gathered", "level", "levels", "m", "segs", "state")
 
     def __init__(self, state: PodState, m: int, env: dict[str, Value], levels: dict[str, int], level: int,
-                 segs: kernels.Segments | None) -> None:
+                 segs: kernels.Segments | None, gathered: dict[tuple[Any, ...], tuple[Rec, Col]] | None = None) -> None:
         self.state = state
         self.m = m
         self.env = env
@@ -60,6 +60,10 @@ class Ctx:
         self.segs = segs
         self._frame: dict[str, Any] | None = None
         self._taken: dict[str, Value] = {}
+        self.gathered: dict[tuple[Any, ...], tuple[Rec, Col]] = {} if gathered is None else gathered
+        """Table columns gathered on this domain's records, by (id of the records, column key): shared by
+        every ctx :meth:`bind` derives, so one rule's evaluation gathers ``node.allocatable["cpu"]`` once
+        however often it reads it (a new domain, :meth:`enter`, starts its own)."""
 
     def lookup(self, name: str) -> Value:
         v = self.env[name]
@@ -76,7 +80,7 @@ class Ctx:
         env[name] = v
         levels = dict(self.levels)
         levels[name] = self.level
-        out = Ctx(self.state, self.m, env, levels, self.level, self.segs)
+        out = Ctx(self.state, self.m, env, levels, self.level, self.segs, self.gathered)
         frame = self._frame
         if frame is not None and name not in ("pod", "cluster"):
             # the parent's reference frame with this name: what frame() would build, without a rebuild
@@ -96,6 +100,17 @@ class Ctx:
         for k in binds:
             levels[k] = self.level + 1
         return Ctx(self.state, segs.size, env, levels, self.level + 1, segs)
+
+    def gather(self, rec: Rec, key: tuple[Any, ...]) -> Col:
+        """The table column ``key`` on the records ``rec``, gathered once per evaluation (see ``gathered``).
+        The cache holds ``rec`` itself, so its id cannot be taken by another object while the entry lives."""
+        k = (id(rec), key)
+        hit = self.gathered.get(k)
+        if hit is not None and hit[0] is rec:
+            return hit[1]
+        col = rec.gather(rec.table.column(key))
+        self.gathered[k] = (rec, col)
+        return col
 
     def frame(self) -> dict[str, Any]:
         """The reference frame of the pod-level names (``pod``, ``cluster``, constant lets / loop items)."""

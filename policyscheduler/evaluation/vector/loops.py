@@ -16,6 +16,7 @@ Anything else (maps of the node, nested loops over node lists, lists of a node-d
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any, ClassVar, Literal
 
@@ -23,7 +24,7 @@ import numpy as np
 
 from policyscheduler.checker.types import ListT, MapT, RecordT, zero_value
 from policyscheduler.evaluation.vector import kernels, ops
-from policyscheduler.evaluation.vector.base import LowerBase
+from policyscheduler.evaluation.vector.base import LowerBase, _is_literal
 from policyscheduler.evaluation.vector.context import Ctx, Fn, err_of, kind_of, with_err
 from policyscheduler.evaluation.vector.rows import and_mask, as_bool, ragged_reduce, where_elems
 from policyscheduler.evaluation.vector.scope import NInfo, Scope
@@ -64,14 +65,14 @@ class _ErrorRows:
         self.rows = err_or(self.rows, rows)
 
 
-def _each_value(items: Iterable[tuple[Mask, Ctx, Bools | None]], fn: Fn | None, m: int, errors: _ErrorRows,
+def _each_value(items: Iterable[tuple[Mask, Ctx, Bools | None, Fn | None]], m: int, errors: _ErrorRows,
                 poisoned: Callable[[], Value] | None = None) -> Iterator[tuple[Bools | Literal[True], Value | None]]:
-    """The present items of an unrolled loop (:meth:`LoopLowering._unrolled`) with ``fn`` run on each:
-    (presence, value). The three loops share this bookkeeping: an item's own error rows, its value's (on
-    the item's rows only) and, when ``fn`` raises :class:`Poisoned`, all the item's rows go to ``errors``;
-    a poisoned item is then skipped, or yields ``poisoned()`` in its place when that is given. Without
-    ``fn`` (``count``) only the presence is yielded."""
-    for present, ictx, ierr in items:
+    """The present items of an unrolled loop (:meth:`LoopLowering._unrolled`) with the item's value
+    function run on each: (presence, value). The three loops share this bookkeeping: an item's own error
+    rows, its value's (on the item's rows only) and, when the function raises :class:`Poisoned`, all the
+    item's rows go to ``errors``; a poisoned item is then skipped, or yields ``poisoned()`` in its place
+    when that is given. Without a function (``count``) only the presence is yielded."""
+    for present, ictx, ierr, fn in items:
         errors.add(ierr)
         if present is False:
             continue
@@ -87,6 +88,23 @@ def _each_value(items: Iterable[tuple[Mask, Ctx, Bools | None]], fn: Fn | None, 
             v = poisoned()
         errors.add(restrict(err_of(v), present))
         yield present, v
+
+
+@dataclasses.dataclass(frozen=True)
+class _Plan:
+    """How one loop iterates (:meth:`LoopLowering.loop_plan`): ``mode`` is ``const``, ``mlist``, ``ragged``
+    or ``static``. ``static`` holds the items of a literal list the iterable starts with, each with its
+    ``where`` and value lowered for that item (the item known at lowering); ``it`` / ``where`` / ``value``
+    are then those of the pod-level rest of the list (``it`` None: there is none)."""
+
+    mode: str
+    it: Fn | None
+    where: Fn | None
+    value: Fn | None
+    inner: Scope
+    level: int
+    record: str
+    static: tuple[tuple[tuple[tuple[str, Const], ...], Fn | None, Fn | None], ...] = ()
 
 
 class LoopLowering(LowerBase):
@@ -120,44 +138,108 @@ class LoopLowering(LowerBase):
             inner[n] = NInfo("val", level)
         return "mlist", self.expr(it, scope, level), inner, level, elem_record
 
-    def _unrolled(self, loop: ast.Loop, mode: str, it: Fn, where: Fn | None, ctx: Ctx) -> list[tuple[Mask, Ctx, Bools | None]]:
-        """The items of a loop over a pod-level list or an MList: (presence, item ctx, error rows)."""
+    def _static_items(self, loop: ast.Loop, scope: Scope) -> tuple[list[Any], ast.Expr | None] | None:
+        """(the items, the pod-level rest) when the loop's iterable is a literal list, or a literal list
+        ``+`` a pod-level list of the same type: those items are known at lowering. None otherwise."""
+        it = loop.iterable
+        t = self.info.types[id(loop)]
+        if not isinstance(t, ListT) or len(loop.binders) > 2:
+            return None
+        head, rest = it, None
+        if isinstance(it, ast.Binary) and it.op == "+" and self.type_of(it.left) == self.type_of(it) \
+                and self.type_of(it.right) == self.type_of(it) and not self.node_dependent(it.right, scope):
+            head, rest = it.left, it.right
+        if not (isinstance(head, ast.ListLit) and _is_literal(head)):
+            return None
+        known = self.known
+        self.known = {}
+        try:
+            items = self._fold(head)
+        finally:
+            self.known = known
+        if items is None or not isinstance(items.value, (list, tuple)):
+            return None
+        return list(items.value), rest
+
+    def loop_plan(self, e: Looped, scope: Scope, level: int, lower_value: Callable[[Scope, int], Fn | None]) -> _Plan:
+        """The loop's iteration (:meth:`loop_mode`) with its ``where`` and value (``lower_value``) lowered:
+        once per item known at lowering (a literal list: :meth:`_static_items`), with the item bound in
+        ``known``, and once for the items known per pod or per row. The loop's binders are taken out of
+        ``known`` while the generic bodies are lowered: there they are the loop's own, not an outer one."""
+        loop = e.loop
         names = [b.name for b in loop.binders]
-        coll = it(ctx)
-        out: list[tuple[Mask, Ctx, Bools | None]] = []
-        items: list[tuple[Mask, list[Value]]] = []
+        outer = self.known
+        static = self._static_items(loop, scope)
+
+        def lower(known: dict[str, Any], inner: Scope, ilevel: int) -> tuple[Fn | None, Fn | None]:
+            self.known = known
+            try:
+                where = self.expr(loop.where, inner, ilevel) if loop.where is not None else None
+                return where, lower_value(inner, ilevel)
+            finally:
+                self.known = outer
+
+        shadowed = {k: v for k, v in outer.items() if k not in names}
+        if static is None:
+            mode, it, inner, ilevel, record = self.loop_mode(loop, scope, level)
+            where, value = lower(shadowed, inner, ilevel)
+            return _Plan(mode, it, where, value, inner, ilevel, record)
+        items, rest = static
+        lowered: list[tuple[tuple[tuple[str, Const], ...], Fn | None, Fn | None]] = []
+        for i, x in enumerate(items):
+            vals = [i, x] if len(names) == 2 else [x]
+            binds = tuple((n, Const(v)) for n, v in zip(names, vals))
+            where, value = lower({**shadowed, **dict(zip(names, vals))}, scope, level)
+            lowered.append((binds, where, value))
+        if rest is None:
+            return _Plan("static", None, None, None, scope, level, "", tuple(lowered))
+        where, value = lower(shadowed, scope, level)
+        return _Plan("static", self.pod_level(rest), where, value, scope, level, "", tuple(lowered))
+
+    def _unrolled(self, loop: ast.Loop, plan: _Plan, ctx: Ctx) -> list[tuple[Mask, Ctx, Bools | None, Fn | None]]:
+        """The items of a loop over a pod-level list or an MList: (presence, item ctx, error rows, the
+        item's value function)."""
+        names = [b.name for b in loop.binders]
+        coll = plan.it(ctx) if plan.it is not None else None  # a failing rest fails the loop, as one list
+        out: list[tuple[Mask, Ctx, Bools | None, Fn | None]] = []
+        items: list[tuple[Mask, list[Value], Fn | None, Fn | None]] = []
         base_err: Bools | None = None
+        static = plan.static
+        for binds, item_where, item_value in static:
+            items.append((True, [c for _, c in binds], item_where, item_value))
         if isinstance(coll, Const):
             c = coll.value
             is_map = isinstance(self.info.types[id(loop)], MapT)
+            pw, pf = plan.where, plan.value
             if len(names) == 1:
-                items = [(True, [Const(x)]) for x in (sorted(c) if is_map else c)]
+                items.extend((True, [Const(x)], pw, pf) for x in (sorted(c) if is_map else c))
             elif is_map:
-                items = [(True, [Const(k), Const(c[k])]) for k in sorted(c)]
+                items.extend((True, [Const(k), Const(c[k])], pw, pf) for k in sorted(c))
             else:
-                items = [(True, [Const(i), Const(x)]) for i, x in enumerate(c)]
-        else:
+                start = len(static)
+                items.extend((True, [Const(start + i), Const(x)], pw, pf) for i, x in enumerate(c))
+        elif coll is not None:
             assert isinstance(coll, MList), coll
             base_err = coll.err
             rank: Any = np.zeros(ctx.m, dtype=np.int64)
             for mask, v in coll.items:
                 if len(names) == 1:
-                    items.append((mask, [v]))
+                    items.append((mask, [v], plan.where, plan.value))
                 else:
-                    items.append((mask, [Col("int", rank.copy()), v]))
+                    items.append((mask, [Col("int", rank.copy()), v], plan.where, plan.value))
                     rank = rank + (mask_array(mask, ctx.m).astype(np.int64))
-        for mask, vals in items:
+        for mask, vals, where_fn, value in items:
             if mask is False:
                 continue
             ictx = ctx
             for n, v in zip(names, vals):
                 ictx = ictx.bind(n, v)
             err = base_err
-            if where is not None:
+            if where_fn is not None:
                 try:
-                    w = where(ictx)
+                    w = where_fn(ictx)
                 except Poisoned:
-                    out.append((False, ictx, err_or(err, mask_array(mask, ctx.m).copy())))
+                    out.append((False, ictx, err_or(err, mask_array(mask, ctx.m).copy()), value))
                     continue
                 wm, werr = ops.mask_of(w)
                 err = err_or(err, restrict(werr, mask))
@@ -165,13 +247,13 @@ class LoopLowering(LowerBase):
                 hits = np.count_nonzero(mask) if isinstance(mask, np.ndarray) else -1
                 if mask is False or hits == 0:
                     if err is not None:
-                        out.append((False, ictx, err))
+                        out.append((False, ictx, err, value))
                     continue
                 if hits == ctx.m:  # present on every row: the item is unconditional (cheaper downstream:
                     mask = True    # no select per item, a count or len that folds to a constant)
-            out.append((mask, ictx, err))
+            out.append((mask, ictx, err, value))
         if base_err is not None and not out:
-            out.append((False, ctx, base_err))
+            out.append((False, ctx, base_err, None))
         return out
 
     def _ragged(self, it: Fn, names: list[str], record: str, field: str, ctx: Ctx) -> tuple[Ctx, kernels.Segments]:
@@ -185,17 +267,13 @@ class LoopLowering(LowerBase):
             binds[names[0]] = Col("int", segs.within())
         return ctx.enter(segs, binds), segs
 
-    def _loop_fns(self, e: Looped, scope: Scope, level: int) -> tuple[str, Fn, Fn | None, Scope, int, str]:
-        mode, it, inner, ilevel, record = self.loop_mode(e.loop, scope, level)
-        where = self.expr(e.loop.where, inner, ilevel) if e.loop.where is not None else None
-        return mode, it, where, inner, ilevel, record
-
     def _Quantifier(self, e: ast.Quantifier, scope: Scope, level: int) -> Fn:
-        mode, it, where, inner, ilevel, record = self._loop_fns(e, scope, level)
-        body = self.expr(e.body, inner, ilevel)
+        plan = self.loop_plan(e, scope, level, lambda inner, ilevel: self.expr(e.body, inner, ilevel))
+        mode, it, where, body, record = plan.mode, plan.it, plan.where, plan.value, plan.record
         names = [b.name for b in e.loop.binders]
         is_all = e.kind == "all"
         if mode == "ragged":
+            assert it is not None and body is not None
             field = e.loop.iterable.name  # type: ignore[union-attr]
 
             def ragged(ctx: Ctx) -> Value:
@@ -219,7 +297,7 @@ class LoopLowering(LowerBase):
         def unrolled(ctx: Ctx) -> Value:
             acc: Mask = is_all
             errors = _ErrorRows()
-            for present, b in _each_value(self._unrolled(e.loop, mode, it, where, ctx), body, ctx.m, errors):
+            for present, b in _each_value(self._unrolled(e.loop, plan, ctx), ctx.m, errors):
                 assert b is not None
                 bm, _ = ops.mask_of(b)
                 if is_all:
@@ -235,19 +313,23 @@ class LoopLowering(LowerBase):
         return unrolled
 
     def _Aggregate(self, e: ast.Aggregate, scope: Scope, level: int) -> Fn:
-        mode, it, where, inner, ilevel, record = self._loop_fns(e, scope, level)
         names = [b.name for b in e.loop.binders]
         t = self.type_of(e)
         kind = kind_of(t)
         if kind is None:
             raise Unsupported(f"{e.kind} of {t}")
-        value = self.expr_as(e.value, t, inner, ilevel) if e.value is not None else None
+        ev = e.value
+        plan = self.loop_plan(e, scope, level,
+                              lambda inner, ilevel: self.expr_as(ev, t, inner, ilevel) if ev is not None else None)
+        mode, it, where, value, record = plan.mode, plan.it, plan.where, plan.value, plan.record
         default = self.expr_as(e.default, t, scope, level) if e.default is not None else None
         agg = e.kind
         if mode == "ragged":
             if agg in ("max", "min") and kind not in ("int", "float", "q"):
                 raise Unsupported(f"{agg} of {t} over a node list")
             field = e.loop.iterable.name  # type: ignore[union-attr]
+
+            assert it is not None
 
             def ragged(ctx: Ctx) -> Value:
                 ictx, segs = self._ragged(it, names, record, field, ctx)
@@ -280,8 +362,10 @@ class LoopLowering(LowerBase):
             acc: Value = Const(0) if agg == "count" else Const(zero)
             has: Mask = False
             summed = False  # acc is still the zero it started as
-            items = self._unrolled(e.loop, mode, it, where, ctx)
-            for present, v in _each_value(items, None if agg == "count" else value, ctx.m, errors):
+            items = self._unrolled(e.loop, plan, ctx)
+            if agg == "count":
+                items = [(p, c, er, None) for p, c, er, _ in items]
+            for present, v in _each_value(items, ctx.m, errors):
                 if agg == "count":
                     add = Const(1) if present is True else Col("int", present.astype(np.int64), None, 1, 1.0)
                     acc = ops.arith("+", acc, add, "int")
@@ -315,12 +399,13 @@ class LoopLowering(LowerBase):
         return unrolled
 
     def _Comprehension(self, e: ast.Comprehension, scope: Scope, level: int) -> Fn:
-        mode, it, where, inner, ilevel, record = self._loop_fns(e, scope, level)
         t = self.type_of(e)
         elem = t.elem if isinstance(t, ListT) else t
-        value = self.expr_as(e.value, elem, inner, ilevel)
+        plan = self.loop_plan(e, scope, level, lambda inner, ilevel: self.expr_as(e.value, elem, inner, ilevel))
+        mode, it, where, value, record = plan.mode, plan.it, plan.where, plan.value, plan.record
         names = [b.name for b in e.loop.binders]
         if mode == "ragged":
+            assert it is not None and value is not None
             if not self.allow_ragged_list:
                 raise Unsupported("a list built from a node list (only 'reject each' / len take one)")
             field = e.loop.iterable.name  # type: ignore[union-attr]
@@ -337,8 +422,8 @@ class LoopLowering(LowerBase):
         def unrolled(ctx: Ctx) -> Value:
             items: list[tuple[Mask, Value]] = []
             errors = _ErrorRows()
-            unrolled_items = self._unrolled(e.loop, mode, it, where, ctx)
-            for present, v in _each_value(unrolled_items, value, ctx.m, errors, poisoned=lambda: Const(zero_value(elem))):
+            unrolled_items = self._unrolled(e.loop, plan, ctx)
+            for present, v in _each_value(unrolled_items, ctx.m, errors, poisoned=lambda: Const(zero_value(elem))):
                 assert v is not None
                 items.append((present, v))
             return MList(items, errors.rows)

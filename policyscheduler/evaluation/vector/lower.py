@@ -75,7 +75,7 @@ class Lowerer(ScalarLowering, LoopLowering, CallLowering):
                 raise Poisoned(f"field .{field} of {type(v).__name__}")
             if kind is None:
                 return Path(v, field)
-            return v.gather(v.table.column(column_key("f", field, kind)))
+            return ctx.gather(v, column_key("f", field, kind))
 
         return attr
 
@@ -98,6 +98,21 @@ class Lowerer(ScalarLowering, LoopLowering, CallLowering):
                     raise Unsupported("a node-dependent map read with a node-dependent key")
                 return self._const_map_col_key(obj, self.expr(e.index, scope, level), zero, kind)
             key_fn = self.expr(e.index, scope, level)
+            key = self.const_of(key_fn)
+            if key is not None and isinstance(e.obj, ast.Attr) and self._is_record_rows(e.obj.obj, scope) \
+                    and isinstance(key.value, str):
+                # a map field of the node (of a node list's item) read with a key known at lowering (a
+                # literal, an item of a literal list): the column key is built once, here
+                records = self.expr(e.obj.obj, scope, level)
+                ckey = column_key("get", e.obj.name, kind, key.value, zero)
+
+                def read_column(ctx: Ctx) -> Value:
+                    rec = records(ctx)
+                    if type(rec) is not Rec:
+                        raise Poisoned("map read")
+                    return ctx.gather(rec, ckey)
+
+                return read_column
 
             def read_map(ctx: Ctx) -> Value:
                 v, k = obj(ctx), key_fn(ctx)
@@ -105,8 +120,7 @@ class Lowerer(ScalarLowering, LoopLowering, CallLowering):
                 if isinstance(v, Const):
                     return Const(v.value.get(k.value, zero))
                 if isinstance(v, Path):
-                    col = v.rec.table.column(column_key("get", v.field, kind, k.value, zero))
-                    return v.rec.gather(col)
+                    return ctx.gather(v.rec, column_key("get", v.field, kind, k.value, zero))
                 raise Poisoned("map read")
 
             return read_map

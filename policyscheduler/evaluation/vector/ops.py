@@ -18,11 +18,14 @@ from __future__ import annotations
 import math
 import operator
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from policyscheduler.compiler import builtins as rt
+
+if TYPE_CHECKING:
+    from policyscheduler.evaluation.vector.context import Ctx, Fn
 from policyscheduler.evaluation.vector.values import (
     EXACT_FLOAT,
     Bools,
@@ -101,9 +104,8 @@ def _add_bound(a: float | None, b: float | None) -> float | None:
 
 
 def _int_arith(op: str, a: Value, b: Value) -> Col:
-    x, ex = as_ints(a)
-    y, ey = as_ints(b)
-    ba, bb = bound_of(a), bound_of(b)
+    x, ex, ba = int_operand(a)
+    y, ey, bb = int_operand(b)
     if op in ("+", "-"):
         r, e = int_add(x, y, op == "-", ba, bb)
         bound = _add_bound(ba, bb)
@@ -130,6 +132,10 @@ def _int_arith(op: str, a: Value, b: Value) -> Col:
 def _float_arith(op: str, a: Value, b: Value) -> Col:
     x, ex = as_floats(a)
     y, ey = as_floats(b)
+    return _float_xy(op, x, ex, y, ey)
+
+
+def _float_xy(op: str, x: Any, ex: Bools | None, y: Any, ey: Bools | None) -> Col:
     e = None
     with np.errstate(all="ignore"):
         if op == "+":
@@ -221,16 +227,43 @@ def q_div(n1: Any, d1: Any, b1: float | None, n2: Any, d2: Any, b2: float | None
     return num, den, err_or(e0, e1, e2), bn
 
 
+def q_operand(v: Value) -> Q:
+    """(numerators, denominator, error rows, bound) of an int or quantity value: :func:`as_quantity` and
+    :func:`bound_of` in one step, a column's fields read directly."""
+    if type(v) is Col:
+        assert v.kind in ("int", "q"), v
+        return v.data, (v.den if v.kind == "q" else 1), v.err, v.bound
+    n, d, e = as_quantity(v)
+    return n, d, e, bound_of(v)
+
+
+def int_operand(v: Value) -> tuple[Any, Bools | None, float | None]:
+    """(values, error rows, bound) of an int value: :func:`as_ints` and :func:`bound_of` in one step."""
+    if type(v) is Col:
+        assert v.kind == "int", v
+        return v.data, v.err, v.bound
+    x, e = as_ints(v)
+    return x, e, bound_of(v)
+
+
+def _q_sub(n1: Any, d1: Any, b1: float | None, n2: Any, d2: Any, b2: float | None) -> Q:
+    return q_add(n1, d1, b1, n2, d2, b2, True)
+
+
+def _q_plus(n1: Any, d1: Any, b1: float | None, n2: Any, d2: Any, b2: float | None) -> Q:
+    return q_add(n1, d1, b1, n2, d2, b2, False)
+
+
+Q_OPS: dict[str, Callable[[Any, Any, float | None, Any, Any, float | None], Q]] = {
+    "+": _q_plus, "-": _q_sub, "*": q_mul, "/": q_div,
+}
+"""The quantity operators on (numerators, denominator, bound) operands."""
+
+
 def _q_arith(op: str, a: Value, b: Value) -> Col:
-    n1, d1, ea = as_quantity(a)
-    n2, d2, eb = as_quantity(b)
-    b1, b2 = bound_of(a), bound_of(b)
-    if op in ("+", "-"):
-        n, d, e, bound = q_add(n1, d1, b1, n2, d2, b2, op == "-")
-    elif op == "*":
-        n, d, e, bound = q_mul(n1, d1, b1, n2, d2, b2)
-    else:
-        n, d, e, bound = q_div(n1, d1, b1, n2, d2, b2)
+    n1, d1, ea, b1 = q_operand(a)
+    n2, d2, eb, b2 = q_operand(b)
+    n, d, e, bound = Q_OPS[op](n1, d1, b1, n2, d2, b2)
     return Col("q", n, err_or(ea, eb, e), d, bound)
 
 
@@ -275,13 +308,7 @@ def compare(op: str, a: Value, ka: str, b: Value, kb: str, interner: Any) -> Val
         e = np.abs(fl(ints)) > EXACT_FLOAT
         return Col("bool", np.asarray(cmp(fl(xi), fl(yi))), err_or(ex, ey, _nz(e)))
     if ka in ("int", "q") and kb in ("int", "q"):
-        n1, d1, ea = as_quantity(a)
-        n2, d2, eb = as_quantity(b)
-        if isinstance(d1, int) and isinstance(d2, int) and d1 == d2:
-            return Col("bool", np.asarray(cmp(n1, n2)), err_or(ea, eb))
-        lhs, e1 = int_mul(n1, d2, bound_of(a), _dbound(d2))
-        rhs, e2 = int_mul(n2, d1, bound_of(b), _dbound(d1))
-        return Col("bool", np.asarray(cmp(lhs, rhs)), err_or(ea, eb, e1, e2))
+        return compare_q(cmp, a, b)
     if ka == kb == "str":
         if op in ("==", "!="):
             x = a.value if isinstance(a, Const) else None
@@ -293,6 +320,94 @@ def compare(op: str, a: Value, ka: str, b: Value, kb: str, interner: Any) -> Val
 
         return map_strings(lambda x, y: cmp(x, y), "bool", [a, b], interner)
     raise Poisoned(f"no vector comparison for {ka} {op} {kb}")
+
+
+def compare_q(cmp: Callable[[Any, Any], Any], a: Value, b: Value) -> Col:
+    """A comparison of two int / quantity values, not both constant (exact: cross-multiplied)."""
+    n1, d1, ea, b1 = q_operand(a)
+    n2, d2, eb, b2 = q_operand(b)
+    if type(d1) is int and type(d2) is int and d1 == d2:
+        return Col("bool", np.asarray(cmp(n1, n2)), err_or(ea, eb))
+    lhs, e1 = int_mul(n1, d2, b1, _dbound(d2))
+    rhs, e2 = int_mul(n2, d1, b2, _dbound(d1))
+    return Col("bool", np.asarray(cmp(lhs, rhs)), err_or(ea, eb, e1, e2))
+
+
+def arith_fn(op: str, a: Fn, b: Fn, kind: str, ca: Const | None, cb: Const | None) -> Fn:
+    """``a op b`` specialised at lowering for the result ``kind``: quantities, and ints under ``+ - *``
+    (the operators of resource formulas) go straight to their kernel, with an operand known at lowering
+    (``ca`` / ``cb``: a literal, a folded item) converted once, here; everything else through
+    :func:`arith`. Two constants at run time still fold with the reference's Python semantics."""
+    if kind == "q":
+        f = Q_OPS[op]
+        pa, pb = _static(q_operand, ca), _static(q_operand, cb)
+
+        def q_arith(ctx: Ctx) -> Value:
+            va, vb = a(ctx), b(ctx)
+            if type(va) is Const and type(vb) is Const:
+                return arith(op, va, vb, "q")
+            n1, d1, ea, b1 = q_operand(va) if pa is None else pa
+            n2, d2, eb, b2 = q_operand(vb) if pb is None else pb
+            n, d, e, bound = f(n1, d1, b1, n2, d2, b2)
+            return Col("q", n, err_or(ea, eb, e), d, bound)
+
+        return q_arith
+    if kind == "int" and op in ("+", "-", "*"):
+        ia, ib = _static(int_operand, ca), _static(int_operand, cb)
+        sub, mul = op == "-", op == "*"
+
+        def int_arith(ctx: Ctx) -> Value:
+            va, vb = a(ctx), b(ctx)
+            if type(va) is Const and type(vb) is Const:
+                return arith(op, va, vb, "int")
+            x, ex, ba = int_operand(va) if ia is None else ia
+            y, ey, bb = int_operand(vb) if ib is None else ib
+            if mul:
+                r, e = int_mul(x, y, ba, bb)
+                bound = _mul_bound(ba, bb)
+            else:
+                r, e = int_add(x, y, sub, ba, bb)
+                bound = _add_bound(ba, bb)
+            return Col("int", r, err_or(ex, ey, e), 1, bound)
+
+        return int_arith
+    if kind == "float":
+        fa, fb = _static(as_floats, ca), _static(as_floats, cb)
+
+        def float_arith(ctx: Ctx) -> Value:
+            va, vb = a(ctx), b(ctx)
+            if type(va) is Const and type(vb) is Const:
+                return arith(op, va, vb, "float")
+            x, ex = (va.data, va.err) if type(va) is Col and va.kind == "float" else as_floats(va) if fa is None else fa
+            y, ey = (vb.data, vb.err) if type(vb) is Col and vb.kind == "float" else as_floats(vb) if fb is None else fb
+            return _float_xy(op, x, ex, y, ey)
+
+        return float_arith
+    return lambda ctx: arith(op, a(ctx), b(ctx), kind)
+
+
+def compare_fn(op: str, a: Fn, ka: str, b: Fn, kb: str) -> Fn:
+    """``a op b`` specialised at lowering for int / quantity operands (see :func:`compare`)."""
+    cmp = _CMP[op]
+    if ka in ("int", "q") and kb in ("int", "q"):
+        def compare_num(ctx: Ctx) -> Value:
+            va, vb = a(ctx), b(ctx)
+            if type(va) is Const and type(vb) is Const:
+                return compare(op, va, ka, vb, kb, ctx.state.interner)
+            return compare_q(cmp, va, vb)
+
+        return compare_num
+    return lambda ctx: compare(op, a(ctx), ka, b(ctx), kb, ctx.state.interner)
+
+
+def _static(convert: Callable[[Value], Any], c: Const | None) -> Any:
+    """An operand known at lowering, converted once; None (left to run time) when it does not convert."""
+    if c is None:
+        return None
+    try:
+        return convert(c)
+    except (Poisoned, AssertionError):
+        return None
 
 
 # ------------------------------------------------------------------------------------- select

@@ -137,7 +137,7 @@ def length(v: Value, ctx: Ctx) -> Value:
     if isinstance(v, Const):
         return Const(len(v.value))
     if isinstance(v, Path):
-        return v.rec.gather(v.rec.table.column(column_key("len", v.field)))
+        return ctx.gather(v.rec, column_key("len", v.field))
     if isinstance(v, MList):
         acc: Value = Const(0)
         for mask, _ in v.items:

@@ -68,7 +68,7 @@ class ScalarLowering(LowerBase):
                 ka = kb = "float"
             else:
                 a, b = self.expr(e.left, scope, level), self.expr(e.right, scope, level)
-            return lambda ctx: ops.compare(op, a(ctx), ka, b(ctx), kb, ctx.state.interner)
+            return ops.compare_fn(op, a, ka, b, kb)
         if isinstance(tr, ListT):
             a, b = self.expr(e.left, scope, level), self.expr(e.right, scope, level)
             return lambda ctx: concat(a(ctx), b(ctx))
@@ -82,7 +82,7 @@ class ScalarLowering(LowerBase):
             a, b = self.expr(e.left, scope, level), self.expr(e.right, scope, level)
         else:
             a, b = self.expr_as(e.left, tr, scope, level), self.expr_as(e.right, tr, scope, level)
-        return lambda ctx: ops.arith(op, a(ctx), b(ctx), kind)
+        return ops.arith_fn(op, a, b, kind, self.const_of(a), self.const_of(b))
 
     def _member(self, e: ast.Binary, ta: Type, tb: Type, scope: Scope, level: int) -> Fn:
         a, b = self.expr(e.left, scope, level), self.expr(e.right, scope, level)
@@ -90,7 +90,7 @@ class ScalarLowering(LowerBase):
             def in_map(ctx: Ctx) -> Value:
                 k, m = a(ctx), b(ctx)
                 if isinstance(m, Path) and isinstance(k, Const):
-                    return m.rec.gather(m.rec.table.column(column_key("has", m.field, map_key=k.value)))
+                    return ctx.gather(m.rec, column_key("has", m.field, map_key=k.value))
                 if isinstance(m, Const) and isinstance(k, Col):
                     d = m.value
                     return kernels.map_strings(lambda s: s in d, "bool", [k], ctx.state.interner)
