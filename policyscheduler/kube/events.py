@@ -38,6 +38,11 @@ those. The backlog is bounded (``max_backlog``; beyond it the oldest are dropped
 client-go's broadcaster drops when its channel is full). :meth:`EventRecorder.shutdown` with ``wait``
 posts everything left.
 
+**Retries write the same Event.** An event's body, name included, is built once and every retry sends it
+as it is (client-go's broadcaster retries the same object too): a try whose answer was lost -- the API
+server created the Event, then the connection died or the server stopped -- makes the retry's 409
+AlreadyExists, which counts as written, never a second Event.
+
 Failed writes are counted and logged.
 """
 
@@ -126,6 +131,20 @@ class _Series:
     pod: Mapping[str, Any] | None = None
 
 
+@dataclasses.dataclass(slots=True)
+class _Held:
+    """One held-back ``Scheduled`` event. ``body`` is built by its first try and kept for every retry: a
+    try whose answer was lost may have created the Event, and only the same name makes the retry's
+    409 AlreadyExists say so (client-go's broadcaster retries the same Event object too)."""
+
+    queued: float
+    pod: Mapping[str, Any]
+    note: str
+    digest: str | None
+    tries: int = 0
+    body: dict[str, Any] | None = None
+
+
 class EventRecorder:
     """Posts events and condition patches for one scheduler name."""
 
@@ -143,7 +162,7 @@ class EventRecorder:
         self.max_delay = max_delay
         self.max_batch = max_batch
         self.max_backlog = max_backlog
-        self._lazy: deque[tuple[float, Mapping[str, Any], str, int, str | None]] = deque()
+        self._lazy: deque[_Held] = deque()
         self._lazy_pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="events-lazy-post")
         self._lazy_pause = 0.0
         self._lazy_ready = threading.Condition(self._lock)
@@ -204,6 +223,7 @@ class EventRecorder:
 
     def _guarded(self, still: Callable[[], bool] | None, fn: Any, *args: Any) -> None:
         delay = 1.0
+        unanswered = False
         for attempt in range(6):  # the API server may be restarting: retry ~30 s, like client-go's broadcaster
             if still is not None and not still():  # the pod was bound or deleted meanwhile: no longer true
                 with self._lock:
@@ -215,6 +235,13 @@ class EventRecorder:
                     self.sent += 1
                 return
             except ApiError as err:
+                if err.status == 409 and unanswered:
+                    # The try before got no answer, and acted: the Event it posted exists (each write's
+                    # body, name and all, is built once and retried as it is).
+                    with self._lock:
+                        self.sent += 1
+                    return
+                unanswered = err.status == 0
                 if (err.status == 0 or err.status >= 500) and attempt < 5:
                     self._hurry.wait(delay)
                     delay *= 2
@@ -236,7 +263,7 @@ class EventRecorder:
             if len(self._lazy) >= self.max_backlog:
                 self._lazy.popleft()
                 self.dropped += 1
-            self._lazy.append((time.monotonic(), pod, note, 0, digest))
+            self._lazy.append(_Held(time.monotonic(), pod, note, digest))
             if self._lazy_idle or len(self._lazy) >= self.max_batch:
                 self._lazy_ready.notify()
 
@@ -260,7 +287,7 @@ class EventRecorder:
                     if self._closing:
                         return
                     continue
-                queued, pod, note, tries, digest = self._lazy[0]
+                queued = self._lazy[0].queued
                 if len(self._lazy) >= self.max_batch:  # a full batch: all of it goes out now
                     self._release = max(self._release, len(self._lazy))
                 flush = self._flush or self._release > 0
@@ -277,16 +304,20 @@ class EventRecorder:
             with self._lock:
                 if not self._lazy:
                     continue
-                self._lazy.popleft()
+                # the one taken is the one posted: a failed try may have been put back in front meanwhile
+                held = self._lazy.popleft()
                 self._release = max(0, self._release - 1)
                 self._writing += 1
             self._lazy_slots.acquire()  # a bounded number in flight: a backlog drains fast
+            if held.body is None:
+                held.body = self._body(self._regarding(held.pod), "Normal", "Scheduled", "Binding", held.note,
+                                       held.digest)
             pipeline = self._events_pipeline()
             if pipeline is not None:
-                self._pipe_post(pipeline, pod, note, tries, digest)
+                self._pipe_post(pipeline, held)
                 continue
             try:
-                self._lazy_pool.submit(self._lazy_post, pod, note, tries, digest)
+                self._lazy_pool.submit(self._lazy_post, held)
             except RuntimeError:  # the pool is shut down (shutdown without wait)
                 self._lazy_slots.release()
                 with self._lock:
@@ -302,46 +333,56 @@ class EventRecorder:
                 self._lazy_pipeline = opener(lanes=4, depth=4, name="events", linger=EVENTS_LINGER)
         return self._lazy_pipeline
 
-    def _pipe_post(self, pipeline: Pipeline, pod: Mapping[str, Any], note: str, tries: int,
-                   digest: str | None) -> None:
-        body = self._body(self._regarding(pod), "Normal", "Scheduled", "Binding", note, digest)
-        namespace = str(body["metadata"]["namespace"])
-        path = f"/apis/events.k8s.io/v1/namespaces/{quote(namespace, safe='')}/events"
+    @staticmethod
+    def _events_path(body: Mapping[str, Any]) -> str:
+        return f"/apis/events.k8s.io/v1/namespaces/{quote(str(body['metadata']['namespace']), safe='')}/events"
+
+    def _pipe_post(self, pipeline: Pipeline, held: _Held) -> None:
+        assert held.body is not None
+        path = self._events_path(held.body)
 
         def answered(status: int, raw: bytes, detail: str | None) -> None:
             try:
                 if 200 <= status < 300:
-                    with self._lock:
-                        self.sent += 1
+                    self._lazy_sent()
                 else:
                     error = ApiError("POST", path, status, raw.decode("utf-8", errors="replace"), detail=detail or "")
-                    self._lazy_failed(error, pod, note, tries, digest)
+                    self._lazy_failed(error, held)
             finally:
                 with self._lock:
                     self._writing -= 1
                 self._lazy_slots.release()
 
-        pipeline.submit("POST", path, json.dumps(body, separators=(",", ":")).encode(), answered)
+        pipeline.submit("POST", path, json.dumps(held.body, separators=(",", ":")).encode(), answered)
 
-    def _lazy_post(self, pod: Mapping[str, Any], note: str, tries: int, digest: str | None = None) -> None:
+    def _lazy_post(self, held: _Held) -> None:
+        assert held.body is not None
         try:
-            self._event(pod, "Normal", "Scheduled", "Binding", note, digest)
-            with self._lock:
-                self.sent += 1
+            self.client.post(self._events_path(held.body), held.body)
+            self._lazy_sent()
         except ApiError as err:
-            self._lazy_failed(err, pod, note, tries, digest)
+            self._lazy_failed(err, held)
         finally:
             with self._lock:
                 self._writing -= 1
             self._lazy_slots.release()
 
-    def _lazy_failed(self, err: ApiError, pod: Mapping[str, Any], note: str, tries: int, digest: str | None) -> None:
+    def _lazy_sent(self) -> None:
+        with self._lock:
+            self.sent += 1
+
+    def _lazy_failed(self, err: ApiError, held: _Held) -> None:
+        if err.status == 409 and held.tries > 0:  # an earlier try created it; its answer was lost
+            self._lazy_sent()
+            return
         # Unreachable or failing API server: retry for ~80 s (1, 2, 4, then every 8 s), long enough to
         # ride out an API server restart on a busy machine; a Scheduled event is worth keeping.
-        if (err.status == 0 or err.status >= 500) and tries < 12:
+        if (err.status == 0 or err.status >= 500) and held.tries < 12:
             with self._lock:
-                self._lazy.appendleft((time.monotonic() - self.max_delay, pod, note, tries + 1, digest))
-                self._lazy_pause = time.monotonic() + min(2.0**tries, 8.0)
+                held.queued = time.monotonic() - self.max_delay
+                held.tries += 1
+                self._lazy.appendleft(held)
+                self._lazy_pause = time.monotonic() + min(2.0**(held.tries - 1), 8.0)
                 self._lazy_ready.notify()
         else:
             self._failed_write(err)
@@ -419,7 +460,7 @@ class EventRecorder:
             except ApiError as err:
                 if err.status != 404:
                     raise
-        self.client.post(events, body)
+        self._create(body)
 
     def _tend_series(self) -> None:
         """Every second at most: write the counts that grew (every :data:`SERIES_REFRESH` s), forget the
@@ -446,17 +487,14 @@ class EventRecorder:
     def object_event(self, regarding: Mapping[str, Any], type_: str, reason: str, action: str, note: str) -> None:
         """An event about any object (``regarding``: an ObjectReference with ``namespace``), posted at once
         with the failure writer's retries; e.g. policy reloads on the policy ConfigMap."""
-        self._submit(self._post, dict(regarding), type_, reason, action, truncate_note(note), None)
+        body = self._body(dict(regarding), type_, reason, action, truncate_note(note), None)
+        self._submit(self._create, body)
 
     @staticmethod
     def _regarding(pod: Mapping[str, Any]) -> dict[str, Any]:
         meta = _meta(pod)
         return {"apiVersion": "v1", "kind": "Pod", "namespace": str(meta.get("namespace") or "default"),
                 "name": meta.get("name"), "uid": meta.get("uid"), "resourceVersion": meta.get("resourceVersion")}
-
-    def _event(self, pod: Mapping[str, Any], type_: str, reason: str, action: str, note: str,
-               digest: str | None = None) -> None:
-        self._post(self._regarding(pod), type_, reason, action, note, digest)
 
     def _body(self, regarding: dict[str, Any], type_: str, reason: str, action: str, note: str,
               digest: str | None) -> dict[str, Any]:
@@ -478,11 +516,8 @@ class EventRecorder:
             "regarding": {k: v for k, v in regarding.items() if v is not None},
         }
 
-    def _post(self, regarding: dict[str, Any], type_: str, reason: str, action: str, note: str,
-              digest: str | None) -> None:
-        body = self._body(regarding, type_, reason, action, note, digest)
-        namespace = str(body["metadata"]["namespace"])
-        self.client.post(f"/apis/events.k8s.io/v1/namespaces/{quote(namespace, safe='')}/events", body)
+    def _create(self, body: dict[str, Any]) -> None:
+        self.client.post(self._events_path(body), body)
 
     def _condition(self, pod: Mapping[str, Any], reason: str, message: str) -> None:
         status = _sub(pod, "status")
