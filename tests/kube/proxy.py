@@ -6,6 +6,7 @@ from __future__ import annotations
 import dataclasses
 import socket
 import threading
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from policyscheduler.kube import RestClient, load_connection
@@ -30,20 +31,15 @@ class Proxy:
         self._answer_armed = False
         self._pairs: list[tuple[socket.socket, socket.socket]] = []
         self._lock = threading.Lock()
-        threading.Thread(target=self._accept, daemon=True).start()
+        serve_connections(self.listener, self._connected)
 
-    def _accept(self) -> None:
-        while True:
-            try:
-                client, _ = self.listener.accept()
-            except OSError:
-                return
-            server = socket.create_connection(self.target)
-            with self._lock:
-                self.accepted += 1
-                self._pairs.append((client, server))
-            threading.Thread(target=self._pump, args=(client, server, True), daemon=True).start()
-            threading.Thread(target=self._pump, args=(server, client, False), daemon=True).start()
+    def _connected(self, client: socket.socket) -> None:
+        server = socket.create_connection(self.target)
+        with self._lock:
+            self.accepted += 1
+            self._pairs.append((client, server))
+        threading.Thread(target=self._pump, args=(client, server, True), daemon=True).start()
+        self._pump(server, client, False)
 
     def _pump(self, src: socket.socket, dst: socket.socket, from_client: bool) -> None:
         while True:
@@ -80,6 +76,21 @@ class Proxy:
     def close(self) -> None:
         self.listener.close()
         self.cut_all()
+
+
+def serve_connections(listener: socket.socket, handle: Callable[[socket.socket], None]) -> None:
+    """Accept on ``listener`` until it is closed, each connection handled by ``handle`` on a thread of its own
+    (the test servers' accept loop)."""
+
+    def accept() -> None:
+        while True:
+            try:
+                conn, _ = listener.accept()
+            except OSError:
+                return
+            threading.Thread(target=handle, args=(conn,), daemon=True).start()
+
+    threading.Thread(target=accept, daemon=True).start()
 
 
 def _kill(*socks: socket.socket) -> None:

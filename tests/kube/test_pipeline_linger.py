@@ -12,6 +12,7 @@ from typing import Any
 
 from policyscheduler.kube import http1
 from policyscheduler.kube.pipeline import Pipeline
+from tests.kube.proxy import serve_connections
 
 ANSWER_GAP = 0.01
 
@@ -23,15 +24,7 @@ class SlowServer:
     def __init__(self) -> None:
         self.listener = socket.create_server(("127.0.0.1", 0))
         self.port = self.listener.getsockname()[1]
-        threading.Thread(target=self._accept, daemon=True).start()
-
-    def _accept(self) -> None:
-        while True:
-            try:
-                conn, _ = self.listener.accept()
-            except OSError:
-                return
-            threading.Thread(target=self._serve, args=(conn,), daemon=True).start()
+        serve_connections(self.listener, self._serve)
 
     def _serve(self, conn: socket.socket) -> None:
         data = b""
