@@ -13,7 +13,7 @@ import pytest
 from prometheus_client import generate_latest
 
 from policyscheduler.app import LiveScheduler, Options
-from policyscheduler.app.scheduler import WATCH_BATCH_SECONDS
+from policyscheduler.app.scheduler import WATCH_BATCH_BACKLOG, WATCH_BATCH_SECONDS
 from policyscheduler.cycle.queue import QueuedPod
 from policyscheduler.cycle.schedule import Attempt
 from policyscheduler.evaluation import make_evaluator
@@ -126,8 +126,8 @@ def test_an_idle_loop_applies_the_recorded_watch_changes(scheduler: tuple[LiveSc
 
 
 def test_the_pod_watch_batches_only_while_pods_wait(scheduler: tuple[LiveScheduler, io.StringIO, FakeClient]) -> None:
-    """The Pod watch waits between reads during a burst (pods in the active queue), never just because a
-    bind is out: a pod created meanwhile must be seen at once."""
+    """The Pod watch waits between reads during a burst (a backlog in the active queue), never just because
+    a bind is out or the one pod just added waits: a pod created meanwhile must be seen at once."""
     sched, _, _ = scheduler
     pause = sched.reflectors[[r.kind for r in sched.reflectors].index("Pod")].pause
     assert pause is not None
@@ -135,6 +135,11 @@ def test_the_pod_watch_batches_only_while_pods_wait(scheduler: tuple[LiveSchedul
     sched.binder._in_flight = 1  # a bind out, nothing waiting: no pause
     assert pause() == 0.0
     sched.binder._in_flight = 0
-    pod = {"metadata": {"name": "w", "namespace": "ns", "uid": "u-w"}, "spec": {"schedulerName": "policy-scheduler"}}
-    sched.queue.add("u-w", pod)
+    pods = [{"metadata": {"name": f"w{i}", "namespace": "ns", "uid": f"u-w{i}"},
+             "spec": {"schedulerName": "policy-scheduler"}} for i in range(WATCH_BATCH_BACKLOG)]
+    sched.queue.add("u-w0", pods[0])  # the one pod just added: decided at once, the next must be seen at once
+    assert WATCH_BATCH_BACKLOG > 1
+    assert pause() == 0.0
+    for pod in pods[1:]:
+        sched.queue.add(pod["metadata"]["uid"], pod)
     assert pause() == WATCH_BATCH_SECONDS > 0
