@@ -30,6 +30,7 @@ __all__ = [
     "count_matching",
     "node_included",
     "default_selector",
+    "DefaultSelectorCache",
     "effective_constraints",
     "FilterCounts",
     "ScoreCounts",
@@ -91,37 +92,53 @@ class ControllerObjects(Protocol):
     def service_selectors(self, namespace: str) -> Sequence[Mapping[str, str]]: ...
 
 
+class DefaultSelectorCache:
+    """Default spread selectors already built, for a state that empties it (:meth:`clear`) whenever a
+    Service or controller changes.
+
+    A pod's default selector is a function of its namespace, its values of the label keys the namespace's
+    Services read, and its owner; so the pods of one app -- which differ in labels no Service reads -- get
+    the same selector object, whose hash and count arrays are then found at once.
+    """
+
+    MAX = 4096
+    """Selectors kept at most (beyond, the cache starts again: many apps, churning labels)."""
+
+    def __init__(self) -> None:
+        self.keys_read: dict[str, tuple[str, ...]] = {}
+        """Namespace -> the label keys its Services read, sorted."""
+        self.selectors: dict[tuple[Any, ...], Selector] = {}
+        """(namespace, the pod's values of those keys, its owner) -> its default selector."""
+
+    def clear(self) -> None:
+        self.keys_read.clear()
+        self.selectors.clear()
+
+
 def default_selector(pod: Pod, objects: ControllerObjects) -> Selector:
     """``helper.DefaultSelector``: Services selecting the pod, plus its controller RC / RS / StatefulSet.
 
-    The selector is a function of the namespace, the pod's values of the label keys the namespace's
-    Services read, and the pod's owner, so an ``objects`` with a ``default_selectors`` dict (the state,
-    which empties it whenever a Service or controller changes) keeps one per such key (and, per
-    namespace, the keys its Services read): the pods of one app -- which differ in labels no Service
-    reads -- get the same selector object, whose hash and count arrays are then found at once.
+    An ``objects`` with a ``default_selectors`` :class:`DefaultSelectorCache` (the cluster state) keeps the
+    answers per app.
     """
     services = objects.service_selectors(pod.namespace)
     labels = pod.labels
-    cache: dict[Hashable, Any] | None = getattr(objects, "default_selectors", None)
+    cache: DefaultSelectorCache | None = getattr(objects, "default_selectors", None)
     if cache is None:
         matched = [sel for sel in services if all(labels.get(k) == v for k, v in sel.items())]
         return _default_selector(pod, objects, matched)
     # Which Services select the pod depends only on its values of the label keys they read.
-    read = cache.get(pod.namespace)
+    read = cache.keys_read.get(pod.namespace)
     if read is None:
-        read = cache[pod.namespace] = tuple(sorted({k for sel in services for k in sel}))
+        read = cache.keys_read[pod.namespace] = tuple(sorted({k for sel in services for k in sel}))
     key = (pod.namespace, tuple(labels.get(k) for k in read), pod._owner)
-    found = cache.get(key)
+    found = cache.selectors.get(key)
     if found is None:
-        if len(cache) >= _SELECTOR_CACHE_MAX:
-            cache.clear()
-            cache[pod.namespace] = read
+        if len(cache.selectors) >= DefaultSelectorCache.MAX:
+            cache.selectors.clear()
         matched = [sel for sel in services if all(labels.get(k) == v for k, v in sel.items())]
-        found = cache[key] = _default_selector(pod, objects, matched)
+        found = cache.selectors[key] = _default_selector(pod, objects, matched)
     return found
-
-
-_SELECTOR_CACHE_MAX = 4096
 
 
 def _default_selector(pod: Pod, objects: ControllerObjects, services: Sequence[Mapping[str, str]]) -> Selector:

@@ -26,7 +26,7 @@ import numpy.typing as npt
 
 from policyscheduler.kobjects import cache_key
 from policyscheduler.objects.records import HostPort, Node, Pod, PodAffinityTerm
-from policyscheduler.objects.topology import LabelCodes, MatchKey
+from policyscheduler.objects.topology import DefaultSelectorCache, LabelCodes, MatchKey
 from policyscheduler.state.budgets import DisruptionBudget
 from policyscheduler.state.indexes import LabelCodeCache, MatchCounts, TermIndex
 from policyscheduler.state.storage import StorageState
@@ -190,9 +190,8 @@ class ClusterState:
         self.replica_sets: dict[tuple[str, str], Any] = {}
         self.stateful_sets: dict[tuple[str, str], Any] = {}
         self.replication_controllers: dict[tuple[str, str], dict[str, str] | None] = {}
-        self.default_selectors: dict[Any, Any] = {}
-        """Default spread selectors by (namespace, the pod's values of the labels its Services read, owner),
-        and those label keys by namespace (objects.topology's default_selector); emptied whenever a
+        self.default_selectors = DefaultSelectorCache()
+        """Default spread selectors per app (objects.topology's default_selector); emptied whenever a
         Service or controller changes."""
         self.budgets: dict[tuple[str, str], DisruptionBudget] = {}
         """PodDisruptionBudgets by (namespace, name): preemption reads them, no rule does."""
