@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 
 from tests.controlplane import fakes
+from tests.controlplane.api import Api
 from tests.controlplane.harness import ControlPlane, compact_etcd, start_apiserver, stop_apiserver
 from tests.kube.live import RunProcess, pods, scheduled_events, violations, wait_all_bound, wait_until
 
@@ -32,8 +33,16 @@ def cp() -> Iterator[ControlPlane]:
         plane.stop()
 
 
-def _pods(prefix: str, count: int, ns: str) -> list[dict[str, Any]]:
-    return fakes.make_pods(count, ns, prefix=prefix, scheduler_name="policy-scheduler", cpu="100m", memory="64Mi")
+def _pods(prefix: str, count: int, ns: str, scheduler: str = "policy-scheduler") -> list[dict[str, Any]]:
+    return fakes.make_pods(count, ns, prefix=prefix, scheduler_name=scheduler, cpu="100m", memory="64Mi")
+
+
+def _wait_scheduled_events(api: Api, ns: str, controller: str, names: list[str]) -> None:
+    def each_has_one() -> bool:
+        counts = scheduled_events(api, ns, controller)
+        return all(counts[n] >= 1 for n in names)
+
+    wait_until(each_has_one, 90, f"a Scheduled event from {controller} for every pod")
 
 
 def _bound_lines(*runs: RunProcess) -> Counter[str]:
@@ -41,13 +50,16 @@ def _bound_lines(*runs: RunProcess) -> Counter[str]:
 
 
 def test_apiserver_restart_and_compaction_every_pod_bound_exactly_once(cp: ControlPlane, tmp_path: Path) -> None:
+    """Ours and the real kube-scheduler (its own pods, same nodes) go through the same restart: each binds
+    every pod and writes one Scheduled event per pod, however many of its writes lost their answers."""
     api, ns = cp.api(), "default"
     fakes.create_all(api, fakes.make_nodes(20, prefix="n", cpu="8", memory="64Gi"))
     run = RunProcess(cp, tmp_path / "run.log", "--engine", "reference")
     run.wait_log("started", timeout=60)
-    first = _pods("before", 150, ns)
-    fakes.create_all(api, first)
-    wait_until(lambda: sum(1 for p in pods(api, ns) if p["spec"].get("nodeName")) >= 20, 30, "some pods bound")
+    kube = cp.start_scheduler({"profiles": [{"schedulerName": "kube-ref"}]})
+    first, kube_first = _pods("before", 150, ns), _pods("kube-before", 150, ns, "kube-ref")
+    fakes.create_all(api, first + kube_first)
+    wait_until(lambda: sum(1 for p in pods(api, ns) if p["spec"].get("nodeName")) >= 40, 30, "some pods bound")
 
     stop_apiserver(cp)
     down = time.monotonic()
@@ -55,20 +67,22 @@ def test_apiserver_restart_and_compaction_every_pod_bound_exactly_once(cp: Contr
     time.sleep(max(0.0, 10.0 - (time.monotonic() - down)))
     start_apiserver(cp)
     api = cp.api()
-    second = _pods("after", 50, ns)
-    fakes.create_all(api, second)
+    second, kube_second = _pods("after", 50, ns), _pods("kube-after", 50, ns, "kube-ref")
+    fakes.create_all(api, second + kube_second)
 
     names = [p["metadata"]["name"] for p in first + second]
-    wait_all_bound(api, ns, names, timeout=90)
+    kube_names = [p["metadata"]["name"] for p in kube_first + kube_second]
+    wait_all_bound(api, ns, names + kube_names, timeout=90)
     nodes = api.list_items("/api/v1/nodes")
     assert violations(pods(api, ns), nodes) == []
     # Scheduled events are written by a low-priority writer (after the burst, retried after the restart)
-    events = wait_until(lambda: (c := scheduled_events(api, ns, "policy-scheduler")) and
-                        all(c[n] >= 1 for n in names) and c, 60, "a Scheduled event for every pod")
+    for controller, wanted in (("policy-scheduler", names), ("kube-ref", kube_names)):
+        _wait_scheduled_events(api, ns, controller, wanted)
     time.sleep(2.0)  # a late duplicate would show up now
-    events = scheduled_events(api, ns, "policy-scheduler")
-    assert max(events.values()) == 1, [n for n, c in events.items() if c > 1]  # never a second Scheduled event
-    assert all(events[p["metadata"]["name"]] == 1 for p in second)
+    ours, theirs = scheduled_events(api, ns, "policy-scheduler"), scheduled_events(api, ns, "kube-ref")
+    assert max(theirs.values()) == 1, [n for n, c in theirs.items() if c > 1]  # kube-scheduler: one each
+    assert max(ours.values()) == 1, [n for n, c in ours.items() if c > 1]  # never a second Scheduled event
+    assert all(ours[p["metadata"]["name"]] == 1 for p in second)
     bound = _bound_lines(run)
     assert max(bound.values()) == 1  # no bind of ours succeeded twice
     assert run.child.alive()
@@ -76,6 +90,7 @@ def test_apiserver_restart_and_compaction_every_pod_bound_exactly_once(cp: Contr
                 or line.get("msg") == "watch Pod: list delivered"]
     assert len([line for line in relisted if line.get("msg") == "watch Pod: list delivered"]) >= 2, \
         f"the Pod watch never relisted after compacting to revision {revision}"
+    cp.stop_scheduler(kube)
     assert run.terminate() == 0
 
 
