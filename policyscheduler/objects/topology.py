@@ -15,6 +15,7 @@ from typing import Any, Protocol, TypeVar
 import numpy as np
 import numpy.typing as npt
 
+from policyscheduler.objects.nodeaffinity import required_node_affinity_rows
 from policyscheduler.objects.records import (
     Node,
     Pod,
@@ -22,7 +23,7 @@ from policyscheduler.objects.records import (
     SpreadConstraint,
     pod_matches_required_node_affinity,
 )
-from policyscheduler.objects.selectors import Selector, compile_label_selector, set_selector
+from policyscheduler.objects.selectors import Requirement, Selector, compile_label_selector, set_selector
 
 __all__ = [
     "HOSTNAME",
@@ -125,8 +126,7 @@ def default_selector(pod: Pod, objects: ControllerObjects) -> Selector:
     labels = pod.labels
     cache: DefaultSelectorCache | None = getattr(objects, "default_selectors", None)
     if cache is None:
-        matched = [sel for sel in services if all(labels.get(k) == v for k, v in sel.items())]
-        return _default_selector(pod, objects, matched)
+        return _default_selector(pod, objects, services)
     # Which Services select the pod depends only on its values of the label keys they read.
     read = cache.keys_read.get(pod.namespace)
     if read is None:
@@ -136,15 +136,17 @@ def default_selector(pod: Pod, objects: ControllerObjects) -> Selector:
     if found is None:
         if len(cache.selectors) >= DefaultSelectorCache.MAX:
             cache.selectors.clear()
-        matched = [sel for sel in services if all(labels.get(k) == v for k, v in sel.items())]
-        found = cache.selectors[key] = _default_selector(pod, objects, matched)
+        found = cache.selectors[key] = _default_selector(pod, objects, services)
     return found
 
 
-def _default_selector(pod: Pod, objects: ControllerObjects, services: Sequence[Mapping[str, str]]) -> Selector:
+def _default_selector(pod: Pod, objects: ControllerObjects, services: Iterable[Mapping[str, str]]) -> Selector:
+    """The selector itself: the namespace's ``services`` that select the pod, merged, then its controller."""
+    labels = pod.labels
     merged: dict[str, str] = {}
     for sel in services:
-        merged.update(sel)
+        if all(labels.get(k) == v for k, v in sel.items()):
+            merged.update(sel)
     selector = set_selector(merged)
     if pod._owner is None:
         return selector
@@ -471,34 +473,24 @@ def node_affinity_mask(pod: Pod, n: int, codes: Callable[[str], LabelCodes]) -> 
     distinct value of its key (and once for "no such label") with the requirement's own ``matches``, then
     spread over the nodes by code. None when a term tests ``metadata.name`` (matchFields): per node then.
     """
-    mask = np.ones(n, dtype=bool)
-    for key, value in pod.node_selector.items():
+
+    def label_equals(key: str, value: str) -> BoolArray | None:
         lc = codes(key)
         if lc.codes.size != n:
             return None
         code = lc.index.get(value)
-        if code is None:
-            return np.zeros(n, dtype=bool)
-        mask &= lc.codes == code
-    if pod.has_required_node_affinity:
-        matched = np.zeros(n, dtype=bool)
-        for term in pod.required_node_affinity:
-            if not (term.match_expressions or term.match_fields) or not term._valid:
-                continue  # matches no node
-            if term._fields is not None:
-                return None
-            ok = np.ones(n, dtype=bool)
-            if term._labels is not None:
-                for req in term._labels.requirements:
-                    lc = codes(req.key)
-                    if lc.codes.size != n:
-                        return None
-                    table = np.fromiter((req.matches({req.key: v}) for v in lc.values), dtype=bool,
-                                        count=len(lc.values))
-                    ok &= np.append(table, req.matches({}))[lc.codes]  # code -1 reads "no such label"
-            matched |= ok
-        mask &= matched
-    return mask
+        return np.zeros(n, dtype=bool) if code is None else lc.codes == code
+
+    def requirement(req: Requirement, on_fields: bool) -> BoolArray | None:
+        if on_fields:
+            return None
+        lc = codes(req.key)
+        if lc.codes.size != n:
+            return None
+        table = np.fromiter((req.matches({req.key: v}) for v in lc.values), dtype=bool, count=len(lc.values))
+        return np.append(table, req.matches({}))[lc.codes]  # code -1 reads "no such label"
+
+    return required_node_affinity_rows(pod, n, label_equals, requirement)
 
 
 def _counts(index: ClusterIndex, c: SpreadConstraint, namespace: str, n: int) -> IntArray:

@@ -24,6 +24,7 @@ from policyscheduler.evaluation.vector.values import (
     from_python,
     int_add,
 )
+from policyscheduler.objects.nodeaffinity import RequirementRows, required_node_affinity_rows, term_rows
 
 # ---------------------------------------------------------------------------------- per distinct
 
@@ -199,34 +200,30 @@ def requirement(req: Any, source: LabelSource, interner: Any, m: int) -> Bools:
     return has & ok[inv]
 
 
-def selector(sel: Any, source: LabelSource, interner: Any, m: int) -> Bools:
-    out = np.ones(m, dtype=np.bool_)
-    for req in sel.requirements:
-        out &= requirement(req, source, interner, m)
-    return out
+def _requirements(labels: LabelSource, fields: LabelSource, interner: Any, m: int) -> RequirementRows:
+    """Each requirement on every row, matchFields ones from ``fields`` (``metadata.name``)."""
+
+    def rows(req: Any, on_fields: bool) -> Bools:
+        return requirement(req, fields if on_fields else labels, interner, m)
+
+    return rows
 
 
 def term_matches(term: Any, labels: LabelSource, fields: LabelSource, interner: Any, m: int) -> Bools:
     """``NodeSelectorTerm.matches(node)`` on every row."""
-    if (not term.match_expressions and not term.match_fields) or not term._valid:
-        return np.zeros(m, dtype=np.bool_)
-    out = np.ones(m, dtype=np.bool_)
-    if term._labels is not None:
-        out &= selector(term._labels, labels, interner, m)
-    if term._fields is not None:
-        out &= selector(term._fields, fields, interner, m)
+    out = term_rows(term, m, _requirements(labels, fields, interner, m))
+    assert out is not None  # every requirement is answered in bulk here
     return out
 
 
 def required_node_affinity(pod: Any, labels: LabelSource, fields: LabelSource, interner: Any, m: int) -> Bools:
     """``pod_matches_required_node_affinity`` on every row: nodeSelector, then the ORed terms."""
-    out = np.ones(m, dtype=np.bool_)
-    for key, value in pod.node_selector.items():
+
+    def label_equals(key: str, value: str) -> Bools:
         has, codes = labels(key)
-        out &= has & (codes == interner.code(value))
-    if pod.has_required_node_affinity:
-        anyterm = np.zeros(m, dtype=np.bool_)
-        for term in pod.required_node_affinity:
-            anyterm |= term_matches(term, labels, fields, interner, m)
-        out &= anyterm
+        rows: Bools = has & (codes == interner.code(value))
+        return rows
+
+    out = required_node_affinity_rows(pod, m, label_equals, _requirements(labels, fields, interner, m))
+    assert out is not None  # every requirement is answered in bulk here
     return out
