@@ -231,7 +231,8 @@ class MatchCounts:
         # array exists either, so pod changes have nothing to update.
         self._groups: dict[_Signature, _Group] | None = None
         self._keys = _Triggers()  # cached entries by trigger pair: a new group tests only the keys it may match
-        self._by_pair: dict[tuple[str, str], set[_Signature]] = {}  # label pair -> groups carrying it
+        # namespace -> label pair -> the groups of that namespace carrying it
+        self._by_pair: dict[str, dict[tuple[str, str], set[_Signature]]] = {}
         self._label_keys: dict[str, int] = {}  # pod label key -> how many cached keys read it
 
     def __len__(self) -> int:
@@ -278,15 +279,22 @@ class MatchCounts:
         where: list[int] = []
         counts: list[int] = []
         pairs = _key_trigger(key)
-        if pairs is None:
-            candidates: Iterable[_Signature] = groups
-        else:  # only the groups carrying a label pair the key requires can match it
-            found: set[_Signature] = set()
-            for pair in pairs:
-                found.update(self._by_pair.get(pair, ()))
-            candidates = found
         arr = np.zeros(slots, dtype=np.int64)
         entry = _Entry(key, arr, members, pairs)
+        namespaces = entry.namespaces
+        candidates: Iterable[_Signature]
+        if pairs is None:
+            candidates = groups if namespaces is None else [sig for sig in groups if sig[0] in namespaces]
+        else:  # only the groups carrying a label pair the key requires (in a namespace it admits) can match it
+            found: set[_Signature] = set()
+            by_ns = self._by_pair
+            for table in (by_ns.values() if namespaces is None else [by_ns.get(ns) for ns in namespaces]):
+                if table:
+                    for pair in pairs:
+                        bucket = table.get(pair)
+                        if bucket:
+                            found.update(bucket)
+            candidates = found
         for sig in candidates:
             group = groups[sig]
             if match_key_matches(key, group.pod, ns_labels):
@@ -331,7 +339,9 @@ class MatchCounts:
         return group
 
     def _pairs_add(self, sig: _Signature) -> None:
-        by_pair = self._by_pair
+        by_pair = self._by_pair.get(sig[0])
+        if by_pair is None:
+            by_pair = self._by_pair[sig[0]] = {}
         for pair in sig[2]:
             found = by_pair.get(pair)
             if found is None:
@@ -339,13 +349,17 @@ class MatchCounts:
             found.add(sig)
 
     def _pairs_discard(self, sig: _Signature) -> None:
-        by_pair = self._by_pair
+        by_pair = self._by_pair.get(sig[0])
+        if by_pair is None:
+            return
         for pair in sig[2]:
             found = by_pair.get(pair)
             if found is not None:
                 found.discard(sig)
                 if not found:
                     del by_pair[pair]
+        if not by_pair:
+            del self._by_pair[sig[0]]
 
     def _forget(self, entry: _Entry) -> None:
         """Drop ``entry`` from the groups that match it (its array is gone)."""
