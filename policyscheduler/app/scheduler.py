@@ -296,7 +296,7 @@ class LiveScheduler:
 
     def _busy(self) -> bool:
         """Pods waiting to be decided or bound: the low-priority event writer holds back."""
-        return self.binder.in_flight > 0 or self.queue.pending()["active"] > 0
+        return self.binder.in_flight > 0 or self.queue.active_count() > 0
 
     def _watch_pause(self) -> float:
         """Seconds the Pod watch waits before its next read: while a backlog waits in the active queue (a
@@ -305,7 +305,7 @@ class LiveScheduler:
         loop has pods to decide meanwhile. Otherwise none, even with binds in flight or the one pod just
         added waiting: a pod created then must be seen at once (at 50 pods/s a pause there added up to its
         length to a third of the pods, which is what p99 latency measures)."""
-        return WATCH_BATCH_SECONDS if self.queue.pending()["active"] >= WATCH_BATCH_BACKLOG else 0.0
+        return WATCH_BATCH_SECONDS if self.queue.active_count() >= WATCH_BATCH_BACKLOG else 0.0
 
     def _wake_loop(self) -> None:
         self._wake.set()
@@ -457,7 +457,7 @@ class LiveScheduler:
             for warning in warnings[self._warned:]:
                 log.warning("malformed object: %s", warning)
             self._warned = len(warnings)
-        if attempt.node is None and not self.queue.pending()["active"]:  # no bind follows, no pod waits:
+        if attempt.node is None and not self.queue.active_count():  # no bind follows, no pod waits:
             flush_logs()  # the buffered decision lines go out now
 
     def _gate_changed(self, entry: QueuedPod, gated: bool) -> None:
@@ -496,5 +496,5 @@ class LiveScheduler:
         _log_decision(level, msg, fields)
         if result == "error":
             recorder.failed(attempt.pod, f"Binding rejected: {error}", reason="SchedulerError", digest=digest)
-        if not self.queue.pending()["active"]:  # the burst is over (no pod waits): its decision lines go out
+        if not self.queue.active_count():  # the burst is over (no pod waits): its decision lines go out
             flush_logs()  # with its last binds, not up to 0.2 s later

@@ -402,6 +402,13 @@ class SchedulingQueue:
             return {"active": len(self._active_keys), "backoff": len(self._backoff_keys),
                     "unschedulable": len(self._unschedulable), "gated": len(self._gated)}
 
+    def active_count(self) -> int:
+        """Pods in the active queue: ``pending()["active"]`` without building the dict, for the hot
+        callers (the Pod watch asks before every read, the loop after every decision and bind). It reads
+        one ``len`` without the lock: a value that may be one change old, as any answer is once returned.
+        """
+        return len(self._active_keys)
+
     def in_flight(self) -> int:
         """Pods popped and not handed back yet."""
         with self._lock:

@@ -70,48 +70,105 @@ def _trigger(selectors: Iterable[Selector | None]) -> list[tuple[str, str]] | No
 
 class _Triggers:
     """Items (match keys, terms) by their trigger label pairs: :meth:`candidates` of a label set is a
-    superset of the items whose selectors can match it, found in O(labels + candidates)."""
+    superset of the items whose selectors can match it, found in O(labels + candidates).
 
-    __slots__ = ("by_pair", "everywhere")
+    An item that only pods of some namespaces can match (a match key whose clauses name their
+    namespaces, :func:`_key_namespaces`) is filed under each of those namespaces as well, so a pod of
+    another namespace never sees it as a candidate: in a cluster of many apps over a few namespaces
+    most keys that share a pod's app label belong to the other namespaces' apps."""
+
+    __slots__ = ("by_ns", "by_pair", "everywhere", "ns_everywhere")
 
     def __init__(self) -> None:
         self.by_pair: dict[tuple[str, str], set[Any]] = {}
         self.everywhere: set[Any] = set()
+        self.by_ns: dict[str, dict[tuple[str, str], set[Any]]] = {}  # namespace -> its items by pair
+        self.ns_everywhere: dict[str, set[Any]] = {}  # namespace -> its items without trigger pairs
 
-    def add(self, item: Any, pairs: list[tuple[str, str]] | None) -> None:
+    def add(self, item: Any, pairs: list[tuple[str, str]] | None,
+            namespaces: frozenset[str] | None = None) -> None:
+        if namespaces is not None:
+            for ns in namespaces:
+                if pairs is None:
+                    self.ns_everywhere.setdefault(ns, set()).add(item)
+                else:
+                    _bucket_add(self.by_ns.setdefault(ns, {}), item, pairs)
+            return
         if pairs is None:
             self.everywhere.add(item)
             return
-        for pair in pairs:
-            bucket = self.by_pair.get(pair)
-            if bucket is None:
-                bucket = self.by_pair[pair] = set()
-            bucket.add(item)
+        _bucket_add(self.by_pair, item, pairs)
 
-    def discard(self, item: Any, pairs: list[tuple[str, str]] | None) -> None:
+    def discard(self, item: Any, pairs: list[tuple[str, str]] | None,
+                namespaces: frozenset[str] | None = None) -> None:
+        if namespaces is not None:
+            for ns in namespaces:
+                if pairs is None:
+                    found = self.ns_everywhere.get(ns)
+                    if found is not None:
+                        found.discard(item)
+                        if not found:
+                            del self.ns_everywhere[ns]
+                    continue
+                by_pair = self.by_ns.get(ns)
+                if by_pair is not None:
+                    _bucket_discard(by_pair, item, pairs)
+                    if not by_pair:
+                        del self.by_ns[ns]
+            return
         if pairs is None:
             self.everywhere.discard(item)
             return
-        for pair in pairs:
-            bucket = self.by_pair.get(pair)
-            if bucket is not None:
-                bucket.discard(item)
-                if not bucket:
-                    del self.by_pair[pair]
+        _bucket_discard(self.by_pair, item, pairs)
 
-    def candidates(self, labels: Mapping[str, str]) -> list[Any]:
+    def candidates(self, labels: Mapping[str, str], namespace: str | None = None) -> list[Any]:
+        """The items ``labels`` may match (``namespace``: the pod's, for the items filed by namespace;
+        None: those are left out -- only for tables that never file by namespace)."""
         found = list(self.everywhere)
-        by_pair = self.by_pair
-        if by_pair:
-            for pair in labels.items():
-                bucket = by_pair.get(pair)
-                if bucket:
-                    found.extend(bucket)
+        for by_pair in (self.by_pair, self.by_ns.get(namespace) if namespace is not None else None):
+            if by_pair:
+                for pair in labels.items():
+                    bucket = by_pair.get(pair)
+                    if bucket:
+                        found.extend(bucket)
+        if namespace is not None:
+            bucket = self.ns_everywhere.get(namespace)
+            if bucket:
+                found.extend(bucket)
         return found
 
     def clear(self) -> None:
         self.by_pair.clear()
         self.everywhere.clear()
+        self.by_ns.clear()
+        self.ns_everywhere.clear()
+
+
+def _bucket_add(by_pair: dict[tuple[str, str], set[Any]], item: Any, pairs: list[tuple[str, str]]) -> None:
+    for pair in pairs:
+        bucket = by_pair.get(pair)
+        if bucket is None:
+            bucket = by_pair[pair] = set()
+        bucket.add(item)
+
+
+def _bucket_discard(by_pair: dict[tuple[str, str], set[Any]], item: Any, pairs: list[tuple[str, str]]) -> None:
+    for pair in pairs:
+        bucket = by_pair.get(pair)
+        if bucket is not None:
+            bucket.discard(item)
+            if not bucket:
+                del by_pair[pair]
+
+
+def _key_namespaces(key: MatchKey) -> frozenset[str] | None:
+    """The namespaces a pod must be in to match ``key`` (None: any namespace may): a clause without a
+    namespace selector admits only its listed namespaces, and the clauses are ANDed."""
+    allowed: frozenset[str] | None = None
+    for names, ns_sel, _ in key[1]:
+        if ns_sel is None:
+            allowed = names if allowed is None else allowed & names
+    return allowed
 
 
 def _key_trigger(key: MatchKey) -> list[tuple[str, str]] | None:
@@ -133,7 +190,7 @@ class _Entry:
     Groups hold their keys' entries, not the keys: an entry hashes by identity, while a key (tuples of
     selectors) would be hashed again for every pod placed or removed."""
 
-    __slots__ = ("array", "key", "label_keys", "members", "pairs", "totals")
+    __slots__ = ("array", "key", "label_keys", "members", "namespaces", "pairs", "totals")
 
     def __init__(self, key: MatchKey, array: IntArray, members: set[_Signature],
                  pairs: list[tuple[str, str]] | None) -> None:
@@ -141,6 +198,7 @@ class _Entry:
         self.array = array
         self.members = members
         self.pairs = pairs  # its trigger pairs (:func:`_key_trigger`)
+        self.namespaces = _key_namespaces(key)  # the only namespaces whose pods it may count (None: any)
         self.label_keys = frozenset(r.key for _, _, sel in key[1] for r in sel.requirements)
         """The pod label keys its clauses read (a pod's other labels cannot change its verdict)."""
         self.totals: dict[int, tuple[LabelCodes, IntArray]] = {}
@@ -173,7 +231,8 @@ class MatchCounts:
         # array exists either, so pod changes have nothing to update.
         self._groups: dict[_Signature, _Group] | None = None
         self._keys = _Triggers()  # cached entries by trigger pair: a new group tests only the keys it may match
-        self._by_pair: dict[tuple[str, str], set[_Signature]] = {}  # label pair -> groups carrying it
+        # namespace -> label pair -> the groups of that namespace carrying it
+        self._by_pair: dict[str, dict[tuple[str, str], set[_Signature]]] = {}
         self._label_keys: dict[str, int] = {}  # pod label key -> how many cached keys read it
 
     def __len__(self) -> int:
@@ -220,15 +279,22 @@ class MatchCounts:
         where: list[int] = []
         counts: list[int] = []
         pairs = _key_trigger(key)
-        if pairs is None:
-            candidates: Iterable[_Signature] = groups
-        else:  # only the groups carrying a label pair the key requires can match it
-            found: set[_Signature] = set()
-            for pair in pairs:
-                found.update(self._by_pair.get(pair, ()))
-            candidates = found
         arr = np.zeros(slots, dtype=np.int64)
         entry = _Entry(key, arr, members, pairs)
+        namespaces = entry.namespaces
+        candidates: Iterable[_Signature]
+        if pairs is None:
+            candidates = groups if namespaces is None else [sig for sig in groups if sig[0] in namespaces]
+        else:  # only the groups carrying a label pair the key requires (in a namespace it admits) can match it
+            found: set[_Signature] = set()
+            by_ns = self._by_pair
+            for table in (by_ns.values() if namespaces is None else [by_ns.get(ns) for ns in namespaces]):
+                if table:
+                    for pair in pairs:
+                        bucket = table.get(pair)
+                        if bucket:
+                            found.update(bucket)
+            candidates = found
         for sig in candidates:
             group = groups[sig]
             if match_key_matches(key, group.pod, ns_labels):
@@ -248,7 +314,7 @@ class MatchCounts:
             arr += np.rint(np.bincount(np.asarray(where, dtype=np.int64), weights=np.asarray(counts, dtype=np.float64),
                                        minlength=slots)).astype(np.int64)
         self._entries[key] = entry
-        self._keys.add(entry, pairs)
+        self._keys.add(entry, pairs, entry.namespaces)
         label_keys = self._label_keys
         for name in entry.label_keys:
             label_keys[name] = label_keys.get(name, 0) + 1
@@ -273,7 +339,9 @@ class MatchCounts:
         return group
 
     def _pairs_add(self, sig: _Signature) -> None:
-        by_pair = self._by_pair
+        by_pair = self._by_pair.get(sig[0])
+        if by_pair is None:
+            by_pair = self._by_pair[sig[0]] = {}
         for pair in sig[2]:
             found = by_pair.get(pair)
             if found is None:
@@ -281,17 +349,21 @@ class MatchCounts:
             found.add(sig)
 
     def _pairs_discard(self, sig: _Signature) -> None:
-        by_pair = self._by_pair
+        by_pair = self._by_pair.get(sig[0])
+        if by_pair is None:
+            return
         for pair in sig[2]:
             found = by_pair.get(pair)
             if found is not None:
                 found.discard(sig)
                 if not found:
                     del by_pair[pair]
+        if not by_pair:
+            del self._by_pair[sig[0]]
 
     def _forget(self, entry: _Entry) -> None:
         """Drop ``entry`` from the groups that match it (its array is gone)."""
-        self._keys.discard(entry, entry.pairs)
+        self._keys.discard(entry, entry.pairs, entry.namespaces)
         label_keys = self._label_keys
         for name in entry.label_keys:
             n = label_keys[name] - 1
@@ -317,7 +389,7 @@ class MatchCounts:
                 return  # not indexed (cannot happen while the store calls this for every placed pod)
             group = self._new_group(sig, pod)
             ns_labels = self._ns_labels
-            for entry in self._keys.candidates(pod.labels):
+            for entry in self._keys.candidates(pod.labels, pod.namespace):
                 if match_key_matches(entry.key, pod, ns_labels):
                     group.entries.add(entry)
                     entry.members.add(sig)

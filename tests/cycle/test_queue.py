@@ -46,6 +46,24 @@ def test_higher_priority_first_then_oldest() -> None:
     assert drain(q) == ["vip", "old", "new"]
 
 
+def test_active_count_is_the_active_queue_of_pending() -> None:
+    """The hot callers' count follows the active queue through add, pop, backoff and delete."""
+    clock = Clock()
+    q = SchedulingQueue(clock=clock)
+    q.add("a", pod("a"))
+    q.add("b", pod("b"))
+    assert q.active_count() == q.pending()["active"] == 2
+    e = popped(q)
+    assert q.active_count() == q.pending()["active"] == 1  # in flight is not active
+    q.add_unschedulable(e)
+    q.move_all("NodeAdd")  # backing off: not active either
+    assert q.active_count() == 1 and q.pending()["backoff"] == 1
+    q.delete("b")
+    assert q.active_count() == q.pending()["active"] == 0
+    clock.now += 10
+    assert q.pop() is not None and q.active_count() == 0
+
+
 def test_backoff_doubles_from_one_to_ten_seconds() -> None:
     q = SchedulingQueue()
     assert [q.backoff_duration(k) for k in range(7)] == [0, 1, 2, 4, 8, 10, 10]
