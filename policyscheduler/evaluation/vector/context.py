@@ -41,6 +41,9 @@ class PodState:
         self.cluster = cluster
         self.cluster_columns: dict[tuple[Any, ...], Any] = {}
         self.recording: list[tuple[str, tuple[Any, ...], int | None]] | None = None
+        self.node_rows: tuple[Any, Rec, dict[tuple[Any, ...], tuple[Rec, Col]]] | None = None
+        """The rows array the last rule ran on, its node :class:`Rec` and the columns gathered on it
+        (:attr:`Ctx.gathered`), for the next rule on the same array (see ``program._start``)."""
         """When a list: every whole-cluster builtin call gets (name, other arguments, its uniform value or
         None) appended (see :class:`~.reuse.Memo`)."""
 

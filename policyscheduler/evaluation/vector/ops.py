@@ -112,6 +112,10 @@ def _int_arith(op: str, a: Value, b: Value) -> Col:
     elif op == "*":
         r, e = int_mul(x, y, ba, bb)
         bound = _mul_bound(ba, bb)
+    elif _positive(y) and _nonnegative(x):
+        # Go's / and % truncate toward zero; on a dividend >= 0 and a divisor > 0 (a mean: a sum over a
+        # count) that is numpy's floor division itself, without the signs taken off and put back
+        r, e, bound = (x // y if op == "/" else x % y), None, ba
     else:
         zero = y == 0
         e = _nz(zero)
@@ -127,6 +131,20 @@ def _int_arith(op: str, a: Value, b: Value) -> Col:
             r = np.where(x < 0, -rem, rem)
             bound = ba
     return Col("int", r, err_or(ex, ey, e), 1, bound)
+
+
+def _positive(x: Any) -> bool:
+    """Whether every value of an int64 array or scalar is > 0 (one reduction for an array)."""
+    if isinstance(x, np.ndarray):
+        return bool(x.size) and int(x.min()) > 0
+    return bool(x > 0)
+
+
+def _nonnegative(x: Any) -> bool:
+    """Whether every value of an int64 array or scalar is >= 0."""
+    if isinstance(x, np.ndarray):
+        return not x.size or int(x.min()) >= 0
+    return bool(x >= 0)
 
 
 def _float_arith(op: str, a: Value, b: Value) -> Col:
@@ -205,17 +223,22 @@ def q_mul(n1: Any, d1: Any, b1: float | None, n2: Any, d2: Any, b2: float | None
 
 def q_div(n1: Any, d1: Any, b1: float | None, n2: Any, d2: Any, b2: float | None) -> Q:
     """Exact quotient ``num / den`` with ``den > 0``, not reduced (later operations are guarded)."""
-    zero = n2 == 0
-    e0 = _nz(zero)
-    if e0 is not None:
-        n2 = np.where(zero, 1, n2)
+    # a divisor column > 0 on every row (an allocatable read where it is > 0): no zero to flag and, the
+    # denominators being positive, no sign to move to the numerator -- one reduction instead of both checks
+    positive = isinstance(n2, np.ndarray) and _positive(n2) and not isinstance(d1, np.ndarray)
+    e0 = None
+    if not positive:
+        zero = n2 == 0
+        e0 = _nz(zero)
+        if e0 is not None:
+            n2 = np.where(zero, 1, n2)
     if isinstance(d1, int) and isinstance(d2, int) and d1 == d2:
         num, den, e1, e2, bn = n1, n2, None, None, b1
     else:
         num, e1 = int_mul(n1, d2, b1, _dbound(d2))
         den, e2 = int_mul(d1, n2, _dbound(d1), b2)
         bn = _mul_bound(b1, _dbound(d2))
-    if isinstance(den, np.ndarray) or isinstance(num, np.ndarray):
+    if not positive and (isinstance(den, np.ndarray) or isinstance(num, np.ndarray)):
         neg = den < 0
         if np.count_nonzero(neg):
             num = np.where(neg, -num, num)

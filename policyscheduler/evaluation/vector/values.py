@@ -80,8 +80,11 @@ class Col:
         proves unnecessary are skipped), else None."""
 
     def take(self, ix: Arr) -> Col:
-        den = self.den[ix] if isinstance(self.den, np.ndarray) else self.den
-        return Col(self.kind, self.data[ix], None if self.err is None else self.err[ix], den, self.bound)
+        """The rows ``ix`` (int64 positions) of this column. ``ndarray.take`` gives what ``data[ix]`` gives
+        for a 1-d array and an in-range integer index, a third faster (no fancy-indexing dispatch): every
+        rule gathers its table columns on the filtered rows this way."""
+        den = self.den.take(ix) if isinstance(self.den, np.ndarray) else self.den
+        return Col(self.kind, self.data.take(ix), None if self.err is None else self.err.take(ix), den, self.bound)
 
     def __repr__(self) -> str:
         return f"Col({self.kind}, {self.data!r}, den={self.den!r}, err={self.err!r})"
