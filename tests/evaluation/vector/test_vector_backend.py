@@ -168,6 +168,21 @@ score sums weight 1 normalize minmax
 '''), CLUSTER, PENDING)
 
 
+def test_int_division_and_remainder_truncate_toward_zero_on_signed_rows() -> None:
+    """Go's ``/`` and ``%`` on int columns: a dividend >= 0 on every row over a divisor > 0 takes numpy's
+    floor division directly (the mean of a score); a dividend negative on some rows, or a divisor column,
+    must still truncate toward zero and keep the dividend's sign."""
+    agree(load('''
+score unsigned weight 1 normalize minmax
+  value (node.pod_count * 7 + 5) / 3 + (node.pod_count * 7 + 5) % 3 * 10
+score signed weight 1 normalize minmax
+  value (node.pod_count - 2) * 7 / 3 + (node.pod_count - 2) * 7 % 3 * 10
+score by_column weight 1 normalize minmax
+  value 100 / (node.pod_count + 1) + (0 - 100) / (node.pod_count + 1)
+    + (node.pod_count * 5 - 7) % (node.pod_count + 2) * 1000
+'''), CLUSTER, PENDING)
+
+
 def test_integers_beyond_int64_go_to_the_reference_and_still_agree() -> None:
     agree(load('''
 score huge weight 1 normalize minmax
