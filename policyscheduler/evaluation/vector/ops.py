@@ -441,6 +441,14 @@ def select(cond: Value, a: Value, b: Value, kind: str, interner: Any) -> Value:
     if isinstance(cond, Const):
         return a if cond.value else b
     c, ec = as_bools(cond)
+    hits = np.count_nonzero(c)
+    if hits == 0 or hits == c.size:
+        # every row takes the same branch (an over-commit test that holds on no node, ``min(1.0, f)`` with
+        # f < 1 everywhere): that branch's column as it is, with its own error rows, instead of a pass
+        # choosing row by row -- the same values, and no error of the branch no row takes
+        taken = b if hits == 0 else a
+        if type(taken) is Col and (taken.kind == kind or (kind == "q" and taken.kind == "int")):
+            return Col(kind, taken.data, err_or(ec, taken.err), taken.den if taken.kind == "q" else 1, taken.bound)
     ea, eb = getattr(a, "err", None), getattr(b, "err", None)
     err = err_or(ec, None if ea is None else (ea & c), None if eb is None else (eb & ~c))
     if kind == "q":

@@ -183,6 +183,20 @@ score by_column weight 1 normalize minmax
 '''), CLUSTER, PENDING)
 
 
+def test_an_if_taking_one_branch_on_every_row_keeps_that_branch_s_and_the_condition_s_error_rows() -> None:
+    """A node-dependent ``if`` whose condition is the same on every row takes that branch's column as it
+    is; a division by zero in that branch (n3 has no cpu), or in the condition itself, is still an error
+    of that node in both backends."""
+    agree(load('''
+score then_errs weight 1 normalize minmax
+  value if node.pod_count >= 0 then trunc(100 / node.allocatable["cpu"]) else 7
+score else_errs weight 1 normalize minmax
+  value if node.pod_count < 0 then 3 else trunc(100 / node.allocatable["cpu"])
+score cond_errs weight 1 normalize minmax
+  value if 100 / node.allocatable["cpu"] > 0 then node.pod_count else 5
+'''), CLUSTER, PENDING)
+
+
 def test_integers_beyond_int64_go_to_the_reference_and_still_agree() -> None:
     agree(load('''
 score huge weight 1 normalize minmax
