@@ -347,8 +347,13 @@ def compare(op: str, a: Value, ka: str, b: Value, kb: str, interner: Any) -> Val
 
 def compare_q(cmp: Callable[[Any, Any], Any], a: Value, b: Value) -> Col:
     """A comparison of two int / quantity values, not both constant (exact: cross-multiplied)."""
-    n1, d1, ea, b1 = q_operand(a)
-    n2, d2, eb, b2 = q_operand(b)
+    return compare_q_operands(cmp, q_operand(a), q_operand(b))
+
+
+def compare_q_operands(cmp: Callable[[Any, Any], Any], qa: Q, qb: Q) -> Col:
+    """:func:`compare_q` on operands already read by :func:`q_operand` (or converted at lowering)."""
+    n1, d1, ea, b1 = qa
+    n2, d2, eb, b2 = qb
     if type(d1) is int and type(d2) is int and d1 == d2:
         return Col("bool", np.asarray(cmp(n1, n2)), err_or(ea, eb))
     lhs, e1 = int_mul(n1, d2, b1, _dbound(d2))
@@ -372,7 +377,7 @@ def arith_fn(op: str, a: Fn, b: Fn, kind: str, ca: Const | None, cb: Const | Non
             n1, d1, ea, b1 = q_operand(va) if pa is None else pa
             n2, d2, eb, b2 = q_operand(vb) if pb is None else pb
             n, d, e, bound = f(n1, d1, b1, n2, d2, b2)
-            return Col("q", n, err_or(ea, eb, e), d, bound)
+            return Col("q", n, e if ea is None and eb is None else err_or(ea, eb, e), d, bound)
 
         return q_arith
     if kind == "int" and op in ("+", "-", "*"):
@@ -409,15 +414,18 @@ def arith_fn(op: str, a: Fn, b: Fn, kind: str, ca: Const | None, cb: Const | Non
     return lambda ctx: arith(op, a(ctx), b(ctx), kind)
 
 
-def compare_fn(op: str, a: Fn, ka: str, b: Fn, kb: str) -> Fn:
-    """``a op b`` specialised at lowering for int / quantity operands (see :func:`compare`)."""
+def compare_fn(op: str, a: Fn, ka: str, b: Fn, kb: str, ca: Const | None = None, cb: Const | None = None) -> Fn:
+    """``a op b`` specialised at lowering for int / quantity operands (see :func:`compare`), an operand
+    known at lowering (``ca`` / ``cb``: the ``0`` of ``node.allocatable[r] > 0``) converted once, here."""
     cmp = _CMP[op]
     if ka in ("int", "q") and kb in ("int", "q"):
+        pa, pb = _static(q_operand, ca), _static(q_operand, cb)
+
         def compare_num(ctx: Ctx) -> Value:
             va, vb = a(ctx), b(ctx)
             if type(va) is Const and type(vb) is Const:
                 return compare(op, va, ka, vb, kb, ctx.state.interner)
-            return compare_q(cmp, va, vb)
+            return compare_q_operands(cmp, q_operand(va) if pa is None else pa, q_operand(vb) if pb is None else pb)
 
         return compare_num
     return lambda ctx: compare(op, a(ctx), ka, b(ctx), kb, ctx.state.interner)
