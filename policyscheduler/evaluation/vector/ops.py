@@ -223,8 +223,9 @@ def q_mul(n1: Any, d1: Any, b1: float | None, n2: Any, d2: Any, b2: float | None
 
 def q_div(n1: Any, d1: Any, b1: float | None, n2: Any, d2: Any, b2: float | None) -> Q:
     """Exact quotient ``num / den`` with ``den > 0``, not reduced (later operations are guarded)."""
-    # a divisor column > 0 on every row (an allocatable read where it is > 0): no zero to flag and, the
-    # denominators being positive, no sign to move to the numerator -- one reduction instead of both checks
+    # a divisor column > 0 on every row (an allocatable read where it is > 0) over one positive left
+    # denominator: no zero to flag and no sign to move to the numerator -- one reduction instead of both
+    # checks (a row whose product left int64 is flagged by int_mul, whatever its sign)
     positive = isinstance(n2, np.ndarray) and _positive(n2) and not isinstance(d1, np.ndarray)
     e0 = None
     if not positive:
