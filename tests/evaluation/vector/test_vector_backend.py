@@ -197,6 +197,23 @@ score cond_errs weight 1 normalize minmax
 '''), CLUSTER, PENDING)
 
 
+def test_trunc_and_round_of_non_negative_floats_beyond_int64_or_not_finite_agree() -> None:
+    """trunc / round of a float column that is >= 0 on every row take a shortcut (no sign to carry, no row
+    to flag) only while every value is also below 2**62: rows beyond int64, infinite or NaN still go to the
+    reference, which fails them."""
+    agree(load('''
+score beyond weight 1 normalize minmax
+  value trunc(float(node.pod_count + 1) * 10000000000000000000.0) + round(float(node.pod_count) * 0.25 + 0.5)
+score not_finite weight 1 normalize minmax
+  let big = float(node.pod_count) * 100000000000000000000.0 * 100000000000000000000.0
+  value round(big * big * big * big * big * big * big * big * big * big * big * big * big * big * big * big)
+score nan weight 1 normalize minmax
+  let inf = float(node.pod_count) * 100000000000000000000.0 * 100000000000000000000.0
+  let huge = inf * inf * inf * inf * inf * inf * inf * inf * inf * inf * inf * inf * inf * inf * inf * inf
+  value trunc(huge - huge)
+'''), CLUSTER, PENDING)
+
+
 def test_integers_beyond_int64_go_to_the_reference_and_still_agree() -> None:
     agree(load('''
 score huge weight 1 normalize minmax
