@@ -43,6 +43,9 @@ class PodState:
         self.recording: list[tuple[str, tuple[Any, ...], int | None]] | None = None
         """When a list: every whole-cluster builtin call gets (name, other arguments, its uniform value or
         None) appended (see :class:`~.reuse.Memo`)."""
+        self.node_rows: tuple[Any, Rec, dict[tuple[Any, ...], tuple[Rec, Col]]] | None = None
+        """The rows array the last rule ran on, its node :class:`Rec` and the columns gathered on it
+        (:attr:`Ctx.gathered`), for the next rule on the same array (see ``program._start``)."""
 
 
 class Ctx:
@@ -63,7 +66,8 @@ class Ctx:
         self.gathered: dict[tuple[Any, ...], tuple[Rec, Col]] = {} if gathered is None else gathered
         """Table columns gathered on this domain's records, by (id of the records, column key): shared by
         every ctx :meth:`bind` derives, so one rule's evaluation gathers ``node.allocatable["cpu"]`` once
-        however often it reads it (a new domain, :meth:`enter`, starts its own)."""
+        however often it reads it, and by the next rules of the pod on the same rows (see
+        ``program._start``); a new domain, :meth:`enter`, starts its own."""
 
     def lookup(self, name: str) -> Value:
         v = self.env[name]

@@ -112,6 +112,10 @@ def _int_arith(op: str, a: Value, b: Value) -> Col:
     elif op == "*":
         r, e = int_mul(x, y, ba, bb)
         bound = _mul_bound(ba, bb)
+    elif _positive(y) and _nonnegative(x):
+        # Go's / and % truncate toward zero; on a dividend >= 0 and a divisor > 0 (a mean: a sum over a
+        # count) that is numpy's floor division itself, without the signs taken off and put back
+        r, e, bound = (x // y if op == "/" else x % y), None, ba
     else:
         zero = y == 0
         e = _nz(zero)
@@ -127,6 +131,20 @@ def _int_arith(op: str, a: Value, b: Value) -> Col:
             r = np.where(x < 0, -rem, rem)
             bound = ba
     return Col("int", r, err_or(ex, ey, e), 1, bound)
+
+
+def _positive(x: Any) -> bool:
+    """Whether every value of an int64 array or scalar is > 0 (one reduction for an array)."""
+    if isinstance(x, np.ndarray):
+        return bool(x.size) and int(x.min()) > 0
+    return bool(x > 0)
+
+
+def _nonnegative(x: Any) -> bool:
+    """Whether every value of an int64 array or scalar is >= 0."""
+    if isinstance(x, np.ndarray):
+        return not x.size or int(x.min()) >= 0
+    return bool(x >= 0)
 
 
 def _float_arith(op: str, a: Value, b: Value) -> Col:
@@ -205,17 +223,23 @@ def q_mul(n1: Any, d1: Any, b1: float | None, n2: Any, d2: Any, b2: float | None
 
 def q_div(n1: Any, d1: Any, b1: float | None, n2: Any, d2: Any, b2: float | None) -> Q:
     """Exact quotient ``num / den`` with ``den > 0``, not reduced (later operations are guarded)."""
-    zero = n2 == 0
-    e0 = _nz(zero)
-    if e0 is not None:
-        n2 = np.where(zero, 1, n2)
+    # a divisor column > 0 on every row (an allocatable read where it is > 0) over one positive left
+    # denominator: no zero to flag and no sign to move to the numerator -- one reduction instead of both
+    # checks (a row whose product left int64 is flagged by int_mul, whatever its sign)
+    positive = isinstance(n2, np.ndarray) and _positive(n2) and not isinstance(d1, np.ndarray)
+    e0 = None
+    if not positive:
+        zero = n2 == 0
+        e0 = _nz(zero)
+        if e0 is not None:
+            n2 = np.where(zero, 1, n2)
     if isinstance(d1, int) and isinstance(d2, int) and d1 == d2:
         num, den, e1, e2, bn = n1, n2, None, None, b1
     else:
         num, e1 = int_mul(n1, d2, b1, _dbound(d2))
         den, e2 = int_mul(d1, n2, _dbound(d1), b2)
         bn = _mul_bound(b1, _dbound(d2))
-    if isinstance(den, np.ndarray) or isinstance(num, np.ndarray):
+    if not positive and (isinstance(den, np.ndarray) or isinstance(num, np.ndarray)):
         neg = den < 0
         if np.count_nonzero(neg):
             num = np.where(neg, -num, num)
@@ -324,8 +348,13 @@ def compare(op: str, a: Value, ka: str, b: Value, kb: str, interner: Any) -> Val
 
 def compare_q(cmp: Callable[[Any, Any], Any], a: Value, b: Value) -> Col:
     """A comparison of two int / quantity values, not both constant (exact: cross-multiplied)."""
-    n1, d1, ea, b1 = q_operand(a)
-    n2, d2, eb, b2 = q_operand(b)
+    return compare_q_operands(cmp, q_operand(a), q_operand(b))
+
+
+def compare_q_operands(cmp: Callable[[Any, Any], Any], qa: Q, qb: Q) -> Col:
+    """:func:`compare_q` on operands already read by :func:`q_operand` (or converted at lowering)."""
+    n1, d1, ea, b1 = qa
+    n2, d2, eb, b2 = qb
     if type(d1) is int and type(d2) is int and d1 == d2:
         return Col("bool", np.asarray(cmp(n1, n2)), err_or(ea, eb))
     lhs, e1 = int_mul(n1, d2, b1, _dbound(d2))
@@ -349,7 +378,7 @@ def arith_fn(op: str, a: Fn, b: Fn, kind: str, ca: Const | None, cb: Const | Non
             n1, d1, ea, b1 = q_operand(va) if pa is None else pa
             n2, d2, eb, b2 = q_operand(vb) if pb is None else pb
             n, d, e, bound = f(n1, d1, b1, n2, d2, b2)
-            return Col("q", n, err_or(ea, eb, e), d, bound)
+            return Col("q", n, e if ea is None and eb is None else err_or(ea, eb, e), d, bound)
 
         return q_arith
     if kind == "int" and op in ("+", "-", "*"):
@@ -386,15 +415,18 @@ def arith_fn(op: str, a: Fn, b: Fn, kind: str, ca: Const | None, cb: Const | Non
     return lambda ctx: arith(op, a(ctx), b(ctx), kind)
 
 
-def compare_fn(op: str, a: Fn, ka: str, b: Fn, kb: str) -> Fn:
-    """``a op b`` specialised at lowering for int / quantity operands (see :func:`compare`)."""
+def compare_fn(op: str, a: Fn, ka: str, b: Fn, kb: str, ca: Const | None = None, cb: Const | None = None) -> Fn:
+    """``a op b`` specialised at lowering for int / quantity operands (see :func:`compare`), an operand
+    known at lowering (``ca`` / ``cb``: the ``0`` of ``node.allocatable[r] > 0``) converted once, here."""
     cmp = _CMP[op]
     if ka in ("int", "q") and kb in ("int", "q"):
+        pa, pb = _static(q_operand, ca), _static(q_operand, cb)
+
         def compare_num(ctx: Ctx) -> Value:
             va, vb = a(ctx), b(ctx)
             if type(va) is Const and type(vb) is Const:
                 return compare(op, va, ka, vb, kb, ctx.state.interner)
-            return compare_q(cmp, va, vb)
+            return compare_q_operands(cmp, q_operand(va) if pa is None else pa, q_operand(vb) if pb is None else pb)
 
         return compare_num
     return lambda ctx: compare(op, a(ctx), ka, b(ctx), kb, ctx.state.interner)
@@ -418,6 +450,14 @@ def select(cond: Value, a: Value, b: Value, kind: str, interner: Any) -> Value:
     if isinstance(cond, Const):
         return a if cond.value else b
     c, ec = as_bools(cond)
+    hits = np.count_nonzero(c)
+    if hits == 0 or hits == c.size:
+        # every row takes the same branch (an over-commit test that holds on no node, ``min(1.0, f)`` with
+        # f < 1 everywhere): that branch's column as it is, with its own error rows, instead of a pass
+        # choosing row by row -- the same values, and no error of the branch no row takes
+        taken = b if hits == 0 else a
+        if type(taken) is Col and (taken.kind == kind or (kind == "q" and taken.kind == "int")):
+            return Col(kind, taken.data, err_or(ec, taken.err), taken.den if taken.kind == "q" else 1, taken.bound)
     ea, eb = getattr(a, "err", None), getattr(b, "err", None)
     err = err_or(ec, None if ea is None else (ea & c), None if eb is None else (eb & ~c))
     if kind == "q":
@@ -497,6 +537,14 @@ def trunc_round(v: Value, kind: str, rounding: bool) -> Value:
         return v
     if kind == "float":
         x = v.data
+        if x.size and float(x.min()) >= 0.0 and float(x.max()) < 2.0**62:
+            # every row >= 0 and inside int64, no NaN (the min would be NaN) nor infinity (the usual score:
+            # a sum of non-negative terms): two reductions instead of the flagging below, and no sign to
+            # carry -- round adds 1 where the fraction is at least one half (x - trunc(x) is exact)
+            if not rounding:
+                return Col("int", x.astype(np.int64), v.err)
+            t = np.trunc(x)
+            return Col("int", (t + (x - t >= 0.5)).astype(np.int64), v.err)
         ok = np.abs(x) < 2.0**62  # False for NaN and the infinities too
         nok = int(np.count_nonzero(ok))
         safe = x if nok == x.size else np.where(ok, x, 0.0)  # only finite values reach the cast

@@ -107,9 +107,19 @@ def lower_rule(checked: CheckedRule | None) -> FilterProgram | ScoreProgram:
 
 
 def _start(state: PodState, idx: np.ndarray) -> Ctx:
+    """The node domain of one rule on the rows ``idx``. The score rules of a pod all run on the same
+    array of feasible rows: they share its :class:`Rec` and the columns gathered on it
+    (:attr:`PodState.node_rows`), so ``node.allocatable["cpu"]``, read by three resource rules, is
+    gathered once per pod. The tables do not change while one pod is evaluated."""
+    shared = state.node_rows
+    if shared is not None and shared[0] is idx:
+        return Ctx(state, idx.size, {"node": shared[1]}, {"node": 0}, 0, None, shared[2])
     n = len(state.tables.nodes.objects)
     full = idx.size == n and (n == 0 or (int(idx[0]) == 0 and int(idx[-1]) == n - 1))  # ascending slots
-    return Ctx(state, idx.size, {"node": Rec(state.tables.nodes, idx, full)}, {"node": 0}, 0, None)
+    rec = Rec(state.tables.nodes, idx, full)
+    gathered: dict[tuple[Any, ...], tuple[Rec, Col]] = {}
+    state.node_rows = (idx, rec, gathered)
+    return Ctx(state, idx.size, {"node": rec}, {"node": 0}, 0, None, gathered)
 
 
 def _rows(mask: Mask, m: int) -> Bools:

@@ -68,7 +68,7 @@ class ScalarLowering(LowerBase):
                 ka = kb = "float"
             else:
                 a, b = self.expr(e.left, scope, level), self.expr(e.right, scope, level)
-            return ops.compare_fn(op, a, ka, b, kb)
+            return ops.compare_fn(op, a, ka, b, kb, self.const_of(a), self.const_of(b))
         if isinstance(tr, ListT):
             a, b = self.expr(e.left, scope, level), self.expr(e.right, scope, level)
             return lambda ctx: concat(a(ctx), b(ctx))

@@ -168,6 +168,52 @@ score sums weight 1 normalize minmax
 '''), CLUSTER, PENDING)
 
 
+def test_int_division_and_remainder_truncate_toward_zero_on_signed_rows() -> None:
+    """Go's ``/`` and ``%`` on int columns: a dividend >= 0 on every row over a divisor > 0 takes numpy's
+    floor division directly (the mean of a score); a dividend negative on some rows, or a divisor column,
+    must still truncate toward zero and keep the dividend's sign."""
+    agree(load('''
+score unsigned weight 1 normalize minmax
+  value (node.pod_count * 7 + 5) / 3 + (node.pod_count * 7 + 5) % 3 * 10
+score signed weight 1 normalize minmax
+  value (node.pod_count - 2) * 7 / 3 + (node.pod_count - 2) * 7 % 3 * 10
+score by_column weight 1 normalize minmax
+  value 100 / (node.pod_count + 1) + (0 - 100) / (node.pod_count + 1)
+    + (node.pod_count * 5 - 7) % (node.pod_count + 2) * 1000
+'''), CLUSTER, PENDING)
+
+
+def test_an_if_taking_one_branch_on_every_row_keeps_that_branch_s_and_the_condition_s_error_rows() -> None:
+    """A node-dependent ``if`` whose condition is the same on every row takes that branch's column as it
+    is; a division by zero in that branch (n3 has no cpu), or in the condition itself, is still an error
+    of that node in both backends."""
+    agree(load('''
+score then_errs weight 1 normalize minmax
+  value if node.pod_count >= 0 then trunc(100 / node.allocatable["cpu"]) else 7
+score else_errs weight 1 normalize minmax
+  value if node.pod_count < 0 then 3 else trunc(100 / node.allocatable["cpu"])
+score cond_errs weight 1 normalize minmax
+  value if 100 / node.allocatable["cpu"] > 0 then node.pod_count else 5
+'''), CLUSTER, PENDING)
+
+
+def test_trunc_and_round_of_non_negative_floats_beyond_int64_or_not_finite_agree() -> None:
+    """trunc / round of a float column that is >= 0 on every row take a shortcut (no sign to carry, no row
+    to flag) only while every value is also below 2**62: rows beyond int64, infinite or NaN still go to the
+    reference, which fails them."""
+    agree(load('''
+score beyond weight 1 normalize minmax
+  value trunc(float(node.pod_count + 1) * 10000000000000000000.0) + round(float(node.pod_count) * 0.25 + 0.5)
+score not_finite weight 1 normalize minmax
+  let big = float(node.pod_count) * 100000000000000000000.0 * 100000000000000000000.0
+  value round(big * big * big * big * big * big * big * big * big * big * big * big * big * big * big * big)
+score nan weight 1 normalize minmax
+  let inf = float(node.pod_count) * 100000000000000000000.0 * 100000000000000000000.0
+  let huge = inf * inf * inf * inf * inf * inf * inf * inf * inf * inf * inf * inf * inf * inf * inf * inf
+  value trunc(huge - huge)
+'''), CLUSTER, PENDING)
+
+
 def test_integers_beyond_int64_go_to_the_reference_and_still_agree() -> None:
     agree(load('''
 score huge weight 1 normalize minmax
