@@ -20,7 +20,10 @@ ENGINES = ("vector", "reference")
 
 
 def make_evaluator(name: str = ENGINES[0]) -> Driver:
-    """A fresh evaluator (phase driver) with the named backend; ValueError for an unknown name."""
+    """A fresh evaluator (phase driver) with the named backend; ValueError for an unknown name.
+
+    An evaluator keeps reuse state across the pods and snapshots it sees, unlocked: use one per thread
+    (``run`` has one scheduling loop; ``simulate`` and the tools one caller)."""
     if name == "reference":
         return ReferenceEvaluator()
     if name == "vector":

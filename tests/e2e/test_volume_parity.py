@@ -136,7 +136,6 @@ class Judge:
     def __init__(self, api: Api, log_file: Path) -> None:
         self.api, self.log_file = api, log_file
         self.policy_set = default_policy_set()
-        self.engine = make_evaluator("vector")
         self.outcomes: Counter[str] = Counter()
         self.unique_best = 0
         self.claim_work = 0
@@ -152,6 +151,9 @@ class Judge:
                 list(pool.map(lambda item: self.api.post(_path(item[1]["kind"], item[0].namespace), item[1]), work))
 
     def run(self, sc: Scenario) -> None:
+        # Scenarios run in parallel threads; an evaluator keeps reuse state across the snapshots it sees
+        # and is not shared between threads (``run`` has one scheduling loop), so each scenario has its own.
+        engine = make_evaluator("vector")
         for number, pod in enumerate(sc.pods):
             try:
                 wait_for(lambda: sc.settled(self.api) is None, timeout=30, interval=0.1,
@@ -163,7 +165,7 @@ class Judge:
             listing = _list_cluster(self.api)
             stored = self.api.post(_path("Pod", sc.namespace), pod)
             stored["kind"] = "Pod"
-            decision = self.engine.evaluate(self.policy_set, ClusterSnapshot.from_objects(listing), stored,
+            decision = engine.evaluate(self.policy_set, ClusterSnapshot.from_objects(listing), stored,
                                             rng=random.Random(sc.seed))
             outcome = self._kube_outcome(sc.namespace, pod["metadata"]["name"])
             self._judge(sc, number, outcome, decision)
