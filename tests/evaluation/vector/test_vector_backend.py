@@ -465,3 +465,13 @@ score per_core weight 1 normalize minmax
         decision = driver.evaluate(policies, snapshot, p, rng=random.Random(i))
         assert not decision.score_errors, decision.score_errors
     assert backend.reference_rows["score per_core"] == 0, backend.reference_rows
+
+
+def test_the_index_of_a_loop_over_a_list_whose_items_vary_by_node_counts_only_present_items() -> None:
+    """``i, r in kept`` over a list built per node: on n3 (no cpu) "memory" is item 0, elsewhere item 1,
+    so the index is a per-node count of the items before it, in both backends."""
+    agree(load('''
+score ranked weight 1 normalize minmax
+  let kept = [r for r in ["cpu", "memory"] where node.allocatable[r] > 0]
+  value sum(i, r in kept: (i + 1) * 10 + len(r))
+'''), CLUSTER, PENDING)
