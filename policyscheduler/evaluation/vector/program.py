@@ -309,7 +309,10 @@ def run_score(prog: ScoreProgram, state: PodState, idx: np.ndarray) -> tuple[np.
     except Poisoned:
         everything = np.ones(m, dtype=np.bool_)
         return np.zeros(m, dtype=np.int64), np.zeros(m, dtype=np.bool_), everything
-    keep = ~_rows(ignored, m)
+    ignored_rows = _rows(ignored, m)
+    # the rows the value is computed for; True (a Python bool) when no node is ignored, the usual case:
+    # then an error is taken as it is, with no mask built and no pass over the rows to restrict it
+    keep: Mask = True if ignored is False else ~ignored_rows
     raw = np.zeros(m, dtype=np.int64)
     try:
         for name, fn in prog.after:
@@ -326,6 +329,6 @@ def run_score(prog: ScoreProgram, state: PodState, idx: np.ndarray) -> tuple[np.
             assert isinstance(v, Col) and v.kind == "int"
             raw = v.data.copy()  # may be a table column, which later pods update in place
     except Poisoned:
-        err = err_or(err, keep.copy())
+        err = err_or(err, _rows(keep, m).copy())
     errs = err if err is not None else np.zeros(m, dtype=np.bool_)
-    return raw, _rows(ignored, m), errs
+    return raw, ignored_rows, errs

@@ -443,3 +443,35 @@ score poisoned_sum weight 1 normalize none
 score poisoned_list weight 1 normalize none
   value len([len(node.taints) + 10 / x for x in [0, 2]])
 '''), CLUSTER, PENDING)
+
+
+def test_a_score_error_on_an_ignored_node_sends_no_row_to_the_reference() -> None:
+    """An ignored node takes no part in the score: its value is not the rule's, so a division by zero
+    there (n3 has no cpu) is no error row -- the vector backend decides every row itself, and both
+    backends agree."""
+    from policyscheduler.evaluation.driver import Driver
+    from policyscheduler.evaluation.vector import VectorBackend
+
+    policies = load('''
+score per_core weight 1 normalize minmax
+  ignore node when node.allocatable["cpu"] == 0
+  value trunc(node.allocatable["memory"] / node.allocatable["cpu"] / 1Mi)
+''')
+    agree(policies, CLUSTER, PENDING)
+    backend = VectorBackend()
+    driver = Driver(backend)
+    snapshot = ClusterSnapshot.from_objects(CLUSTER)
+    for i, p in enumerate(PENDING):
+        decision = driver.evaluate(policies, snapshot, p, rng=random.Random(i))
+        assert not decision.score_errors, decision.score_errors
+    assert backend.reference_rows["score per_core"] == 0, backend.reference_rows
+
+
+def test_the_index_of_a_loop_over_a_list_whose_items_vary_by_node_counts_only_present_items() -> None:
+    """``i, r in kept`` over a list built per node: on n3 (no cpu) "memory" is item 0, elsewhere item 1,
+    so the index is a per-node count of the items before it, in both backends."""
+    agree(load('''
+score ranked weight 1 normalize minmax
+  let kept = [r for r in ["cpu", "memory"] where node.allocatable[r] > 0]
+  value sum(i, r in kept: (i + 1) * 10 + len(r))
+'''), CLUSTER, PENDING)
