@@ -36,6 +36,7 @@ import numpy.typing as npt
 
 from policyscheduler.compiler.closures import POD_STEP_BUDGET, set_allowance
 from policyscheduler.diagnostics import PolicyRuntimeError
+from policyscheduler.evaluation.arrays import count_nonzero, filled, positions
 from policyscheduler.evaluation.decision import (
     FEASIBLE,
     Decision,
@@ -278,7 +279,7 @@ class Driver:
             return [rejection] * len(slots)
         order = sorted(set(slots))
         idx: Indexes = np.asarray(order, dtype=np.int64)
-        codes: Codes = np.full(len(snapshot.nodes), -1, dtype=np.int32)
+        codes: Codes = filled(len(snapshot.nodes), -1, np.int32)
         table: list[NodeVerdict] = []
         run = self.backend.start(policy_set, snapshot, pod_rec, cluster)
         active = idx
@@ -322,7 +323,7 @@ class Driver:
 
         # 2. Filter: the first failing rule is a node's verdict; nodes leave ``active`` as they fail.
         run = self.backend.start(policy_set, snapshot, pod_rec, cluster)
-        codes: Codes = np.full(n, -1, dtype=np.int32)
+        codes: Codes = filled(n, -1, np.int32)
         table: list[NodeVerdict] = []
         active: Indexes = np.arange(n, dtype=np.int64)
         every_node: list[FilterError] = []  # filters whose pod-level clauses failed: every node reaching them
@@ -374,8 +375,8 @@ class Driver:
             if out.bounds is not None and _bounds_ok(srule.normalize, *out.bounds):
                 scored.append(_Scored(srule, raw, ignored, None, False, out.bounds))
                 continue
-            any_ignored = bool(np.count_nonzero(ignored))
-            any_failed = bool(out.verdicts) and bool(np.count_nonzero(out.errors >= 0))
+            any_ignored = bool(count_nonzero(ignored))
+            any_failed = bool(out.verdicts) and bool(count_nonzero(out.errors >= 0))
             if not (any_ignored or any_failed) and raw.dtype == np.int64 and raw.size:
                 # the common case: every feasible node takes part; its bounds serve the checks and the
                 # normalisation alike
@@ -391,7 +392,7 @@ class Driver:
                 if bad is not None:
                     _mode_errors(srule, raw, bad, errors, verdicts)
                 failures = [None] * int(active.size)
-                for j in np.flatnonzero(errors >= 0).tolist():
+                for j in positions(errors >= 0).tolist():
                     error = _score_error(srule, names[int(active[j])], verdicts[int(errors[j])])
                     score_errors.append(error)
                     failures[j] = error.message
@@ -417,7 +418,7 @@ class Driver:
                 take = ~item.ignored
                 if item.failed is not None:
                     take &= np.array([f is None for f in item.failed], dtype=np.bool_)
-                if np.count_nonzero(take):
+                if count_nonzero(take):
                     norm[take] = normalize_array(item.rule.normalize, item.raw[take])
             weight = item.rule.weight
             if isinstance(norm, int):
@@ -431,10 +432,10 @@ class Driver:
                     totals += norm * weight
             per_rule.append((item.rule.name, (item.raw, norm, item.ignored, weight, item.failed)))
         if totals is None:
-            totals = np.full(kept.size, offset, dtype=np.int64)
+            totals = filled(kept.size, offset, np.int64)
         elif offset:
             totals += offset
-        best = int(totals.max())
+        best = int(_MAX(totals))
         top_idx = kept[totals == best]
         # rng.choice(top) without building ``top`` (hundreds of names when empty nodes tie): choice(seq) is
         # seq[randbelow(len(seq))], as is randrange(len), so the rng is consumed exactly as the contract says
@@ -519,7 +520,7 @@ def _filter_errors(names: list[str], codes: Codes, table: list[NodeVerdict], eve
         if verdict.rule is None or any(e.rule == verdict.rule and e.node is None for e in every_node):
             continue
         rule = by_name.get(verdict.rule)
-        for i in np.flatnonzero(codes == k).tolist():
+        for i in positions(codes == k).tolist():
             out.append(_filter_error(verdict.rule, names[i], verdict, rule))
     node_order = {n: i for i, n in enumerate(names)}
     out.sort(key=lambda e: (order.get(e.rule, len(order)), -1 if e.node is None else node_order.get(e.node, 0)))
@@ -569,7 +570,7 @@ def _record(codes: Codes, table: list[NodeVerdict], active: Indexes, out_codes: 
     if not verdicts:  # codes index the verdicts: none, so every node passed
         return active
     bad = out_codes >= 0
-    at = np.flatnonzero(bad)  # usually a few nodes: gathered by index, not by a mask over all of them
+    at = positions(bad)  # usually a few nodes: gathered by index, not by a mask over all of them
     if not at.size:
         return active
     codes[active[at]] = out_codes[at] + len(table)
@@ -596,7 +597,7 @@ def _mode_bad(mode: str, raw: npt.NDArray[Any], usable: npt.NDArray[np.bool_] | 
     else:
         return None
     vals = raw if usable is None else raw[usable]
-    if vals.size == 0 or (vals.min() >= lo_ok and (hi is None or vals.max() <= hi)):
+    if vals.size == 0 or (_MIN(vals) >= lo_ok and (hi is None or _MAX(vals) <= hi)):
         return None
     out = (raw < lo_ok) if hi is None else ((raw < lo_ok) | (raw > hi))
     out = np.asarray(out, dtype=np.bool_)
@@ -607,7 +608,7 @@ def _mode_errors(rule: ScoreRule, raw: npt.NDArray[Any], bad: npt.NDArray[np.boo
                  verdicts: list[NodeVerdict]) -> None:
     """Turn the raw values of ``bad`` nodes (see :func:`_mode_bad`) into error codes (appended to ``verdicts``)."""
     mode = rule.normalize
-    for j in np.flatnonzero(bad).tolist():
+    for j in positions(bad).tolist():
         problem = raw_error(mode, int(raw[j]))
         assert problem is not None
         errors[j] = len(verdicts)

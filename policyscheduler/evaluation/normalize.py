@@ -34,6 +34,7 @@ import numpy.typing as npt
 
 from policyscheduler.checker.passes import NORMALIZE_MODES as MODES
 from policyscheduler.compiler.builtins import go_div
+from policyscheduler.evaluation.arrays import amax, amin, filled
 
 __all__ = ["MODES", "MAX_SCORE", "normalize", "normalize_array", "raw_error", "go_div"]
 
@@ -108,7 +109,7 @@ def normalize_array(mode: str, raws: npt.NDArray[Any]) -> npt.NDArray[np.int64]:
     if raws.dtype == object:
         return np.array(normalize(mode, [int(r) for r in raws.tolist()]), dtype=np.int64)
     r = raws.astype(np.int64, copy=False)
-    hi, lo = int(r.max()), int(r.min())
+    hi, lo = int(amax(r)), int(amin(r))
     if max(hi, -lo) >= _EXACT:  # (np.abs would wrap -2**63 around to itself)
         return np.array(normalize(mode, [int(x) for x in r.tolist()]), dtype=np.int64)
     if mode == "none":
@@ -116,14 +117,14 @@ def normalize_array(mode: str, raws: npt.NDArray[Any]) -> npt.NDArray[np.int64]:
     if mode == "scale":  # raw >= 0 (raw_error), so floor division is Go's truncation
         return r.copy() if hi == 0 else (r * MAX_SCORE) // hi
     if mode == "reverse":
-        return np.full(r.size, MAX_SCORE, dtype=np.int64) if hi == 0 else MAX_SCORE - (r * MAX_SCORE) // hi
+        return filled(r.size, MAX_SCORE, np.int64) if hi == 0 else MAX_SCORE - (r * MAX_SCORE) // hi
     if mode == "minmax":
         if hi == lo:
             return np.zeros(r.size, dtype=np.int64)
         span = float(hi - lo)
         return (float(MAX_SCORE) * ((r - lo).astype(np.float64) / span)).astype(np.int64)
     if mode == "spread":  # lo <= raw <= hi and lo >= 0, so the numerator is >= 0
-        return np.full(r.size, MAX_SCORE, dtype=np.int64) if hi == 0 else (MAX_SCORE * (hi + lo - r)) // hi
+        return filled(r.size, MAX_SCORE, np.int64) if hi == 0 else (MAX_SCORE * (hi + lo - r)) // hi
     raise ValueError(f"unknown normalisation mode {mode!r}")
 
 
@@ -149,7 +150,7 @@ def normalize_bounded(mode: str, raws: npt.NDArray[np.int64], lo: int, hi: int) 
         return out
     if mode == "reverse":
         if hi == 0:
-            return np.full(raws.size, MAX_SCORE, dtype=np.int64)
+            return filled(raws.size, MAX_SCORE, np.int64)
         out = raws * MAX_SCORE
         out //= hi
         return np.subtract(MAX_SCORE, out, out=out)
@@ -162,7 +163,7 @@ def normalize_bounded(mode: str, raws: npt.NDArray[np.int64], lo: int, hi: int) 
         return scaled.astype(np.int64)
     if mode == "spread":  # lo <= raw <= hi and lo >= 0, so the numerator is >= 0
         if hi == 0:
-            return np.full(raws.size, MAX_SCORE, dtype=np.int64)
+            return filled(raws.size, MAX_SCORE, np.int64)
         out = np.subtract(hi + lo, raws)
         out *= MAX_SCORE
         out //= hi

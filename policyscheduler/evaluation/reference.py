@@ -35,6 +35,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from policyscheduler.diagnostics import PolicyRuntimeError
+from policyscheduler.evaluation.arrays import filled
 from policyscheduler.evaluation.decision import Decision, NodeVerdict
 from policyscheduler.evaluation.driver import (
     Driver,
@@ -75,7 +76,7 @@ class ReferenceRun:
 
     def filter(self, rule: FilterRule, idx: Indexes) -> FilterOutcome:
         """The first failing node-level clause of ``rule`` per node (its reasons), or a runtime error."""
-        codes = np.full(idx.size, -1, dtype=np.int32)
+        codes = filled(idx.size, -1, np.int32)
         verdicts: list[NodeVerdict] = []
         seen: dict[NodeVerdict, int] = {}
         for j, i in enumerate(idx.tolist()):
@@ -98,7 +99,7 @@ class ReferenceRun:
         """``ignore node when`` then ``value`` per node; runtime errors and non-integers are error verdicts."""
         raws: list[int] = []
         ignored = np.zeros(idx.size, dtype=np.bool_)
-        errors = np.full(idx.size, -1, dtype=np.int32)
+        errors = filled(idx.size, -1, np.int32)
         verdicts: list[NodeVerdict] = []
         for j, i in enumerate(idx.tolist()):
             env = self.env(i)

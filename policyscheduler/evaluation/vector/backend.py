@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from policyscheduler.evaluation.arrays import amax, amin, count_nonzero, filled, positions
 from policyscheduler.evaluation.driver import FilterOutcome, Indexes, ScoreOutcome
 from policyscheduler.evaluation.reference import ReferenceRun
 from policyscheduler.evaluation.vector.columns import Interner, Tables
@@ -213,8 +214,8 @@ class VectorRun:
             raw, ignored, err = run_score(prog, state, rows)
         finally:
             state.recording = None
-        if not np.count_nonzero(err) and not np.count_nonzero(ignored) and calls and all(same is not None for _, _, same in calls) \
-                and raw.dtype == np.int64 and raw.size and int(raw.min()) == int(raw.max()):
+        if not count_nonzero(err) and not count_nonzero(ignored) and calls and all(same is not None for _, _, same in calls) \
+                and raw.dtype == np.int64 and raw.size and int(amin(raw)) == int(amax(raw)):
             reuse.memo.put(rule, key, tuple((name, argv, int(same)) for name, argv, same in calls if same is not None),
                            int(raw[0]))
         elif rows is not idx and calls and token is not None:
@@ -249,8 +250,8 @@ class VectorRun:
         if not isinstance(prog, FilterProgram):
             return self.reference.filter(rule, idx)
         codes, verdicts, err = run_filter(prog, self._state, idx)
-        if np.count_nonzero(err):
-            at = np.flatnonzero(err)
+        if count_nonzero(err):
+            at = positions(err)
             self._stats[f"filter {rule.name}"] += at.size
             ref = self.reference.filter(rule, idx[at])
             sub = ref.codes.copy()
@@ -311,7 +312,7 @@ class VectorRun:
         found = self._memo_rows(rule, idx, evaluate)
         if found is None:
             return self.reference.filter(rule, idx)
-        codes = np.full(idx.size, -1, dtype=np.int32)
+        codes = filled(idx.size, -1, np.int32)
         verdicts: list[Any] = []
         for j, verdict in enumerate(found):
             if verdict is not None:
@@ -330,7 +331,7 @@ class VectorRun:
         if found is None:
             return self.reference.score(rule, idx)
         raws = [row[0] for row in found]
-        errors = np.full(idx.size, -1, dtype=np.int32)
+        errors = filled(idx.size, -1, np.int32)
         verdicts: list[Any] = []
         for j, row in enumerate(found):
             if row[2] is not None:
@@ -342,10 +343,10 @@ class VectorRun:
 
     def _merge_score(self, rule: ScoreRule, idx: Indexes, raw: Any, ignored: Any, err: Any) -> ScoreOutcome:
         """A lowered rule's outcome with the rows it could not decide (``err``) handed to the reference."""
-        if not np.count_nonzero(err):  # no error code: the shared read-only "none" array (readers copy)
+        if not count_nonzero(err):  # no error code: the shared read-only "none" array (readers copy)
             return ScoreOutcome(raw, ignored, constant_array(idx.size, np.int32, -1), [])
-        errors = np.full(idx.size, -1, dtype=np.int32)
-        at = np.flatnonzero(err)
+        errors = filled(idx.size, -1, np.int32)
+        at = positions(err)
         self._stats[f"score {rule.name}"] += at.size
         ref = self.reference.score(rule, idx[at])
         ignored = ignored.copy()

@@ -19,6 +19,7 @@ from policyscheduler import times
 from policyscheduler.checker.env import FuncSig
 from policyscheduler.checker.types import DURATION, STRING, TIMESTAMP, RecordT
 from policyscheduler.compiler import builtins as rt
+from policyscheduler.evaluation.arrays import amax, amin, count_nonzero
 from policyscheduler.evaluation.vector import kernels, ops
 from policyscheduler.evaluation.vector.base import LowerBase
 from policyscheduler.evaluation.vector.columns import column_key
@@ -327,13 +328,13 @@ def _uniform_or_col(kind: str, data: Any) -> Value:
     if kind == "bool" and data.dtype != np.bool_:
         data = data.astype(np.bool_)  # the storage builtins' columns are 0 / 1 (Cluster.column is int64)
     if data.size and kind in ("int", "bool"):
-        if not np.count_nonzero(data):  # the usual uniform column: zeros (one pass)
+        if not count_nonzero(data):  # the usual uniform column: zeros (one pass)
             return Const(0 if kind == "int" else False)
-        lo, hi = data.min(), data.max()
+        lo, hi = amin(data), amax(data)
         if lo == hi:
             return Const(int(lo) if kind == "int" else bool(lo))
         bound = float(max(abs(int(lo)), abs(int(hi)))) if kind == "int" else None  # max |x|, from lo and hi
         return Col(kind, data, None, 1, bound)
-    bound = float(np.abs(data).max()) if kind == "int" and data.size else None
+    bound = float(amax(np.abs(data))) if kind == "int" and data.size else None
     return Col(kind, data, None, 1, bound)
 

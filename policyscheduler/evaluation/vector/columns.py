@@ -27,6 +27,7 @@ from typing import Any
 
 import numpy as np
 
+from policyscheduler.evaluation.arrays import amax
 from policyscheduler.evaluation.vector.values import Arr, Col, from_python
 
 _CHUNK = 64
@@ -138,13 +139,13 @@ class _Column:
             if col.err is not None or self.den % col.den:
                 return False
             factor = self.den // col.den
-            if col.data.size and float(np.abs(col.data).max()) * factor >= 2.0**62:
+            if col.data.size and float(amax(np.abs(col.data))) * factor >= 2.0**62:
                 return False
             col.data = col.data * factor
         ix = np.fromiter(rows, dtype=np.int64, count=len(rows))
         self.data[ix] = col.data
         if self.bound is not None and col.data.size:
-            self.bound = max(self.bound, float(np.abs(col.data).max()))
+            self.bound = max(self.bound, float(amax(np.abs(col.data))))
         if col.err is not None or self.err is not None:
             if self.err is None:
                 self.err = np.zeros(self.data.size, dtype=np.bool_)
@@ -203,7 +204,7 @@ class _Column:
         n0 = self.data.size
         self.data = np.concatenate([self.data, col.data])
         if self.bound is not None and col.data.size:
-            self.bound = max(self.bound, float(np.abs(col.data).max()))
+            self.bound = max(self.bound, float(amax(np.abs(col.data))))
         if col.err is not None or self.err is not None:
             old = self.err if self.err is not None else np.zeros(n0, dtype=np.bool_)
             new = col.err if col.err is not None else np.zeros(col.data.size, dtype=np.bool_)

@@ -13,6 +13,7 @@ from typing import Any
 
 import numpy as np
 
+from policyscheduler.evaluation.arrays import amax, count_nonzero, positions
 from policyscheduler.evaluation.vector.values import (
     Arr,
     Bools,
@@ -132,7 +133,7 @@ class Segments:
         mag = np.concatenate([[0.0], np.cumsum(np.abs(vals.astype(np.float64)))])
         out, err = int_add(cs[self.ends], cs[self.begins], True)
         bad = (mag[self.ends] - mag[self.begins]) >= 2.0**62
-        return out, err_or(err, bad if np.count_nonzero(bad) else None)
+        return out, err_or(err, bad if count_nonzero(bad) else None)
 
     def count(self, mask: Mask) -> Arr:
         if mask is True:
@@ -145,16 +146,16 @@ class Segments:
         if mask is None:
             return None
         hit = self.count(mask) > 0
-        return hit if np.count_nonzero(hit) else None
+        return hit if count_nonzero(hit) else None
 
     def fold(self, present: Mask, step: Callable[[Arr, Arr], None]) -> None:
         """Call ``step(rows, elements)`` position by position (element k of every row holding k items),
         for sequential reductions whose order matters (float sums, min / max)."""
         if self.size == 0:
             return
-        top = int(self.counts.max())
+        top = int(amax(self.counts))
         for k in range(top):
-            rows = np.flatnonzero(self.counts > k)
+            rows = positions(self.counts > k)
             pos = self.begins[rows] + k
             if present is not True:
                 keep = np.asarray(present)[pos]

@@ -23,6 +23,7 @@ from typing import Any, ClassVar, Literal
 import numpy as np
 
 from policyscheduler.checker.types import ListT, MapT, RecordT, zero_value
+from policyscheduler.evaluation.arrays import all_true, count_nonzero
 from policyscheduler.evaluation.vector import kernels, ops
 from policyscheduler.evaluation.vector.base import LowerBase, _is_literal
 from policyscheduler.evaluation.vector.context import Ctx, Fn, err_of, kind_of, with_err
@@ -244,7 +245,7 @@ class LoopLowering(LowerBase):
                 wm, werr = ops.mask_of(w)
                 err = err_or(err, restrict(werr, mask))
                 mask = mask_and(mask, wm)
-                hits = np.count_nonzero(mask) if isinstance(mask, np.ndarray) else -1
+                hits = count_nonzero(mask) if isinstance(mask, np.ndarray) else -1
                 if mask is False or hits == 0:
                     if err is not None:
                         out.append((False, ictx, err, value))
@@ -346,8 +347,8 @@ class LoopLowering(LowerBase):
                 if agg in ("max", "min"):
                     has = segs.count(present) > 0
                     if default is None:
-                        out = with_err(out, ~has if not has.all() else None, kind, ctx)
-                    elif not has.all():
+                        out = with_err(out, ~has if not all_true(has) else None, kind, ctx)
+                    elif not all_true(has):
                         d = default(ctx)
                         out = ops.select(Col("bool", has), out, d, kind, ctx.state.interner)
                 return with_err(out, segs.any(err), kind, ctx)

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from policyscheduler.compiler import builtins as rt
+from policyscheduler.evaluation.arrays import amax, amin, count_nonzero
 
 if TYPE_CHECKING:
     from policyscheduler.evaluation.vector.context import Ctx, Fn
@@ -62,7 +63,7 @@ def _py(fn: Callable[..., Any], *args: Any) -> Const:
 
 def _nz(mask: Any) -> Bools | None:
     if isinstance(mask, np.ndarray):
-        return mask if np.count_nonzero(mask) else None
+        return mask if count_nonzero(mask) else None
     if mask:
         raise Poisoned("fails on every row")
     return None
@@ -136,14 +137,14 @@ def _int_arith(op: str, a: Value, b: Value) -> Col:
 def _positive(x: Any) -> bool:
     """Whether every value of an int64 array or scalar is > 0 (one reduction for an array)."""
     if isinstance(x, np.ndarray):
-        return bool(x.size) and int(x.min()) > 0
+        return bool(x.size) and int(amin(x)) > 0
     return bool(x > 0)
 
 
 def _nonnegative(x: Any) -> bool:
     """Whether every value of an int64 array or scalar is >= 0."""
     if isinstance(x, np.ndarray):
-        return not x.size or int(x.min()) >= 0
+        return not x.size or int(amin(x)) >= 0
     return bool(x >= 0)
 
 
@@ -241,7 +242,7 @@ def q_div(n1: Any, d1: Any, b1: float | None, n2: Any, d2: Any, b2: float | None
         bn = _mul_bound(b1, _dbound(d2))
     if not positive and (isinstance(den, np.ndarray) or isinstance(num, np.ndarray)):
         neg = den < 0
-        if np.count_nonzero(neg):
+        if count_nonzero(neg):
             num = np.where(neg, -num, num)
             den = np.where(neg, -den, den)
     if not isinstance(den, np.ndarray):
@@ -450,7 +451,7 @@ def select(cond: Value, a: Value, b: Value, kind: str, interner: Any) -> Value:
     if isinstance(cond, Const):
         return a if cond.value else b
     c, ec = as_bools(cond)
-    hits = np.count_nonzero(c)
+    hits = count_nonzero(c)
     if hits == 0 or hits == c.size:
         # every row takes the same branch (an over-commit test that holds on no node, ``min(1.0, f)`` with
         # f < 1 everywhere): that branch's column as it is, with its own error rows, instead of a pass
@@ -492,7 +493,7 @@ def logical(op: str, a: Value, b_thunk: Callable[[], Value], m: int) -> Value:
         return b_thunk()
     x, ea = as_bools(a)
     reach = x if op == "and" else ~x
-    if not np.count_nonzero(reach):
+    if not count_nonzero(reach):
         return a
     try:
         b = b_thunk()
@@ -537,7 +538,7 @@ def trunc_round(v: Value, kind: str, rounding: bool) -> Value:
         return v
     if kind == "float":
         x = v.data
-        if x.size and float(x.min()) >= 0.0 and float(x.max()) < 2.0**62:
+        if x.size and float(amin(x)) >= 0.0 and float(amax(x)) < 2.0**62:
             # every row >= 0 and inside int64, no NaN (the min would be NaN) nor infinity (the usual score:
             # a sum of non-negative terms): two reductions instead of the flagging below, and no sign to
             # carry -- round adds 1 where the fraction is at least one half (x - trunc(x) is exact)
@@ -546,7 +547,7 @@ def trunc_round(v: Value, kind: str, rounding: bool) -> Value:
             t = np.trunc(x)
             return Col("int", (t + (x - t >= 0.5)).astype(np.int64), v.err)
         ok = np.abs(x) < 2.0**62  # False for NaN and the infinities too
-        nok = int(np.count_nonzero(ok))
+        nok = int(count_nonzero(ok))
         safe = x if nok == x.size else np.where(ok, x, 0.0)  # only finite values reach the cast
         err = err_or(v.err, None if nok == x.size else ~ok)
         if not rounding:  # the cast of a finite float inside int64 truncates toward zero: trunc itself
@@ -557,7 +558,7 @@ def trunc_round(v: Value, kind: str, rounding: bool) -> Value:
     n, d = v.data, v.den
     if isinstance(d, int) and d == 1:
         return Col("int", n, v.err, 1, v.bound)
-    if n.size and int(n.min()) >= 0:  # no negative numerator (the usual case): no sign to take off and put back
+    if n.size and int(amin(n)) >= 0:  # no negative numerator (the usual case): no sign to take off and put back
         q = n // d
         if rounding:
             q = q + (2 * (n - q * d) >= d)

@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from policyscheduler.checker.passes import CheckedRule
+from policyscheduler.evaluation.arrays import amax, amin, count_nonzero, filled, positions
 from policyscheduler.evaluation.decision import NodeVerdict
 from policyscheduler.evaluation.vector import ops
 from policyscheduler.evaluation.vector.context import Ctx, Fn, PodState, err_of
@@ -123,11 +124,11 @@ def _start(state: PodState, idx: np.ndarray) -> Ctx:
 
 
 def _rows(mask: Mask, m: int) -> Bools:
-    return mask_array(mask, m) if not isinstance(mask, bool) else np.full(m, mask, dtype=np.bool_)
+    return mask_array(mask, m) if not isinstance(mask, bool) else filled(m, mask, np.bool_)
 
 
 def _empty(mask: Mask) -> bool:
-    return mask is False or (isinstance(mask, np.ndarray) and not np.count_nonzero(mask))
+    return mask is False or (isinstance(mask, np.ndarray) and not count_nonzero(mask))
 
 
 def run_filter(prog: FilterProgram, state: PodState, idx: np.ndarray) -> tuple[np.ndarray, list[NodeVerdict], Bools]:
@@ -207,12 +208,12 @@ def _reason(fn: Fn | None, default: str | None, ctx: Ctx, rows: Mask, m: int) ->
 def _compose(rule: str, emitted: Sequence[tuple[Mask, Value]], err: Bools, m: int,
              state: PodState) -> tuple[np.ndarray, list[NodeVerdict]]:
     """Group rows by what they emitted; one :class:`NodeVerdict` per distinct reason tuple."""
-    codes = np.full(m, -1, dtype=np.int32)
+    codes = filled(m, -1, np.int32)
     if not emitted:
         return codes, []
     only = emitted[0][1]
     if len(emitted) == 1 and isinstance(only, Const):  # one constant reason: one verdict, no grouping
-        rows = np.flatnonzero(_rows(emitted[0][0], m) & ~err)
+        rows = positions(_rows(emitted[0][0], m) & ~err)
         if rows.size == 0:
             return codes, []
         codes[rows] = 0
@@ -222,7 +223,7 @@ def _compose(rule: str, emitted: Sequence[tuple[Mask, Value]], err: Bools, m: in
     for mask, _ in emitted:
         fired |= _rows(mask, m)
     fired &= ~err
-    rows = np.flatnonzero(fired)
+    rows = positions(fired)
     if rows.size == 0:
         return codes, []
     interner = state.interner
@@ -239,12 +240,12 @@ def _compose(rule: str, emitted: Sequence[tuple[Mask, Value]], err: Bools, m: in
             assert isinstance(v, Col) and v.kind == "str"
             c = np.where(f, v.data[rows].astype(np.int64) + 1, 0)
         comps.append(c)
-        width = int(c.max()) + 1
-        if int(key.max()) * width >= 2**40:
+        width = int(amax(c)) + 1
+        if int(amax(key)) * width >= 2**40:
             _, key = np.unique(key, return_inverse=True)  # relabel before the key could overflow
             key = key.reshape(-1).astype(np.int64)
         key = key * width + c
-    if int(key.min()) == int(key.max()):  # the usual case: every fired row emitted the same reasons
+    if int(amin(key)) == int(amax(key)):  # the usual case: every fired row emitted the same reasons
         first, inv = np.zeros(1, dtype=np.int64), np.zeros(rows.size, dtype=np.int64)
     else:
         _, first, inv = np.unique(key, return_index=True, return_inverse=True)

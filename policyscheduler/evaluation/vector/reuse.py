@@ -37,6 +37,7 @@ import numpy.typing as npt
 
 from policyscheduler.checker.analysis import clause_expressions
 from policyscheduler.checker.passes import CheckedRule
+from policyscheduler.evaluation.arrays import count_nonzero, filled
 from policyscheduler.evaluation.decision import NodeVerdict
 from policyscheduler.objects.records import Node, Pod
 from policyscheduler.syntax import ast
@@ -290,7 +291,7 @@ def constant_array(size: int, dtype: Any, value: Any) -> npt.NDArray[Any]:
     if arr is None:
         if len(_CONSTANTS) > 32:  # node counts change rarely: keep a handful
             _CONSTANTS.clear()
-        arr = _CONSTANTS[key] = np.full(size, value, dtype=dtype)
+        arr = _CONSTANTS[key] = filled(size, value, dtype)
         arr.flags.writeable = False
     return arr
 
@@ -309,7 +310,7 @@ class Entry:
     def __init__(self, n: int) -> None:
         self.complete = False
         self.pending: set[int] = set()
-        self.codes = np.full(n, -1, dtype=np.int32)  # filter verdicts / score error verdicts
+        self.codes = filled(n, -1, np.int32)  # filter verdicts / score error verdicts
         self.raw: npt.NDArray[Any] | None = None
         self.ignored: npt.NDArray[np.bool_] | None = None
         self.any_code = False
@@ -346,7 +347,7 @@ class Entry:
                 self.verdicts.append(v)
             table[k + 1] = code
         out = table[codes.astype(np.int64) + 1]
-        if not self.any_code and bool(np.count_nonzero(out >= 0)):
+        if not self.any_code and bool(count_nonzero(out >= 0)):
             self.any_code = True
         return out
 
@@ -378,7 +379,7 @@ class Entry:
         at: Any = slice(None) if rows is None else rows
         self.raw[at] = raw
         self.ignored[at] = ignored
-        if not self.any_ignored and bool(np.count_nonzero(ignored)):
+        if not self.any_ignored and bool(count_nonzero(ignored)):
             self.any_ignored = True
         self.codes[at] = self._remap(errors, verdicts)
         self._done(rows)

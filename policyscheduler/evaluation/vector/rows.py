@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 
 from policyscheduler.compiler import builtins as rt
+from policyscheduler.evaluation.arrays import all_true, count_nonzero
 from policyscheduler.evaluation.vector import kernels, ops
 from policyscheduler.evaluation.vector.columns import column_key
 from policyscheduler.evaluation.vector.context import Ctx, Fn, with_err
@@ -124,13 +125,13 @@ def mlist_index(v: MList, i: int, kind: str, ctx: Ctx) -> Value:
     for mask, item in v.items:
         pm = mask_array(mask, m)
         hit = pm & (rank == i)
-        if np.count_nonzero(hit):
+        if count_nonzero(hit):
             out = item if out is None else ops.select(Col("bool", hit), item, out, kind, ctx.state.interner)
             found |= hit
         rank = rank + pm.astype(np.int64)
     if out is None:
         raise Poisoned("list index out of range on every row")
-    return with_err(out, err_or(v.err, ~found if not found.all() else None), kind, ctx)
+    return with_err(out, err_or(v.err, ~found if not all_true(found) else None), kind, ctx)
 
 
 def length(v: Value, ctx: Ctx) -> Value:

@@ -29,6 +29,8 @@ from typing import Any, Union
 import numpy as np
 import numpy.typing as npt
 
+from policyscheduler.evaluation.arrays import amax, count_nonzero, filled
+
 Arr = npt.NDArray[Any]
 Bools = npt.NDArray[np.bool_]
 Mask = Union[Bools, bool]  # noqa: UP007 -- a runtime alias mypy reads as a Union
@@ -178,7 +180,7 @@ def mask_and(a: Mask, b: Mask) -> Mask:
 
 def mask_array(a: Mask, m: int) -> Bools:
     if isinstance(a, bool):
-        return np.full(m, a, dtype=np.bool_)
+        return filled(m, a, np.bool_)
     return a
 
 
@@ -268,7 +270,7 @@ def guard(estimate: Any) -> Bools | None:
     """Rows whose float estimate leaves the int64 safety range."""
     bad = np.abs(estimate) >= INT_GUARD
     if isinstance(bad, np.ndarray):
-        return bad if np.count_nonzero(bad) else None
+        return bad if count_nonzero(bad) else None
     if bad:
         raise Poisoned("leaves int64")
     return None
@@ -310,7 +312,7 @@ def bound_of(v: Value) -> float | None:
 
 
 def bound_of_array(data: Arr) -> float:
-    return float(np.abs(data).max()) if data.size else 0.0
+    return float(amax(np.abs(data))) if data.size else 0.0
 
 
 def quantity_to_float(n: Any, d: Any, bound: float | None = None) -> tuple[Any, Bools | None]:
@@ -318,13 +320,13 @@ def quantity_to_float(n: Any, d: Any, bound: float | None = None) -> tuple[Any, 
     if bound is not None and bound <= EXACT_FLOAT and isinstance(d, int) and d <= EXACT_FLOAT:
         return fl(n) / float(d), None
     if bound is not None and bound <= EXACT_FLOAT and isinstance(d, np.ndarray) and d.size \
-            and int(d.max()) <= EXACT_FLOAT:
+            and int(amax(d)) <= EXACT_FLOAT:
         # per-row denominators (a quotient's), all exact: one check, no row flagged. Denominators are
         # positive (a row whose computation left that invariant is in ``err`` already), so the largest
         # one bounds them all
         return fl(n) / fl(d), None
     bad = (np.abs(fl(n)) > EXACT_FLOAT) | (np.abs(fl(d)) > EXACT_FLOAT)
-    err = bad if isinstance(bad, np.ndarray) and np.count_nonzero(bad) else None
+    err = bad if isinstance(bad, np.ndarray) and count_nonzero(bad) else None
     if not isinstance(bad, np.ndarray) and bad:
         raise Poisoned("quantity too large for an exact float")
     return fl(n) / fl(d), err

@@ -1,0 +1,48 @@
+"""numpy calls the evaluation makes several dozen times per pod, without numpy's Python-level wrappers.
+
+``np.count_nonzero(x)``, ``x.min()``, ``x.max()``, ``x.all()``, ``np.full`` and ``np.flatnonzero`` each run
+a Python function (argument dispatch, keyword handling) before the C loop; on the arrays of one pod
+(a few thousand rows) that wrapper costs as much as the loop, and a pod makes about seventy such calls.
+These are the same C functions called directly: the same results, dtypes and errors (an empty array
+still has no minimum).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+try:  # numpy >= 2
+    from numpy._core.multiarray import count_nonzero as _count_nonzero
+except ImportError:  # pragma: no cover -- numpy 1.26
+    from numpy.core.multiarray import count_nonzero as _count_nonzero  # type: ignore[no-redef]
+
+__all__ = ["all_true", "amax", "amin", "count_nonzero", "filled", "positions"]
+
+count_nonzero = _count_nonzero
+"""``np.count_nonzero(x)`` (no ``axis``): the number of true / non-zero items of ``x``."""
+
+amin = np.minimum.reduce
+"""``x.min()`` of a non-empty array (ValueError on an empty one, as ``x.min()``)."""
+
+amax = np.maximum.reduce
+"""``x.max()`` of a non-empty array."""
+
+
+def all_true(x: npt.NDArray[Any]) -> bool:
+    """``bool(x.all())``: every item true / non-zero (True for an empty array)."""
+    return int(_count_nonzero(x)) == x.size
+
+
+def filled(n: int, value: Any, dtype: Any) -> npt.NDArray[Any]:
+    """``np.full(n, value, dtype=dtype)``."""
+    out = np.empty(n, dtype=dtype)
+    out.fill(value)
+    return out
+
+
+def positions(x: npt.NDArray[Any]) -> npt.NDArray[np.intp]:
+    """``np.flatnonzero(x)`` of a one-dimensional array: the indexes of its true / non-zero items."""
+    return x.nonzero()[0]
