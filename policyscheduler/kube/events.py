@@ -352,7 +352,7 @@ class EventRecorder:
         if self._lazy_pipeline is None:
             opener = getattr(self.client, "pipeline", None)
             if opener is not None:
-                self._lazy_pipeline = opener(lanes=4, depth=4, name="events", linger=EVENTS_LINGER)
+                self._lazy_pipeline = opener(lanes=4, depth=4, name="events", linger=EVENTS_LINGER, fill=True)
         return self._lazy_pipeline
 
     @staticmethod

@@ -89,7 +89,7 @@ class Pipeline:
 
     def __init__(self, opener: Opener, *, lanes: int = 4, depth: int = 4,
                  limiter: Callable[[], RateLimiter | None] = lambda: None, name: str = "pipeline",
-                 linger: float = 0.0, read_lag: float = 0.0) -> None:
+                 linger: float = 0.0, read_lag: float = 0.0, fill: bool = False) -> None:
         """``linger``: seconds the thread waits, once an answer has arrived, before it reads -- so that one
         round reads the answers that arrive meanwhile too, instead of waking once per answer. For requests
         nobody waits on (the Scheduled events).
@@ -98,7 +98,11 @@ class Pipeline:
         (a new request wakes it; an answer does not) and then reads whatever answers arrived meanwhile:
         where requests come one at a time a few ms apart and each answer came in a round of its own (the
         binder), one wake-up then writes the next request and reads the answers before it. An answer is
-        read at most ``read_lag`` after it could have been (or when the next request comes, if sooner)."""
+        read at most ``read_lag`` after it could have been (or when the next request comes, if sooner).
+
+        ``fill``: requests written together go on as few connections as possible (each filled up to ``depth``,
+        the fullest first), one write each, rather than spread over the least loaded ones -- for requests
+        nobody waits on (the Scheduled events), where the writes cost more than the parallelism buys."""
         if lanes < 1 or depth < 1:
             raise ValueError("a pipeline needs at least one lane and a depth of at least one")
         if linger < 0 or read_lag < 0:
@@ -106,6 +110,7 @@ class Pipeline:
         self._opener = opener
         self.depth = depth
         self.linger = linger
+        self.fill = fill
         self._lag_ms = int(read_lag * 1000) if read_lag <= 0 else max(1, round(read_lag * 1000))
         self._limiter = limiter
         self._lanes = [_Lane() for _ in range(lanes)]
@@ -246,14 +251,23 @@ class Pipeline:
         # the least loaded lane first, as a heap: one pop and push per request, not a scan of every lane
         load = [(len(lane.waiting), i) for i, lane in enumerate(self._lanes)]
         heapq.heapify(load)
+        slots: list[int] = []
+        if self.fill:  # each lane's free places, the fullest lane's first (``ready`` fits in them)
+            for waiting, i in sorted(load, key=lambda x: (-x[0], x[1])):
+                slots += [i] * (self.depth - waiting)
+        taken = 0
         for request in ready:
             try:  # the bearer token is read now: it rotates
                 data = self._opener.encode(request.method, request.target, request.body, request.content_type)
             except (http1.ProtocolError, OSError) as err:  # OSError: no credential (an exec plugin failed)
                 _call(request.done, 0, b"", f"{type(err).__name__}: {err}")
                 continue
-            waiting, i = load[0]
-            heapq.heapreplace(load, (waiting + 1, i))
+            if slots:
+                i = slots[taken]
+                taken += 1
+            else:
+                waiting, i = load[0]
+                heapq.heapreplace(load, (waiting + 1, i))
             batches.setdefault(i, []).append((request, data))
         for i, batch in batches.items():
             lane = self._lanes[i]

@@ -184,3 +184,26 @@ def test_a_read_lag_saves_a_wake_up_per_spaced_request() -> None:
     without, with_lag = _rounds_for_spaced_requests(0.0), _rounds_for_spaced_requests(0.05)
     assert without >= 50 and with_lag <= 40, (without, with_lag)  # ~2 per request, ~1 per request
 
+
+def test_fill_puts_a_batch_on_as_few_connections_as_depth_allows() -> None:
+    server = CountingServer(gap=0.001)
+    pipe = Pipeline(PlainOpener(server.port), lanes=4, depth=4, name="fill-test", fill=True)
+    answers = Answers()
+    try:
+        pipe.submit("GET", "/warm", None, answers.done("warm"))
+        answers.wait(1)
+        time.sleep(0.05)
+        reads = server.reads
+        pipe.submit_all([("GET", f"/r{i}", None, answers.done(f"r{i}")) for i in range(6)])
+        got = answers.wait(7)
+        assert got == {"warm": (200, b"/warm"), **{f"r{i}": (200, f"/r{i}".encode()) for i in range(6)}}
+        assert server.reads - reads == 2  # 4 on one connection, 2 on another (spread: 4 writes on 4)
+        assert server.most_waiting == 4
+        pipe.fill = False
+        reads = server.reads
+        pipe.submit_all([("GET", f"/s{i}", None, answers.done(f"s{i}")) for i in range(6)])
+        answers.wait(13)
+        assert server.reads - reads == 4  # what fill saves: the same batch spread over the four connections
+    finally:
+        pipe.close()
+        server.close()
