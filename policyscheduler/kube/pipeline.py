@@ -201,8 +201,9 @@ class Pipeline:
                 timeout_ms = 0  # requests came in meanwhile: go round at once
             # asleep with room for more: only a byte on the wake-up socket gets a new request out in time
             self._blocked = timeout_ms != 0 and room
-        if self._lag_ms and self._waiting and timeout_ms != 0:
+        if self._lag_ms and self._waiting and timeout_ms != 0 and room:
             # answers may wait a moment: sleep on the wake-up socket alone, then read what arrived meanwhile
+            # (not when the lanes are full: then only an answer makes room, and it is read at once)
             lag = self._lag_ms if timeout_ms < 0 else min(timeout_ms, self._lag_ms)
             self._wake_poll.poll(lag)
             events = self._poll.poll(0)

@@ -207,3 +207,21 @@ def test_fill_puts_a_batch_on_as_few_connections_as_depth_allows() -> None:
     finally:
         pipe.close()
         server.close()
+
+
+def test_with_full_lanes_an_answer_is_read_at_once_despite_the_lag() -> None:
+    """Only an answer makes room on full lanes: waiting the lag then would hold every queued request back."""
+    server = CountingServer(gap=0.001)
+    pipe = Pipeline(PlainOpener(server.port), lanes=1, depth=1, name="full-lag", read_lag=1.0)
+    answers = Answers()
+    try:
+        pipe.submit("GET", "/warm", None, answers.done("warm"))
+        answers.wait(1, timeout=5)
+        started = time.monotonic()
+        for i in range(5):
+            pipe.submit("GET", f"/r{i}", None, answers.done(f"r{i}"))
+        answers.wait(6, timeout=5)
+        assert time.monotonic() - started < 0.5  # a second of lag per answer would take 4-5 s
+    finally:
+        pipe.close()
+        server.close()
