@@ -187,7 +187,6 @@ class Binder(Generic[A]):
                 error = err
 
     def _finish(self, attempt: A, started: float, result: BindResult, error: str | None) -> None:
-        namespace_name = attempt.key
         try:
             cycle = self._cycle()
             if result == "bound":
@@ -197,7 +196,7 @@ class Binder(Generic[A]):
             if self._on_done is not None:
                 self._on_done(attempt, result, time.perf_counter() - started, error)
         except Exception:
-            log.exception("binding %s: reporting the result failed", namespace_name)
+            log.exception("binding %s: reporting the result failed", attempt.key)
         finally:
             with self._lock:
                 self.counts[result] = self.counts.get(result, 0) + 1
