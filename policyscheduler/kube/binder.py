@@ -56,12 +56,6 @@ DEFAULT_DEPTH = 1
 """Binds waiting for their answer per connection, at most. Pipelining (depth > 1) only queues a bind
 behind another on the server's side; the one pipeline thread still reads all lanes after one ``poll``,
 which is where the CPU per bind was saved (kube/pipeline.py)."""
-READ_LAG = 0.004
-"""Seconds a bind's answer may wait to be read with the next bind's wake-up of the pipeline thread
-(kube/pipeline.py ``read_lag``): in a burst the loop hands over a bind every few ms and each answer
-came in a wake-up of its own; so one wake-up writes a bind and reads the answers before it. The pod is
-bound when the API server says so, not when we read it: only the bind's log line, latency metric and
-``Scheduled`` event come up to this much later."""
 RETRY_WORKERS = 2
 """Threads for the slow paths (retries after a pause, the 409 check's GET)."""
 
@@ -123,8 +117,7 @@ class Binder(Generic[A]):
             self._in_flight += 1
             pipeline = self._pipeline
             if pipeline is None:
-                pipeline = self._pipeline = self.client.pipeline(lanes=self._lanes, depth=self._depth, name="bind",
-                                                                  read_lag=READ_LAG)
+                pipeline = self._pipeline = self.client.pipeline(lanes=self._lanes, depth=self._depth, name="bind")
         started = time.perf_counter()
         meta: Mapping[str, Any] = attempt.pod.get("metadata") or {}
         namespace, name = str(meta.get("namespace") or "default"), str(meta.get("name") or "")

@@ -89,29 +89,22 @@ class Pipeline:
 
     def __init__(self, opener: Opener, *, lanes: int = 4, depth: int = 4,
                  limiter: Callable[[], RateLimiter | None] = lambda: None, name: str = "pipeline",
-                 linger: float = 0.0, read_lag: float = 0.0, fill: bool = False) -> None:
+                 linger: float = 0.0, fill: bool = False) -> None:
         """``linger``: seconds the thread waits, once an answer has arrived, before it reads -- so that one
         round reads the answers that arrive meanwhile too, instead of waking once per answer. For requests
-        nobody waits on (the Scheduled events).
-
-        ``read_lag``: with answers outstanding, the thread sleeps up to this long on the wake-up socket alone
-        (a new request wakes it; an answer does not) and then reads whatever answers arrived meanwhile:
-        where requests come one at a time a few ms apart and each answer came in a round of its own (the
-        binder), one wake-up then writes the next request and reads the answers before it. An answer is
-        read at most ``read_lag`` after it could have been (or when the next request comes, if sooner).
+        nobody waits on (the Scheduled events); the binder keeps 0: a bind's answer is read at once.
 
         ``fill``: requests written together go on as few connections as possible (each filled up to ``depth``,
         the fullest first), one write each, rather than spread over the least loaded ones -- for requests
         nobody waits on (the Scheduled events), where the writes cost more than the parallelism buys."""
         if lanes < 1 or depth < 1:
             raise ValueError("a pipeline needs at least one lane and a depth of at least one")
-        if linger < 0 or read_lag < 0:
-            raise ValueError("a pipeline's linger and read lag cannot be negative")
+        if linger < 0:
+            raise ValueError("a pipeline's linger cannot be negative")
         self._opener = opener
         self.depth = depth
         self.linger = linger
         self.fill = fill
-        self._lag_ms = int(read_lag * 1000) if read_lag <= 0 else max(1, round(read_lag * 1000))
         self._limiter = limiter
         self._lanes = [_Lane() for _ in range(lanes)]
         self._queue: collections.deque[_Request] = collections.deque()
@@ -123,8 +116,6 @@ class Pipeline:
         self._wake_r.setblocking(False)
         self._poll = select.poll()
         self._poll.register(self._wake_r, select.POLLIN)
-        self._wake_poll = select.poll()
-        self._wake_poll.register(self._wake_r, select.POLLIN)
         self._fds: dict[int, _Lane] = {}
         self._capacity = lanes * depth
         self._waiting = 0
@@ -201,16 +192,7 @@ class Pipeline:
                 timeout_ms = 0  # requests came in meanwhile: go round at once
             # asleep with room for more: only a byte on the wake-up socket gets a new request out in time
             self._blocked = timeout_ms != 0 and room
-        if self._lag_ms and self._waiting and timeout_ms != 0 and room:
-            # answers may wait a moment: sleep on the wake-up socket alone, then read what arrived meanwhile
-            # (not when the lanes are full: then only an answer makes room, and it is read at once)
-            lag = self._lag_ms if timeout_ms < 0 else min(timeout_ms, self._lag_ms)
-            self._wake_poll.poll(lag)
-            events = self._poll.poll(0)
-            if not events:  # no answer and no new request yet: wait for either, as without the lag
-                events = self._poll.poll(-1 if timeout_ms < 0 else timeout_ms - lag)
-        else:
-            events = self._poll.poll(timeout_ms)
+        events = self._poll.poll(timeout_ms)
         with self._lock:
             self._blocked = False
         if self.linger and any(fd in self._fds for fd, _ in events):

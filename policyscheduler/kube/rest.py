@@ -436,11 +436,11 @@ class RestClient:
         return self.request("PATCH", path, body, content_type=f"application/{kind}+json")
 
     def pipeline(self, *, lanes: int, depth: int, name: str = "pipeline", linger: float = 0.0,
-                 read_lag: float = 0.0, fill: bool = False) -> Pipeline:
+                 fill: bool = False) -> Pipeline:
         """A :class:`Pipeline` on this client's server and credentials, under its rate limiter (the binder's
         path for its POSTs: kube/pipeline.py says why)."""
         return Pipeline(self._connections, lanes=lanes, depth=depth, limiter=lambda: self.limiter, name=name,
-                        linger=linger, read_lag=read_lag, fill=fill)
+                        linger=linger, fill=fill)
 
     def stream(self, path: str, query: Mapping[str, Any], *, read_timeout: float) -> Stream:
         """Open a streaming GET (a watch); a non-2xx answer raises :class:`ApiError` with its body, a

@@ -137,54 +137,6 @@ def test_submit_all_writes_a_batch_together() -> None:
         server.close()
 
 
-def test_with_a_read_lag_an_answer_is_read_with_the_next_request_or_after_the_lag() -> None:
-    """The binder's ``read_lag``: an answer that arrived is not read in a wake-up of its own but with the next
-    request's (or once the lag has passed): one wake-up per bind in a burst instead of two."""
-    server = CountingServer(gap=0.001)
-    pipe = Pipeline(PlainOpener(server.port), lanes=4, depth=1, name="lag-test", read_lag=0.3)
-    answers = Answers()
-    try:
-        pipe.submit("GET", "/warm", None, answers.done("warm"))
-        answers.wait(1)
-        time.sleep(0.4)
-        pipe.submit("GET", "/r0", None, answers.done("r0"))
-        time.sleep(0.1)  # its answer came long ago (1 ms), but there was no reason to wake up for it alone
-        assert "r0" not in answers.got
-        sent = time.monotonic()
-        pipe.submit("GET", "/r1", None, answers.done("r1"))  # this wake-up reads it
-        answers.wait(2)
-        assert time.monotonic() - sent < 0.15
-        got = answers.wait(3)  # and r1's own answer, at the latest after the lag
-        assert got == {"warm": (200, b"/warm"), "r0": (200, b"/r0"), "r1": (200, b"/r1")}
-    finally:
-        pipe.close()
-        server.close()
-
-
-def _rounds_for_spaced_requests(read_lag: float, count: int = 30) -> int:
-    server = CountingServer(gap=0.001)
-    pipe = Pipeline(PlainOpener(server.port), lanes=4, depth=1, name="lag-rounds", read_lag=read_lag)
-    answers = Answers()
-    try:
-        pipe.submit("GET", "/warm", None, answers.done("warm"))
-        answers.wait(1)
-        time.sleep(0.05)
-        before = pipe.rounds
-        for i in range(count):
-            pipe.submit("GET", f"/r{i}", None, answers.done(f"r{i}"))
-            time.sleep(0.01)  # the next bind comes 10 ms later; its answer took ~1 ms
-        answers.wait(count + 1)
-        return pipe.rounds - before
-    finally:
-        pipe.close()
-        server.close()
-
-
-def test_a_read_lag_saves_a_wake_up_per_spaced_request() -> None:
-    without, with_lag = _rounds_for_spaced_requests(0.0), _rounds_for_spaced_requests(0.05)
-    assert without >= 50 and with_lag <= 40, (without, with_lag)  # ~2 per request, ~1 per request
-
-
 def test_fill_puts_a_batch_on_as_few_connections_as_depth_allows() -> None:
     server = CountingServer(gap=0.001)
     pipe = Pipeline(PlainOpener(server.port), lanes=4, depth=4, name="fill-test", fill=True)
@@ -208,20 +160,3 @@ def test_fill_puts_a_batch_on_as_few_connections_as_depth_allows() -> None:
         pipe.close()
         server.close()
 
-
-def test_with_full_lanes_an_answer_is_read_at_once_despite_the_lag() -> None:
-    """Only an answer makes room on full lanes: waiting the lag then would hold every queued request back."""
-    server = CountingServer(gap=0.001)
-    pipe = Pipeline(PlainOpener(server.port), lanes=1, depth=1, name="full-lag", read_lag=1.0)
-    answers = Answers()
-    try:
-        pipe.submit("GET", "/warm", None, answers.done("warm"))
-        answers.wait(1, timeout=5)
-        started = time.monotonic()
-        for i in range(5):
-            pipe.submit("GET", f"/r{i}", None, answers.done(f"r{i}"))
-        answers.wait(6, timeout=5)
-        assert time.monotonic() - started < 0.5  # a second of lag per answer would take 4-5 s
-    finally:
-        pipe.close()
-        server.close()
