@@ -42,10 +42,14 @@ def assigned_view(pod: Mapping[str, Any]) -> tuple[str | None, bytes]:
     return node_name(pod), _digest([meta.get("labels"), resources, spec.get("overhead")])
 
 
+_canonical = json.JSONEncoder(sort_keys=True, separators=(",", ":"), default=repr).encode
+"""``json.dumps(value, sort_keys=True, separators=(",", ":"), default=repr)`` without an encoder per call."""
+
+
 def _digest(value: Any) -> bytes:
     """A digest of JSON-like data that equal values share (maps compare without their key order)."""
     try:
-        text = json.dumps(value, sort_keys=True, separators=(",", ":"), default=repr)
+        text = _canonical(value)
     except (TypeError, ValueError):  # keys of mixed types, a cycle: not from the API server, still compared
         text = repr(value)
     return hashlib.blake2b(text.encode(), digest_size=16).digest()

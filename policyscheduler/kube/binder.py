@@ -36,6 +36,9 @@ __all__ = ["Bindable", "BindOutcomes", "Binder", "BindResult"]
 
 log = logging.getLogger("policyscheduler.binder")
 
+_compact = json.JSONEncoder(separators=(",", ":")).encode
+"""``json.dumps(body, separators=(",", ":"))`` without building an encoder per bind."""
+
 BindResult = str
 """``bound``, ``conflict`` (409), ``gone`` (404) or ``error``."""
 
@@ -134,7 +137,7 @@ class Binder(Generic[A]):
                 except RuntimeError:  # shut down (SIGTERM, lost lease): no retry, the pod is retried later
                     self._finish(attempt, started, "error", str(error))
 
-        pipeline.submit("POST", path, json.dumps(body, separators=(",", ":")).encode(), answered)
+        pipeline.submit("POST", path, _compact(body).encode(), answered)
 
     @property
     def in_flight(self) -> int:
@@ -177,7 +180,6 @@ class Binder(Generic[A]):
                 error = err
 
     def _finish(self, attempt: A, started: float, result: BindResult, error: str | None) -> None:
-        namespace_name = attempt.key
         try:
             cycle = self._cycle()
             if result == "bound":
@@ -187,7 +189,7 @@ class Binder(Generic[A]):
             if self._on_done is not None:
                 self._on_done(attempt, result, time.perf_counter() - started, error)
         except Exception:
-            log.exception("binding %s: reporting the result failed", namespace_name)
+            log.exception("binding %s: reporting the result failed", attempt.key)
         finally:
             with self._lock:
                 self.counts[result] = self.counts.get(result, 0) + 1

@@ -34,7 +34,9 @@ So a pod bound while its failure writes were queued, or while the API server was
 scheduler is busy (``busy()``: pods waiting in the active queue or binds in flight) it holds them back,
 but never longer than ``max_delay`` (0.1 s) and never more than ``max_batch`` (100) of them: a burst's
 events go out in batches within about a tenth of a second, so a leader killed mid-burst loses at most
-those. The backlog is bounded (``max_backlog``; beyond it the oldest are dropped and counted, as
+those. When the oldest is due, the ones held with it go too, posted together (up to :data:`LAZY_IN_FLIGHT`
+at once, on the events pipeline: one write per connection and one wake-up of its thread for the lot,
+where posting each as it came due cost both per event). The backlog is bounded (``max_backlog``; beyond it the oldest are dropped and counted, as
 client-go's broadcaster drops when its channel is full). :meth:`EventRecorder.shutdown` with ``wait``
 posts everything left.
 
@@ -64,7 +66,7 @@ from typing import Any
 from urllib.parse import quote
 
 from policyscheduler.kobjects import cache_key, name_of, namespace_of, uid_of
-from policyscheduler.kube.pipeline import Pipeline
+from policyscheduler.kube.pipeline import Done, Pipeline
 from policyscheduler.kube.rest import ApiError, RestClient, pod_path
 
 __all__ = ["EventRecorder", "truncate_note", "NOTE_LIMIT", "SERIES_FINISH", "SERIES_REFRESH"]
@@ -89,6 +91,9 @@ of the thread per event."""
 SERIES_REFRESH = 10.0
 """Seconds between writes of a series' count while it keeps growing (see the module docstring)."""
 log = logging.getLogger("policyscheduler.events")
+
+_compact = json.JSONEncoder(separators=(",", ":")).encode
+"""``json.dumps(body, separators=(",", ":"))`` without building an encoder per call."""
 
 
 def truncate_note(message: str) -> str:
@@ -290,39 +295,56 @@ class EventRecorder:
                 queued = self._lazy[0].queued
                 if len(self._lazy) >= self.max_batch:  # a full batch: all of it goes out now
                     self._release = max(self._release, len(self._lazy))
-                flush = self._flush or self._release > 0
+                forced = self._flush
+                released = self._release > 0
                 pause = self._lazy_pause - time.monotonic()
             if pause > 0:  # the API server failed us: give it a moment (retries are re-queued, never slept on)
                 with self._lock:
                     self._lazy_ready.wait(min(pause, 0.5))
                 continue
             age = time.monotonic() - queued
-            if not flush and age < self.max_delay and self._busy():
+            hold = not forced and self._busy()  # a burst goes on: bindings first
+            if hold and not released and age < self.max_delay:
                 with self._lock:
-                    self._lazy_ready.wait(min(0.05, self.max_delay - age))  # the burst goes on: bindings first
+                    self._lazy_ready.wait(min(0.05, self.max_delay - age))
                 continue
             with self._lock:
                 if not self._lazy:
                     continue
+                if hold and age >= self.max_delay:
+                    # the oldest is due: the ones held with it go in the same batch (written together, one
+                    # write per connection, instead of one wake-up and write per event as each comes due)
+                    self._release = max(self._release, len(self._lazy))
                 # the one taken is the one posted: a failed try may have been put back in front meanwhile
-                held = self._lazy.popleft()
+                batch = [self._lazy.popleft()]
                 self._release = max(0, self._release - 1)
                 self._writing += 1
             self._lazy_slots.acquire()  # a bounded number in flight: a backlog drains fast
-            if held.body is None:
-                held.body = self._body(self._regarding(held.pod), "Normal", "Scheduled", "Binding", held.note,
-                                       held.digest)
+            while len(batch) < LAZY_IN_FLIGHT and self._lazy_slots.acquire(blocking=False):
+                with self._lock:
+                    if not self._lazy or (hold and self._release <= 0):
+                        self._lazy_slots.release()
+                        break
+                    batch.append(self._lazy.popleft())
+                    self._release = max(0, self._release - 1)
+                    self._writing += 1
+            for held in batch:
+                if held.body is None:
+                    held.body = self._body(self._regarding(held.pod), "Normal", "Scheduled", "Binding", held.note,
+                                           held.digest)
             pipeline = self._events_pipeline()
             if pipeline is not None:
-                self._pipe_post(pipeline, held)
+                self._pipe_post(pipeline, batch)
                 continue
-            try:
-                self._lazy_pool.submit(self._lazy_post, held)
-            except RuntimeError:  # the pool is shut down (shutdown without wait)
-                self._lazy_slots.release()
-                with self._lock:
-                    self._writing -= 1
-                return
+            for i, held in enumerate(batch):
+                try:
+                    self._lazy_pool.submit(self._lazy_post, held)
+                except RuntimeError:  # the pool is shut down (shutdown without wait)
+                    for _ in batch[i:]:
+                        self._lazy_slots.release()
+                    with self._lock:
+                        self._writing -= len(batch) - i
+                    return
 
     def _events_pipeline(self) -> Pipeline | None:
         """The pipeline the Scheduled events go out on (kube/pipeline.py: one thread writes and reads them on
@@ -330,16 +352,24 @@ class EventRecorder:
         if self._lazy_pipeline is None:
             opener = getattr(self.client, "pipeline", None)
             if opener is not None:
-                self._lazy_pipeline = opener(lanes=4, depth=4, name="events", linger=EVENTS_LINGER)
+                self._lazy_pipeline = opener(lanes=4, depth=4, name="events", linger=EVENTS_LINGER, fill=True)
         return self._lazy_pipeline
 
     @staticmethod
     def _events_path(body: Mapping[str, Any]) -> str:
         return f"/apis/events.k8s.io/v1/namespaces/{quote(str(body['metadata']['namespace']), safe='')}/events"
 
-    def _pipe_post(self, pipeline: Pipeline, held: _Held) -> None:
-        assert held.body is not None
-        path = self._events_path(held.body)
+    def _pipe_post(self, pipeline: Pipeline, batch: list[_Held]) -> None:
+        """Post ``batch`` (bodies built) on the pipeline, all at once."""
+        requests: list[tuple[str, str, bytes | None, Done]] = []
+        for held in batch:
+            assert held.body is not None
+            path = self._events_path(held.body)
+            requests.append(("POST", path, _compact(held.body).encode(), self._pipe_answered(path, held)))
+        pipeline.submit_all(requests)
+
+    def _pipe_answered(self, path: str, held: _Held) -> Done:
+        """What the pipeline calls with the answer to ``held``'s post."""
 
         def answered(status: int, raw: bytes, detail: str | None) -> None:
             try:
@@ -353,7 +383,7 @@ class EventRecorder:
                     self._writing -= 1
                 self._lazy_slots.release()
 
-        pipeline.submit("POST", path, json.dumps(held.body, separators=(",", ":")).encode(), answered)
+        return answered
 
     def _lazy_post(self, held: _Held) -> None:
         assert held.body is not None

@@ -89,10 +89,14 @@ class Pipeline:
 
     def __init__(self, opener: Opener, *, lanes: int = 4, depth: int = 4,
                  limiter: Callable[[], RateLimiter | None] = lambda: None, name: str = "pipeline",
-                 linger: float = 0.0) -> None:
+                 linger: float = 0.0, fill: bool = False) -> None:
         """``linger``: seconds the thread waits, once an answer has arrived, before it reads -- so that one
         round reads the answers that arrive meanwhile too, instead of waking once per answer. For requests
-        nobody waits on (the Scheduled events); the binder keeps 0: a bind's answer is read at once."""
+        nobody waits on (the Scheduled events); the binder keeps 0: a bind's answer is read at once.
+
+        ``fill``: requests written together go on as few connections as possible (each filled up to ``depth``,
+        the fullest first), one write each, rather than spread over the least loaded ones -- for requests
+        nobody waits on (the Scheduled events), where the writes cost more than the parallelism buys."""
         if lanes < 1 or depth < 1:
             raise ValueError("a pipeline needs at least one lane and a depth of at least one")
         if linger < 0:
@@ -100,6 +104,7 @@ class Pipeline:
         self._opener = opener
         self.depth = depth
         self.linger = linger
+        self.fill = fill
         self._limiter = limiter
         self._lanes = [_Lane() for _ in range(lanes)]
         self._queue: collections.deque[_Request] = collections.deque()
@@ -112,6 +117,9 @@ class Pipeline:
         self._poll = select.poll()
         self._poll.register(self._wake_r, select.POLLIN)
         self._fds: dict[int, _Lane] = {}
+        self._capacity = lanes * depth
+        self._waiting = 0
+        """Requests written on the lanes and not answered yet (the sum of their ``waiting``; this thread's)."""
         self.rounds = 0
         """Rounds of the thread (diagnostics: wake-ups)."""
         self._thread = threading.Thread(target=self._run, name=name, daemon=True)
@@ -121,16 +129,25 @@ class Pipeline:
                content_type: str | None = "application/json") -> None:
         """Queue one request; ``done`` is called once with its answer (or status 0), on the pipeline thread
         (the request is encoded there too: the caller is the scheduling loop)."""
+        self.submit_all([(method, target, body, done)], content_type)
+
+    def submit_all(self, requests: list[tuple[str, str, bytes | None, Done]],
+                   content_type: str | None = "application/json") -> None:
+        """Queue several requests (method, target, body, done) at once, as :meth:`submit` queues one: one
+        wake-up of the thread for all of them, which then writes them together (one ``sendall`` per
+        connection) -- the event writer posts a batch of Scheduled events this way."""
         with self._lock:
             if self._closing:
                 closed = True
             else:
                 closed = False
-                self._queue.append(_Request(method, target, body, content_type, done))
+                self._queue.extend(_Request(method, target, body, content_type, done)
+                                   for method, target, body, done in requests)
                 wake = self._blocked
                 self._blocked = False
         if closed:
-            _call(done, 0, b"", "the pipeline is closed")
+            for _, _, _, done in requests:
+                _call(done, 0, b"", "the pipeline is closed")
         elif wake:
             self._wake()
 
@@ -162,13 +179,15 @@ class Pipeline:
         """Write what is queued, wait for answers (or new requests), read them; False once closing."""
         self.rounds += 1
         now = time.monotonic()
-        wait_until = self._send(now)
-        deadline = min([wait_until] + [lane.since + self._opener.timeout for lane in self._lanes if lane.waiting])
+        deadline = self._send(now)
+        if self._waiting:
+            timeout = self._opener.timeout
+            deadline = min([deadline] + [lane.since + timeout for lane in self._lanes if lane.waiting])
         timeout_ms = -1 if deadline == float("inf") else max(0, int((deadline - now) * 1000) + 1)
         with self._lock:
             if self._closing:
                 return False
-            room = self._room() > 0
+            room = self._waiting < self._capacity
             if room and self._queue and self._queue[0].due <= now:
                 timeout_ms = 0  # requests came in meanwhile: go round at once
             # asleep with room for more: only a byte on the wake-up socket gets a new request out in time
@@ -196,7 +215,7 @@ class Pipeline:
                 return float("inf")
             ready: list[_Request] = []
             limiter = self._limiter()  # clientConnection qps/burst, as for every other request
-            room = self._room()
+            room = self._capacity - self._waiting
             while self._queue and len(ready) < room:
                 request = self._queue[0]
                 if limiter is not None:
@@ -210,23 +229,28 @@ class Pipeline:
             self._write(ready, now)
         return held
 
-    def _room(self) -> int:
-        """Requests the lanes can take now (``depth`` waiting on each, at most)."""
-        return sum(self.depth - len(lane.waiting) for lane in self._lanes)
-
     def _write(self, ready: list[_Request], now: float) -> None:
         batches: dict[int, list[tuple[_Request, bytes]]] = {}
         # the least loaded lane first, as a heap: one pop and push per request, not a scan of every lane
         load = [(len(lane.waiting), i) for i, lane in enumerate(self._lanes)]
         heapq.heapify(load)
+        slots: list[int] = []
+        if self.fill:  # each lane's free places, the fullest lane's first (``ready`` fits in them)
+            for waiting, i in sorted(load, key=lambda x: (-x[0], x[1])):
+                slots += [i] * (self.depth - waiting)
+        taken = 0
         for request in ready:
             try:  # the bearer token is read now: it rotates
                 data = self._opener.encode(request.method, request.target, request.body, request.content_type)
             except (http1.ProtocolError, OSError) as err:  # OSError: no credential (an exec plugin failed)
                 _call(request.done, 0, b"", f"{type(err).__name__}: {err}")
                 continue
-            waiting, i = load[0]
-            heapq.heapreplace(load, (waiting + 1, i))
+            if slots:
+                i = slots[taken]
+                taken += 1
+            else:
+                waiting, i = load[0]
+                heapq.heapreplace(load, (waiting + 1, i))
             batches.setdefault(i, []).append((request, data))
         for i, batch in batches.items():
             lane = self._lanes[i]
@@ -245,6 +269,7 @@ class Pipeline:
             if not lane.waiting:
                 lane.since = now
             lane.waiting.extend(request for request, _ in batch)
+            self._waiting += len(batch)
             try:
                 lane.conn.sock.sendall(b"".join(data for _, data in batch))
             except (OSError, ssl.SSLError) as err:
@@ -287,6 +312,7 @@ class Pipeline:
         """Deliver the lane's complete answer; the bytes after it (the next answers)."""
         response = lane.response
         request = lane.waiting.popleft()
+        self._waiting -= 1
         rest = response.decoder.rest if response.decoder is not None else b""
         lane.response = http1.Response(pipelined=True)
         if response.status == 401:
@@ -313,13 +339,15 @@ class Pipeline:
             conn.close()
         lane.response = http1.Response(pipelined=True)
         waiting, lane.waiting = lane.waiting, collections.deque()
+        self._waiting -= len(waiting)
         for request in waiting:
             _call(request.done, 0, b"", detail or "the connection was closed")
 
     def _drain_wake(self) -> None:
+        """Take the wake-up bytes: one ``recv`` (there is one byte per wake-up, and only the blocked thread
+        is woken; should more than it takes be there, the next ``poll`` comes back at once for them)."""
         try:
-            while self._wake_r.recv(4096):
-                pass
+            self._wake_r.recv(4096)
         except BlockingIOError:
             pass
 

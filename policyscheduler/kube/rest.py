@@ -435,11 +435,12 @@ class RestClient:
     def patch(self, path: str, body: Any, *, kind: str = "strategic-merge-patch") -> Any:
         return self.request("PATCH", path, body, content_type=f"application/{kind}+json")
 
-    def pipeline(self, *, lanes: int, depth: int, name: str = "pipeline", linger: float = 0.0) -> Pipeline:
+    def pipeline(self, *, lanes: int, depth: int, name: str = "pipeline", linger: float = 0.0,
+                 fill: bool = False) -> Pipeline:
         """A :class:`Pipeline` on this client's server and credentials, under its rate limiter (the binder's
         path for its POSTs: kube/pipeline.py says why)."""
         return Pipeline(self._connections, lanes=lanes, depth=depth, limiter=lambda: self.limiter, name=name,
-                        linger=linger)
+                        linger=linger, fill=fill)
 
     def stream(self, path: str, query: Mapping[str, Any], *, read_timeout: float) -> Stream:
         """Open a streaming GET (a watch); a non-2xx answer raises :class:`ApiError` with its body, a

@@ -186,3 +186,23 @@ def test_scheduled_events_are_held_at_most_a_tenth_of_a_second_or_a_hundred() ->
         wait(lambda: len(client.posts) == 101)
     finally:
         recorder.shutdown(wait=False)
+
+
+def test_held_events_go_out_with_the_oldest_when_it_is_due() -> None:
+    """While busy, a Scheduled event waits ``max_delay``; when it is due, the ones queued after it go in the
+    same batch (each at its own ``max_delay`` would post the second 0.6 s later here)."""
+    client = FakeClient()
+    recorder = EventRecorder(client, "s", busy=lambda: True, max_delay=1.0)  # type: ignore[arg-type]  # a burst
+    try:
+        started = time.monotonic()
+        recorder.scheduled(POD, "n1")
+        time.sleep(0.6)
+        recorder.scheduled(POD, "n2")
+        time.sleep(0.2)
+        assert client.posts == []  # held: the oldest is 0.8 s old
+        wait(lambda: len(client.posts) == 2)
+        assert time.monotonic() - started < 1.45  # with the first (at 1.0 s), not at the second's own 1.6 s
+        assert [body["note"] for _, body in client.posts] == ["Successfully assigned ns/p to n1",
+                                                             "Successfully assigned ns/p to n2"]
+    finally:
+        recorder.shutdown(wait=False)

@@ -189,3 +189,60 @@ def test_nothing_is_lost_when_the_process_ends(mode: str, status: int, count: in
         assert rest[-1] == "RuntimeError: boom"
     else:
         assert rest == []
+
+
+def test_emit_fields_writes_the_line_the_logging_path_writes() -> None:
+    """The per-pod lines skip the ``LogRecord`` when ``configure``'s handler is their only way out: the same
+    JSON line as ``logger.log(..., extra={"fields": ...})``, buffered the same way."""
+    decisions = logging.getLogger("policyscheduler.decisions")
+    fields = {"pod": "ns/p", "node": "n1", "score": 7, "odd": {1, 2}}  # a set: the encoder's default=str
+    with configured_logs() as stream:
+        logs.emit_fields(decisions, logging.INFO, "bound", dict(fields))
+        decisions.info("bound", extra={"fields": dict(fields)})
+        logs.emit_fields(decisions, logging.DEBUG, "hidden at -v 0", {})
+        assert stream.getvalue() == ""  # buffered, as the ordinary path's lines are
+        logs.emit_fields(decisions, logging.WARNING, "bind error", {"pod": "ns/p"})  # a warning: written at once
+        lines = _lines(stream)
+    assert len(lines) == 3
+    for line in lines:
+        assert line.pop("ts")
+    assert lines[0] == lines[1] == {"level": "info", "logger": "policyscheduler.decisions", "msg": "bound",
+                                    "pod": "ns/p", "node": "n1", "score": 7, "odd": "{1, 2}"}
+    assert lines[2] == {"level": "warning", "logger": "policyscheduler.decisions", "msg": "bind error", "pod": "ns/p"}
+
+
+def test_emit_fields_honours_filters_and_other_handlers() -> None:
+    """Anything else attached (a filter on the logger, a handler of its own, a filter on the handler) sees
+    the record as logging makes it: the direct path is only for the plain arrangement."""
+    decisions = logging.getLogger("policyscheduler.decisions")
+    seen: list[logging.LogRecord] = []
+
+    class Keep(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            seen.append(record)
+
+    def drop(record: logging.LogRecord) -> bool:
+        return record.getMessage() != "dropped"
+
+    with configured_logs() as stream:
+        decisions.addFilter(drop)
+        try:
+            logs.emit_fields(decisions, logging.INFO, "dropped", {"pod": "a"})
+            logs.emit_fields(decisions, logging.INFO, "kept", {"pod": "b"})
+        finally:
+            decisions.removeFilter(drop)
+        keep = Keep()
+        decisions.addHandler(keep)
+        try:
+            logs.emit_fields(decisions, logging.INFO, "also here", {"pod": "c"})
+        finally:
+            decisions.removeHandler(keep)
+        handler = logging.getLogger("policyscheduler").handlers[0]
+        handler.addFilter(drop)
+        try:
+            logs.emit_fields(decisions, logging.INFO, "dropped", {"pod": "d"})
+        finally:
+            handler.removeFilter(drop)
+        logs.flush()
+        assert [(line["msg"], line["pod"]) for line in _lines(stream)] == [("kept", "b"), ("also here", "c")]
+    assert [(r.getMessage(), r.fields) for r in seen] == [("also here", {"pod": "c"})]  # type: ignore[attr-defined]
