@@ -7,7 +7,6 @@ import logging
 from typing import Any
 
 from policyscheduler.cycle import Attempt
-from policyscheduler.kube.logs import emit_fields
 
 __all__ = ["decision_record", "log_decision"]
 
@@ -16,9 +15,10 @@ decisions = logging.getLogger("policyscheduler.decisions")
 
 def log_decision(level: int, msg: str, fields: dict[str, Any]) -> None:
     """``decisions.log(level, msg, extra={"fields": fields})`` without the walk up the stack for the caller's
-    file and line, which the JSON line never shows, nor (with the handler ``run`` installs) a ``LogRecord``
-    (:func:`policyscheduler.kube.logs.emit_fields`): two lines per pod."""
-    emit_fields(decisions, level, msg, fields)
+    file and line, which the JSON line never shows (two lines per pod)."""
+    if decisions.isEnabledFor(level):
+        decisions.handle(decisions.makeRecord(decisions.name, level, "(unknown file)", 0, msg, (), None,
+                                              "(unknown function)", {"fields": fields}))
 
 
 def decision_record(attempt: Attempt, digest: str) -> dict[str, Any]:

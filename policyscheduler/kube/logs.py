@@ -24,7 +24,7 @@ import time
 import types
 from typing import Any, TextIO
 
-__all__ = ["JsonFormatter", "BufferedStreamHandler", "BUFFERED_LOGGERS", "configure", "emit_fields", "flush"]
+__all__ = ["JsonFormatter", "BufferedStreamHandler", "BUFFERED_LOGGERS", "configure", "flush"]
 
 
 BUFFERED_LOGGERS = frozenset({"policyscheduler.decisions"})
@@ -66,13 +66,6 @@ class JsonFormatter(logging.Formatter):
             line["error"] = self.formatException(record.exc_info)
         return _encode(line)
 
-    def format_fields(self, created: float, level: str, logger: str, msg: str, fields: dict[str, Any]) -> str:
-        """The line :meth:`format` makes of a record with these attributes, no arguments and no exception
-        (:func:`emit_fields`: the per-pod lines without a ``LogRecord``)."""
-        line = {"ts": self._timestamp(created), "level": level, "logger": logger, "msg": msg}
-        line.update(fields)
-        return _encode(line)
-
 
 class BufferedStreamHandler(logging.Handler):
     """Collects formatted lines and writes them to ``stream`` in one ``write``: ``interval`` seconds after
@@ -104,14 +97,10 @@ class BufferedStreamHandler(logging.Handler):
         except Exception:  # noqa: BLE001 -- logging's contract (StreamHandler too): a bad record never raises
             self.handleError(record)
             return
-        self._add(line, record.levelno, record.name)
-
-    def _add(self, line: str, level: int, logger: str) -> None:
-        """Buffer a formatted line (or write it and the batch now); the caller holds the lock."""
         self._lines.append(line)
         self._size += len(line) + 1
-        if (level >= self.flush_level or self._size >= self.max_bytes or self._closed
-                or (self.buffered is not None and logger not in self.buffered)):
+        if (record.levelno >= self.flush_level or self._size >= self.max_bytes or self._closed
+                or (self.buffered is not None and record.name not in self.buffered)):
             self._write_out()
         elif len(self._lines) == 1:
             if self._flusher is None:
@@ -165,40 +154,6 @@ class BufferedStreamHandler(logging.Handler):
         finally:
             self.release()
         super().close()
-
-
-def emit_fields(logger: logging.Logger, level: int, msg: str, fields: dict[str, Any]) -> None:
-    """``logger.log(level, msg, extra={"fields": fields})``, the per-pod lines' way (two per scheduled pod).
-
-    When the line's only way out is the handler :func:`configure` installs (``logger`` has no handlers or
-    filters of its own and propagates to the ``policyscheduler`` logger, which holds only that handler,
-    filterless, with its JSON formatter, and propagates no further), the line is formatted and buffered
-    directly: the same line, without a ``LogRecord`` and the logging machinery's walk (a third of the
-    cost). Any other arrangement (a test's handler, a filter, another formatter) takes the ordinary path,
-    so every handler sees the record as before."""
-    if not logger.isEnabledFor(level):
-        return
-    parent = logger.parent
-    if (not logger.handlers and not logger.filters and logger.propagate and not logger.disabled
-            and parent is not None and parent.name == "policyscheduler" and not parent.propagate):
-        handlers = parent.handlers
-        if len(handlers) == 1:
-            handler = handlers[0]
-            formatter = handler.formatter
-            if (type(handler) is BufferedStreamHandler and type(formatter) is JsonFormatter and not handler.filters
-                    and level >= handler.level):
-                name = logging.getLevelName(level)
-                handler.acquire()
-                try:
-                    line = formatter.format_fields(time.time(), name.lower(), logger.name, msg, fields)
-                    handler._add(line, level, logger.name)
-                    return
-                except Exception:  # noqa: BLE001 -- never raise from logging: the ordinary path reports it
-                    pass
-                finally:
-                    handler.release()
-    logger.handle(logger.makeRecord(logger.name, level, "(unknown file)", 0, msg, (), None, "(unknown function)",
-                                    {"fields": fields}))
 
 
 def _handlers() -> list[BufferedStreamHandler]:
