@@ -395,11 +395,13 @@ class LiveScheduler:
                 return
             self.volumes.reserve(attempt, plan)
             return
-        self.binder.bind(attempt)
+        self._bind_pod(attempt)
 
     def _bind_pod(self, attempt: Attempt) -> None:
-        """The pod's claims are bound: now the pod (the volume binder's hand-over, on one of its threads)."""
-        self.binder.bind(attempt)
+        """Bind the pod (its claims are bound already: the volume binder hands over on one of its threads)
+        once no failure write about it is on the wire (``_binding`` holds it: none starts any more), so
+        that a ``PodScheduled=False`` patch never lands after the bind."""
+        self._recorder_of(attempt.pod).after_failure_writes(attempt.pod, lambda: self.binder.bind(attempt))
 
     def _volumes_failed(self, attempt: Attempt, message: str | None, retry: bool) -> None:
         """Reserve or PreBind of the pod's claims failed (or was dropped: ``message`` None): forget the

@@ -184,6 +184,10 @@ class EventRecorder:
         hand-off)."""
         self._tokens = itertools.count(1)
         self._live: dict[str, int] = {}
+        self._on_wire: dict[str, int] = {}
+        """Pod key -> its failure writes being tried right now (see :meth:`after_failure_writes`)."""
+        self._after_writes: dict[str, list[Callable[[], None]]] = {}
+        """Pod key -> what waits for its failure writes on the wire to be answered (its bind)."""
         """Pod key -> the token of its newest failure; absent: no failure write of the pod may go out."""
         self._series: dict[tuple[Any, ...], _Series] = {}
         self._series_checked = time.monotonic()
@@ -209,50 +213,96 @@ class EventRecorder:
         with self._lock:
             return len(self._lazy) + self._writing
 
-    def _submit(self, fn: Any, *args: Any, still: Callable[[], bool] | None = None) -> None:
+    def _submit(self, fn: Any, *args: Any, still: Callable[[], bool] | None = None, about: str | None = None) -> None:
+        """Write on the pool; ``still`` is asked before each try; ``about``: the key of the pod a failure
+        write is about (see :meth:`after_failure_writes`)."""
         with self._lock:
             self._writing += 1
         try:
-            self._pool.submit(self._guard, still, fn, *args)
+            self._pool.submit(self._guard, still, about, fn, *args)
         except RuntimeError:  # shut down: nothing more is written
             with self._lock:
                 self._writing -= 1
                 self.dropped += 1
 
-    def _guard(self, still: Callable[[], bool] | None, fn: Any, *args: Any) -> None:
+    def _guard(self, still: Callable[[], bool] | None, about: str | None, fn: Any, *args: Any) -> None:
         try:
-            self._guarded(still, fn, *args)
+            self._guarded(still, about, fn, *args)
         finally:
             with self._lock:
                 self._writing -= 1
 
-    def _guarded(self, still: Callable[[], bool] | None, fn: Any, *args: Any) -> None:
+    def _guarded(self, still: Callable[[], bool] | None, about: str | None, fn: Any, *args: Any) -> None:
         delay = 1.0
         unanswered = False
         for attempt in range(6):  # the API server may be restarting: retry ~30 s, like client-go's broadcaster
-            if still is not None and not still():  # the pod was bound or deleted meanwhile: no longer true
-                with self._lock:
-                    self.cancelled += 1
+            err = self._try_once(still, about, fn, args)
+            if err is None:
                 return
-            try:
-                fn(*args)
+            if err.status == 409 and unanswered:
+                # The try before got no answer, and acted: the Event it posted exists (each write's
+                # body, name and all, is built once and retried as it is).
                 with self._lock:
                     self.sent += 1
                 return
+            unanswered = err.status == 0
+            if (err.status == 0 or err.status >= 500) and attempt < 5:
+                self._hurry.wait(delay)
+                delay *= 2
+                continue
+            self._failed_write(err)
+            return
+
+    def _try_once(self, still: Callable[[], bool] | None, about: str | None, fn: Any,
+                  args: tuple[Any, ...]) -> ApiError | None:
+        """One try of a write: None when it is done (written, or no longer true), else the API's refusal.
+        A failure write counts as on the wire (``about``) from before its ``still`` check until its answer:
+        a bind that asks :meth:`after_failure_writes` in between waits for it; one that asked before the
+        count went up has already made ``still`` false (the pod is being bound), so the write is dropped."""
+        if about is not None:
+            with self._lock:
+                self._on_wire[about] = self._on_wire.get(about, 0) + 1
+        try:
+            if still is not None and not still():  # the pod was bound or deleted meanwhile: no longer true
+                with self._lock:
+                    self.cancelled += 1
+                return None
+            try:
+                fn(*args)
             except ApiError as err:
-                if err.status == 409 and unanswered:
-                    # The try before got no answer, and acted: the Event it posted exists (each write's
-                    # body, name and all, is built once and retried as it is).
-                    with self._lock:
-                        self.sent += 1
-                    return
-                unanswered = err.status == 0
-                if (err.status == 0 or err.status >= 500) and attempt < 5:
-                    self._hurry.wait(delay)
-                    delay *= 2
-                    continue
-                self._failed_write(err)
+                return err
+            with self._lock:
+                self.sent += 1
+            return None
+        finally:
+            if about is not None:
+                self._off_wire(about)
+
+    def _off_wire(self, key: str) -> None:
+        with self._lock:
+            left = self._on_wire[key] - 1
+            if left:
+                self._on_wire[key] = left
                 return
+            del self._on_wire[key]
+            then = self._after_writes.pop(key, ())
+        for fn in then:
+            fn()
+
+    def after_failure_writes(self, pod: Mapping[str, Any], then: Callable[[], None]) -> None:
+        """Call ``then`` (the pod's bind) once no failure write about ``pod`` is on the wire: at once when
+        none is, else on the writer's thread when the last one is answered.
+
+        A ``PodScheduled=False`` patch sent just before a bind could reach the API server after it and
+        leave a bound pod saying it is unschedulable; kube-scheduler's API dispatcher likewise keeps one
+        call per pod in flight. The caller must already have made the pod's ``still`` check false (it is
+        being bound), so no new failure write starts after this."""
+        key = pod_write_key(pod)
+        with self._lock:
+            if self._on_wire.get(key):
+                self._after_writes.setdefault(key, []).append(then)
+                return
+        then()
 
     def _failed_write(self, err: ApiError) -> None:
         with self._lock:
@@ -430,10 +480,10 @@ class EventRecorder:
                 token = self._live[key] = next(self._tokens)
         event = self._observe(pod, "Warning", "FailedScheduling", "Scheduling", truncate_note(message), digest)
         if event is not None:
-            self._submit(self._write_series, event, still=self._still_failing(pod))
+            self._submit(self._write_series, event, still=self._still_failing(pod), about=key)
         if condition:
             self._submit(self._condition, pod, reason, message,
-                         still=lambda: self._live.get(key) == token and self._pending(pod))
+                         still=lambda: self._live.get(key) == token and self._pending(pod), about=key)
 
     def _still_failing(self, pod: Mapping[str, Any]) -> Callable[[], bool]:
         """The check before each try of an event write about ``pod``: not cancelled, still pending."""

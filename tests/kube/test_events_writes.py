@@ -206,3 +206,48 @@ def test_held_events_go_out_with_the_oldest_when_it_is_due() -> None:
                                                              "Successfully assigned ns/p to n2"]
     finally:
         recorder.shutdown(wait=False)
+
+
+class HeldPatchClient(FakeClient):
+    """A condition patch waits for ``release`` (the API server is slow to answer it); ``order`` records
+    when each patch was answered."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.release = threading.Event()
+        self.entered = threading.Event()
+        self.order: list[str] = []
+
+    def patch(self, path: str, body: Any, *, kind: str = "strategic-merge-patch") -> Any:
+        if path.endswith("/status"):
+            self.entered.set()
+            assert self.release.wait(10)
+            with self.lock:
+                self.order.append("condition answered")
+        return super().patch(path, body, kind=kind)
+
+
+def test_a_bind_waits_for_the_condition_patch_on_the_wire() -> None:
+    client = HeldPatchClient()
+    binding = threading.Event()
+    recorder = EventRecorder(client, "s", pending=lambda pod: not binding.is_set())  # type: ignore[arg-type]
+    try:
+        recorder.failed(POD, "0/1 nodes are available: 1 Insufficient cpu.")
+        assert client.entered.wait(5)  # the PodScheduled=False patch is on the wire
+        binding.set()  # the pod was decided again and goes to the binder
+        recorder.after_failure_writes(POD, lambda: client.order.append("bind"))
+        time.sleep(0.2)
+        assert client.order == []  # the bind waits for the patch's answer
+        client.release.set()
+        wait(lambda: "bind" in client.order)
+        assert client.order == ["condition answered", "bind"]
+        # nothing on the wire: the bind goes at once; a failure write after it is dropped, not sent
+        other = {**POD, "metadata": {**POD["metadata"], "uid": "u2"}}
+        recorder.after_failure_writes(other, lambda: client.order.append("bind 2"))
+        assert client.order[-1] == "bind 2"
+        recorder.failed(other, "0/1 nodes are available: 1 Insufficient cpu.")
+        wait(lambda: recorder.cancelled == 2)
+        assert len(condition_patches(client)) == 1
+    finally:
+        client.release.set()
+        recorder.shutdown(wait=False)
