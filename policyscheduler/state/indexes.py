@@ -171,6 +171,14 @@ def _key_namespaces(key: MatchKey) -> frozenset[str] | None:
     return allowed
 
 
+def _term_namespaces(term: PodAffinityTerm) -> frozenset[str] | None:
+    """The namespaces an incoming pod must be in to match a placed pod's ``term`` (None: any may): a
+    term without a namespace selector admits only the namespaces it lists (its owner's by default; see
+    ``objects.affinity.existing_term_matches``). Filing terms under them keeps a pod from testing the
+    terms of other namespaces' apps that require the same label pair (a shared ``tier``, say)."""
+    return term._names if term._ns_selector is None else None
+
+
 def _key_trigger(key: MatchKey) -> list[tuple[str, str]] | None:
     return _trigger(sel for _, _, sel in key[1])
 
@@ -509,11 +517,13 @@ class TermIndex:
         """The terms of one kind with their per-slot counts or weights (read-only)."""
         return self._tables[kind]
 
-    def candidates(self, kind: int, labels: Mapping[str, str]) -> list[tuple[PodAffinityTerm, Mapping[int, int]]]:
-        """The terms of one kind whose selector may match ``labels`` (a superset; terms with a nil
-        selector, which match nothing, are left out), with their per-slot counts or weights."""
+    def candidates(self, kind: int, labels: Mapping[str, str],
+                   namespace: str) -> list[tuple[PodAffinityTerm, Mapping[int, int]]]:
+        """The terms of one kind whose selector may match a pod of ``namespace`` with ``labels`` (a
+        superset; terms with a nil selector, which match nothing, are left out, and so are terms without
+        a namespace selector that do not list ``namespace``), with their per-slot counts or weights."""
         table = self._tables[kind]
-        return [(t, table[t]) for t in self._triggers[kind].candidates(labels)]
+        return [(t, table[t]) for t in self._triggers[kind].candidates(labels, namespace)]
 
     def pod_changed(self, slot: int, pod: Pod, delta: int) -> None:
         """A pod was placed on (``delta`` 1) or removed from (-1) the node in ``slot``: O(its terms)."""
@@ -534,7 +544,7 @@ class TermIndex:
         if per_slot is None:
             per_slot = table[term] = {}
             if term._selector is not None:
-                self._triggers[kind].add(term, _trigger((term._selector,)))
+                self._triggers[kind].add(term, _trigger((term._selector,)), _term_namespaces(term))
         n = per_slot.get(slot, 0) + by
         if n:
             per_slot[slot] = n
@@ -544,7 +554,7 @@ class TermIndex:
                 del table[term]
                 del self._stamps[kind][term]
                 if term._selector is not None:
-                    self._triggers[kind].discard(term, _trigger((term._selector,)))
+                    self._triggers[kind].discard(term, _trigger((term._selector,)), _term_namespaces(term))
 
     def clear(self) -> None:
         for table in self._tables:
