@@ -7,7 +7,9 @@
   the keys its group is known to match (O(matching keys)), never a walk over every cached key or pod.
   A key's counts summed per domain of a topology key (:meth:`MatchCounts.totals`) are kept the same way
   once asked for (one scalar update per pod change), so spreading and the incoming pod's own terms
-  read per-domain sums without a pass over the nodes. An LRU bounds the memory.
+  read per-domain sums without a pass over the nodes. An LRU bounds the memory; a key not asked for
+  again after a pod change (an incoming pod's own term, in a cluster of distinct pods) leaves after
+  :data:`_PROBATION` newer keys, so placements do not keep updating the arrays of one-off keys.
 * :class:`TermIndex`: the inter-pod terms of the placed pods, per distinct term (kube's
   HavePodsWithAffinity / HavePodsWithRequiredAntiAffinity lists, folded): the nodes of the pods carrying
   it, with counts or summed weights, updated in O(terms of the pod) on every pod change. An incoming pod
@@ -186,6 +188,12 @@ def _key_trigger(key: MatchKey) -> list[tuple[str, str]] | None:
 _TOTALS_MAX = 8
 """Per-domain totals kept per cached key (one per topology key in use; more only after node changes)."""
 
+_PROBATION = 64
+"""Cached keys that nobody asked for again after a pod change since they were built, kept at most: each
+cached key costs every placement of a pod it may match a test and an update, and in a cluster of
+distinct pods most keys are one incoming pod's own terms, never asked for again. A key asked for again
+(the spread selector of an app, a term shared by its pods) joins the LRU proper."""
+
 _DENSE_MIN = 64
 """A group on at least this many nodes also keeps its counts as a per-slot array, so a key it matches
 adds it with one numpy addition instead of copying its slots (a big Deployment matched by a broad
@@ -198,7 +206,7 @@ class _Entry:
     Groups hold their keys' entries, not the keys: an entry hashes by identity, while a key (tuples of
     selectors) would be hashed again for every pod placed or removed."""
 
-    __slots__ = ("array", "key", "label_keys", "members", "namespaces", "pairs", "totals")
+    __slots__ = ("array", "born", "key", "label_keys", "members", "namespaces", "pairs", "totals")
 
     def __init__(self, key: MatchKey, array: IntArray, members: set[_Signature],
                  pairs: list[tuple[str, str]] | None) -> None:
@@ -212,6 +220,9 @@ class _Entry:
         self.totals: dict[int, tuple[LabelCodes, IntArray]] = {}
         """id(label codes) -> (those codes, ``array`` summed per domain; last entry: nodes without the
         key), built on first use (:meth:`MatchCounts.totals`) and kept exact like ``array``."""
+        self.born = -1
+        """The count of pod changes when it was built while it is on probation (:data:`_PROBATION`),
+        -1 once it was asked for again after a pod change."""
 
 
 class _Group:
@@ -233,6 +244,8 @@ class MatchCounts:
         # OrderedDict rather than cachetools.LRUCache: the per-pod update reads cached arrays, and that
         # must not count as a use (LRUCache refreshes an entry on every read).
         self._entries: OrderedDict[MatchKey, _Entry] = OrderedDict()
+        self._probation: OrderedDict[MatchKey, _Entry] = OrderedDict()  # not asked for again yet, oldest first
+        self._changes = 0  # pod changes seen (what a key on probation must outlive to join the LRU)
         self._ns_labels = ns_labels
         self.maxsize = maxsize
         # Built on the first ``get`` (from the store's pods), dropped by ``clear``; while it is None no
@@ -275,6 +288,9 @@ class MatchCounts:
         entry = self._entries.get(key)
         if entry is not None:
             self._entries.move_to_end(key)
+            if entry.born >= 0 and entry.born != self._changes:  # asked for again after a pod change
+                entry.born = -1
+                del self._probation[key]
             return entry
         groups = self._groups
         if groups is None:
@@ -322,12 +338,19 @@ class MatchCounts:
             arr += np.rint(np.bincount(np.asarray(where, dtype=np.int64), weights=np.asarray(counts, dtype=np.float64),
                                        minlength=slots)).astype(np.int64)
         self._entries[key] = entry
+        entry.born = self._changes
+        self._probation[key] = entry
         self._keys.add(entry, pairs, entry.namespaces)
         label_keys = self._label_keys
         for name in entry.label_keys:
             label_keys[name] = label_keys.get(name, 0) + 1
+        if len(self._probation) > _PROBATION:
+            old_key, old = self._probation.popitem(last=False)
+            del self._entries[old_key]
+            self._forget(old)
         if len(self._entries) > self.maxsize:
             _, old = self._entries.popitem(last=False)
+            self._probation.pop(old.key, None)
             self._forget(old)
         return entry
 
@@ -390,6 +413,7 @@ class MatchCounts:
         groups = self._groups
         if groups is None:
             return
+        self._changes += 1
         sig = _signature(pod)
         group = groups.get(sig)
         if group is None:
@@ -462,6 +486,7 @@ class MatchCounts:
     def clear(self) -> None:
         """Forget every array and group (node removal shifts slots; they are rebuilt on demand)."""
         self._entries.clear()
+        self._probation.clear()
         self._keys.clear()
         self._by_pair.clear()
         self._label_keys.clear()
@@ -475,6 +500,7 @@ class MatchCounts:
         """
         for key in [k for k in self._entries
                     if any(ns_sel is not None and not ns_sel.empty for _, ns_sel, _ in k[1])]:
+            self._probation.pop(key, None)
             self._forget(self._entries.pop(key))
 
 
