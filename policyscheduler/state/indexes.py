@@ -33,7 +33,7 @@ import numpy as np
 import numpy.typing as npt
 
 from policyscheduler.objects.records import Pod, PodAffinityTerm
-from policyscheduler.objects.selectors import Selector
+from policyscheduler.objects.selectors import Requirement, Selector
 from policyscheduler.objects.topology import (
     TERM_KINDS,
     LabelCodes,
@@ -200,6 +200,44 @@ adds it with one numpy addition instead of copying its slots (a big Deployment m
 selector); smaller groups -- most of them, in a cluster of distinct pods -- stay sparse."""
 
 
+_SPLITS: dict[MatchKey, tuple[MatchKey, MatchKey] | None] = {}
+_SPLITS_MAX = 4096
+
+
+def _split_not_in(key: MatchKey) -> tuple[MatchKey, MatchKey] | None:
+    """For a key with a ``k NotIn V`` requirement: (the key without it, the key with ``k In V`` instead),
+    whose counts differ by exactly the key's (a pod fails ``NotIn`` exactly when it passes ``In``); None
+    for a key without one. Memoised per key (keys are values), bounded like the parser's caches.
+
+    Why: a ``NotIn`` requirement is how a selector leaves one pod or release out (``mismatchLabelKeys``,
+    a template's "every replica but mine"), so such keys are distinct per pod and each would be built by
+    matching every group of the rest of the selector. The key without it is shared by those pods (it
+    stays cached), and the ``In`` key, tested first by the requirement's own label pair, matches few
+    groups; so a new key costs two lookups and a subtraction, and no cached array per one-off key is
+    updated on every placement."""
+    if key in _SPLITS:
+        return _SPLITS[key]
+    live_only, clauses = key
+    split = None
+    for i, (names, ns_sel, sel) in enumerate(clauses):
+        reqs = sel.requirements
+        for j, req in enumerate(reqs):
+            if req.operator == "NotIn":
+                rest = reqs[:j] + reqs[j + 1:]
+                base = clauses[:i] + ((names, ns_sel, Selector(rest)),) + clauses[i + 1:]
+                # the In requirement first: the key is then found by its own label pair (_trigger)
+                inside = Selector((Requirement(req.key, "In", req.values), *rest))
+                sub = clauses[:i] + ((names, ns_sel, inside),) + clauses[i + 1:]
+                split = ((live_only, base), (live_only, sub))
+                break
+        if split is not None:
+            break
+    if len(_SPLITS) >= _SPLITS_MAX:
+        _SPLITS.clear()
+    _SPLITS[key] = split
+    return split
+
+
 class _Entry:
     """One cached match key: its per-node count array and the signatures of the groups it matches.
 
@@ -265,7 +303,11 @@ class MatchCounts:
         return len(self._groups) if self._groups is not None else 0
 
     def get(self, key: MatchKey, slots: int, pods_by_slot: Callable[[], Iterable[tuple[int, Iterable[Pod]]]]) -> IntArray:
-        """The count array of ``key`` (built on first use by matching every pod group once)."""
+        """The count array of ``key`` (built on first use by matching every pod group once; a key with a
+        ``NotIn`` requirement is the difference of two keys without it: :func:`_split_not_in`)."""
+        split = _split_not_in(key)
+        if split is not None:
+            return self.get(split[0], slots, pods_by_slot) - self.get(split[1], slots, pods_by_slot)
         return self._entry(key, slots, pods_by_slot).array
 
     def totals(self, key: MatchKey, codes: LabelCodes, slots: int,
@@ -274,6 +316,10 @@ class MatchCounts:
         nodes without the key). Kept up to date per pod change like the counts (one scalar update per
         cached key and topology key), so a pod's per-domain sums cost no pass over the nodes. The array
         is the index's own: read it now, do not keep or edit it."""
+        split = _split_not_in(key)
+        if split is not None:
+            return (self.totals(split[0], codes, slots, pods_by_slot)
+                    - self.totals(split[1], codes, slots, pods_by_slot))
         entry = self._entry(key, slots, pods_by_slot)
         found = entry.totals.get(id(codes))
         if found is not None:

@@ -28,9 +28,9 @@ def _pod(name: str, node: str, release: str) -> Obj:
             "spec": {"nodeName": node, "containers": [{"name": "c", "image": "img"}]}}
 
 
-def _key(release: str) -> MatchKey:
-    """``tier=front, release NotIn [release]`` in ``default``: a key every placed pod may match."""
-    sel = Selector((Requirement("tier", "In", frozenset(["front"])), Requirement("release", "NotIn", frozenset([release]))))
+def _key(name: str) -> MatchKey:
+    """``tier=front, !name`` in ``default``: a distinct key that every placed pod matches."""
+    sel = Selector((Requirement("tier", "In", frozenset(["front"])), Requirement(name, "DoesNotExist", frozenset())))
     return (False, ((frozenset(["default"]), None, sel),))
 
 
@@ -58,6 +58,6 @@ def test_one_off_keys_leave_and_keys_asked_again_stay() -> None:
     # a placed pod tests only the cached keys (the evicted ones left the trigger table too)
     assert set(counts._keys.candidates({"tier": "front"}, "default")) == set(cached.values())
     # counts stay exact: the kept key is updated, an evicted one is rebuilt
-    snap.add_pod(_pod("p2", "n1", "once1"))
+    snap.add_pod(_pod("p2", "n1", "r2"))
     for key in (kept, twice, _key("once0"), _key("once1")):
         assert state.match_counts(key).tolist() == _brute(snap, key), key
