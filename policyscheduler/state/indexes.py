@@ -550,20 +550,61 @@ class MatchCounts:
             self._forget(self._entries.pop(key))
 
 
+class _Family:
+    """Placed pods' terms of one kind that differ only in the values of one ``k NotIn V`` requirement
+    (a template's "every replica but mine"): one stand-in term without the requirement, carrying the
+    members' summed per-slot counts or weights, and the members by each value they leave out."""
+
+    __slots__ = ("by_value", "label", "per_slot", "rest", "term")
+
+    def __init__(self, term: PodAffinityTerm, label: str, rest: tuple[Requirement, ...]) -> None:
+        self.term = term  # the members' term without the NotIn requirement
+        self.label = label  # the NotIn requirement's label key
+        self.rest = rest  # the members' other requirements
+        self.per_slot: dict[int, int] = {}
+        self.by_value: dict[str, set[PodAffinityTerm]] = {}
+
+
+def _not_in_split(term: PodAffinityTerm) -> tuple[tuple[Any, ...], Requirement, tuple[Requirement, ...]] | None:
+    """(family key, the first NotIn requirement, the other requirements) of a term with a selector
+    holding a NotIn requirement; None for any other term."""
+    sel = term._selector
+    if sel is None:
+        return None
+    reqs = sel.requirements
+    for j, req in enumerate(reqs):
+        if req.operator == "NotIn":
+            rest = reqs[:j] + reqs[j + 1:]
+            return (term.topology_key, term._names, term._ns_selector, rest, req.key), req, rest
+    return None
+
+
 class TermIndex:
     """Per kind of term (:data:`~policyscheduler.objects.topology.TERM_KINDS`), per distinct term of the
     placed pods: slot -> how many pods there carry it (required terms) or their summed weights
     (preferred terms). Terms are keyed by identity: the parser shares one object per distinct term.
     Each kind's terms are also indexed by a label pair their selector requires, so the terms an
     incoming pod may match are found from its labels (:meth:`candidates`), not by testing every term.
+
+    Terms that differ only in the values of a ``k NotIn V`` requirement form a :class:`_Family`: a pod
+    matches such a term exactly when it matches the term without the requirement and does not carry
+    ``k`` with a value in ``V``. So a family is answered by one stand-in term without it (the members'
+    sums) and, for the few members whose ``V`` holds the pod's value of ``k``, a stand-in term with
+    ``k In V`` instead carrying that member's counts negated: the same sums, from a number of terms to
+    match that does not grow with the members (one per pod of a template, in a cluster of distinct pods).
     """
 
     def __init__(self) -> None:
         self._tables: tuple[dict[PodAffinityTerm, dict[int, int]], ...] = tuple({} for _ in TERM_KINDS)
         self._triggers: tuple[_Triggers, ...] = tuple(_Triggers() for _ in TERM_KINDS)
         self._tick = 0  # counts term changes
-        self._stamps: tuple[dict[PodAffinityTerm, int], ...] = tuple({} for _ in TERM_KINDS)  # last change per term
+        # last change per term (and per stand-in term: a family's on any member's change)
+        self._stamps: tuple[dict[PodAffinityTerm, int], ...] = tuple({} for _ in TERM_KINDS)
         self._memo: dict[tuple[int, frozenset[PodAffinityTerm]], tuple[int, Any]] = {}
+        self._families: tuple[dict[tuple[Any, ...], _Family], ...] = tuple({} for _ in TERM_KINDS)
+        self._family_of: tuple[dict[PodAffinityTerm, _Family], ...] = tuple({} for _ in TERM_KINDS)
+        # member -> its stand-in with ``k In V`` (made when a pod first needs it)
+        self._exclusions: tuple[dict[PodAffinityTerm, PodAffinityTerm], ...] = tuple({} for _ in TERM_KINDS)
 
     def memo(self, kind: int, terms: frozenset[PodAffinityTerm], build: Callable[[], _T]) -> _T:
         """``build()`` for a set of terms of one kind, kept while none of them changes (see
@@ -593,9 +634,34 @@ class TermIndex:
                    namespace: str) -> list[tuple[PodAffinityTerm, Mapping[int, int]]]:
         """The terms of one kind whose selector may match a pod of ``namespace`` with ``labels`` (a
         superset; terms with a nil selector, which match nothing, are left out, and so are terms without
-        a namespace selector that do not list ``namespace``), with their per-slot counts or weights."""
+        a namespace selector that do not list ``namespace``), with their per-slot counts or weights.
+        A family's members come as its stand-ins: summing the per-slot values of the stand-ins the pod
+        matches gives the sums of the members it matches (see the class docstring)."""
         table = self._tables[kind]
-        return [(t, table[t]) for t in self._triggers[kind].candidates(labels, namespace)]
+        out: list[tuple[PodAffinityTerm, Mapping[int, int]]] = []
+        for item in self._triggers[kind].candidates(labels, namespace):
+            if type(item) is not _Family:
+                out.append((item, table[item]))
+                continue
+            out.append((item.term, item.per_slot))
+            value = labels.get(item.label)
+            excluded = item.by_value.get(value) if value is not None else None
+            if excluded:
+                for member in excluded:
+                    out.append((self._exclusion(kind, member, item), {s: -c for s, c in table[member].items()}))
+        return out
+
+    def _exclusion(self, kind: int, member: PodAffinityTerm, family: _Family) -> PodAffinityTerm:
+        """The member's stand-in with its NotIn requirement turned into ``In`` (its stamp is the member's)."""
+        found = self._exclusions[kind].get(member)
+        if found is None:
+            split = _not_in_split(member)
+            assert split is not None
+            inside = Selector((Requirement(split[1].key, "In", split[1].values), *family.rest))
+            found = PodAffinityTerm(member.topology_key, member.namespaces, inside, member._ns_selector, member._names)
+            self._exclusions[kind][member] = found
+            self._stamps[kind][found] = self._stamps[kind][member]
+        return found
 
     def pod_changed(self, slot: int, pod: Pod, delta: int) -> None:
         """A pod was placed on (``delta`` 1) or removed from (-1) the node in ``slot``: O(its terms)."""
@@ -610,23 +676,73 @@ class TermIndex:
 
     def _bump(self, kind: int, term: PodAffinityTerm, slot: int, by: int) -> None:
         self._tick += 1
-        self._stamps[kind][term] = self._tick
+        stamps = self._stamps[kind]
+        stamps[term] = self._tick
         table = self._tables[kind]
         per_slot = table.get(term)
         if per_slot is None:
             per_slot = table[term] = {}
             if term._selector is not None:
-                self._triggers[kind].add(term, _trigger((term._selector,)), _term_namespaces(term))
+                self._join(kind, term)
         n = per_slot.get(slot, 0) + by
         if n:
             per_slot[slot] = n
         else:
             per_slot.pop(slot, None)
-            if not per_slot:
-                del table[term]
-                del self._stamps[kind][term]
-                if term._selector is not None:
-                    self._triggers[kind].discard(term, _trigger((term._selector,)), _term_namespaces(term))
+        family = self._family_of[kind].get(term)
+        if family is not None:
+            stamps[family.term] = self._tick
+            exclusion = self._exclusions[kind].get(term)
+            if exclusion is not None:
+                stamps[exclusion] = self._tick
+            total = family.per_slot.get(slot, 0) + by
+            if total:
+                family.per_slot[slot] = total
+            else:
+                family.per_slot.pop(slot, None)
+        if not per_slot:
+            del table[term]
+            del stamps[term]
+            if term._selector is not None:
+                self._leave(kind, term)
+
+    def _join(self, kind: int, term: PodAffinityTerm) -> None:
+        """A term with a selector is carried by a placed pod again: file it, or its family."""
+        split = _not_in_split(term)
+        if split is None:
+            self._triggers[kind].add(term, _trigger((term._selector,)), _term_namespaces(term))
+            return
+        key, req, rest = split
+        family = self._families[kind].get(key)
+        if family is None:
+            stand_in = PodAffinityTerm(term.topology_key, term.namespaces, Selector(rest), term._ns_selector, term._names)
+            family = self._families[kind][key] = _Family(stand_in, req.key, rest)
+            self._triggers[kind].add(family, _trigger((stand_in._selector,)), _term_namespaces(stand_in))
+        for value in req.values:
+            family.by_value.setdefault(value, set()).add(term)
+        self._family_of[kind][term] = family
+
+    def _leave(self, kind: int, term: PodAffinityTerm) -> None:
+        """No placed pod carries the term any more: drop its filing (and its family when it was the last)."""
+        family = self._family_of[kind].pop(term, None)
+        if family is None:
+            self._triggers[kind].discard(term, _trigger((term._selector,)), _term_namespaces(term))
+            return
+        exclusion = self._exclusions[kind].pop(term, None)
+        if exclusion is not None:
+            del self._stamps[kind][exclusion]
+        split = _not_in_split(term)
+        assert split is not None
+        key, req, _ = split
+        for value in req.values:
+            members = family.by_value[value]
+            members.discard(term)
+            if not members:
+                del family.by_value[value]
+        if not family.by_value:
+            del self._families[kind][key]
+            del self._stamps[kind][family.term]
+            self._triggers[kind].discard(family, _trigger((family.term._selector,)), _term_namespaces(family.term))
 
     def clear(self) -> None:
         for table in self._tables:
@@ -635,6 +751,10 @@ class TermIndex:
             triggers.clear()
         for stamps in self._stamps:
             stamps.clear()
+        for kind in range(len(TERM_KINDS)):
+            self._families[kind].clear()
+            self._family_of[kind].clear()
+            self._exclusions[kind].clear()
         self._memo.clear()
 
 
