@@ -206,7 +206,7 @@ def _key_trigger(key: MatchKey) -> list[tuple[str, str]] | None:
 _TOTALS_MAX = 8
 """Per-domain totals kept per cached key (one per topology key in use; more only after node changes)."""
 
-_PROBATION = 64
+_PROBATION = 256
 """Cached keys that nobody asked for again after a pod change since they were built, kept at most: each
 cached key costs every placement of a pod it may match a test and an update, and in a cluster of
 distinct pods most keys are one incoming pod's own terms, never asked for again. A key asked for again
