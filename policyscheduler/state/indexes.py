@@ -9,13 +9,16 @@
   once asked for (one scalar update per pod change), so spreading and the incoming pod's own terms
   read per-domain sums without a pass over the nodes. An LRU bounds the memory; a key not asked for
   again after a pod change (an incoming pod's own term, in a cluster of distinct pods) leaves after
-  :data:`_PROBATION` newer keys, so placements do not keep updating the arrays of one-off keys.
+  :data:`_PROBATION` newer keys, so placements do not keep updating the arrays of one-off keys. A key
+  with a ``NotIn`` requirement is answered as the difference of two keys without it
+  (:func:`_split_not_in`), and a new key is found and filed by its rarest ``In`` pair.
 * :class:`TermIndex`: the inter-pod terms of the placed pods, per distinct term (kube's
   HavePodsWithAffinity / HavePodsWithRequiredAntiAffinity lists, folded): the nodes of the pods carrying
   it, with counts or summed weights, updated in O(terms of the pod) on every pod change. An incoming pod
   then matches each distinct term once instead of walking the pods that carry them; what is derived
   from a set of matched terms (their per-domain sums) is memoised per set, stamped by the terms' last
-  change (:meth:`TermIndex.memo`), so the next pod of the same app reuses it.
+  change (:meth:`TermIndex.memo`), so the next pod of the same app reuses it. Terms are found by label
+  and namespace; terms differing only in a ``NotIn`` requirement's values are matched as one family.
 * :class:`LabelCodes`: a topology key's label values on every node as categorical codes, from which
   domain counts are one ``bincount`` (an O(nodes) group-by) instead of a dict walk per pod.
 
