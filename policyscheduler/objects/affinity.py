@@ -287,7 +287,7 @@ def _existing_sums(index: ClusterIndex, kind: int, pod: Pod, own_labels: Mapping
     pod and no node changes its labels: a pod then pays for matching the candidate terms, not for
     summing their nodes again. The returned sums are shared: nobody may edit them.
     """
-    hits = [(term, per_slot) for term, per_slot in index.existing_terms(kind, pod.labels)
+    hits = [(term, per_slot) for term, per_slot in index.existing_terms(kind, pod.labels, pod.namespace)
             if existing_term_matches(term, pod, own_labels)]
     if not hits:
         return None

@@ -377,10 +377,11 @@ class ClusterIndex(ControllerObjects, Protocol):
         label codes. The value is shared between pods: nobody may edit it."""
         ...
 
-    def existing_terms(self, kind: int, labels: Mapping[str, str]) -> Iterable[tuple[PodAffinityTerm, Mapping[int, int]]]:
-        """The placed pods' distinct terms of ``TERM_KINDS[kind]`` whose selector may match a pod with
-        ``labels`` (a superset: the caller still matches each), with their nodes by slot (counts or
-        summed weights)."""
+    def existing_terms(self, kind: int, labels: Mapping[str, str],
+                       namespace: str) -> Iterable[tuple[PodAffinityTerm, Mapping[int, int]]]:
+        """The placed pods' distinct terms of ``TERM_KINDS[kind]`` that a pod of ``namespace`` with
+        ``labels`` may match (a superset: the caller still matches each), with their nodes by slot
+        (counts or summed weights)."""
         ...
 
 

@@ -7,13 +7,18 @@
   the keys its group is known to match (O(matching keys)), never a walk over every cached key or pod.
   A key's counts summed per domain of a topology key (:meth:`MatchCounts.totals`) are kept the same way
   once asked for (one scalar update per pod change), so spreading and the incoming pod's own terms
-  read per-domain sums without a pass over the nodes. An LRU bounds the memory.
+  read per-domain sums without a pass over the nodes. An LRU bounds the memory; a key not asked for
+  again after a pod change (an incoming pod's own term, in a cluster of distinct pods) leaves after
+  :data:`_PROBATION` newer keys, so placements do not keep updating the arrays of one-off keys. A key
+  with a ``NotIn`` requirement is answered as the difference of two keys without it
+  (:func:`_split_not_in`), and a new key is found and filed by its rarest ``In`` pair.
 * :class:`TermIndex`: the inter-pod terms of the placed pods, per distinct term (kube's
   HavePodsWithAffinity / HavePodsWithRequiredAntiAffinity lists, folded): the nodes of the pods carrying
   it, with counts or summed weights, updated in O(terms of the pod) on every pod change. An incoming pod
   then matches each distinct term once instead of walking the pods that carry them; what is derived
   from a set of matched terms (their per-domain sums) is memoised per set, stamped by the terms' last
-  change (:meth:`TermIndex.memo`), so the next pod of the same app reuses it.
+  change (:meth:`TermIndex.memo`), so the next pod of the same app reuses it. Terms are found by label
+  and namespace; terms differing only in a ``NotIn`` requirement's values are matched as one family.
 * :class:`LabelCodes`: a topology key's label values on every node as categorical codes, from which
   domain counts are one ``bincount`` (an O(nodes) group-by) instead of a dict walk per pod.
 
@@ -31,7 +36,7 @@ import numpy as np
 import numpy.typing as npt
 
 from policyscheduler.objects.records import Pod, PodAffinityTerm
-from policyscheduler.objects.selectors import Selector
+from policyscheduler.objects.selectors import Requirement, Selector
 from policyscheduler.objects.topology import (
     TERM_KINDS,
     LabelCodes,
@@ -171,6 +176,32 @@ def _key_namespaces(key: MatchKey) -> frozenset[str] | None:
     return allowed
 
 
+def _term_namespaces(term: PodAffinityTerm) -> frozenset[str] | None:
+    """The namespaces an incoming pod must be in to match a placed pod's ``term`` (None: any may): a
+    term without a namespace selector admits only the namespaces it lists (its owner's by default; see
+    ``objects.affinity.existing_term_matches``). Filing terms under them keeps a pod from testing the
+    terms of other namespaces' apps that require the same label pair (a shared ``tier``, say)."""
+    return term._names if term._ns_selector is None else None
+
+
+def _fewest_groups(key: MatchKey, tables: list[dict[tuple[str, str], set[_Signature]]]) -> list[tuple[str, str]] | None:
+    """The trigger pairs of the key's ``In`` requirement that the fewest pod groups carry (in ``tables``:
+    the groups by label pair of the namespaces the key admits), None when it has no ``In`` requirement.
+    Every pod the key matches passes each of its ``In`` requirements, so any of them finds a superset of
+    its groups; the rarest finds the fewest to test -- and files the key where the fewest placements test
+    it (an app's selector narrowed to one release is found by the release, not by the app)."""
+    best: list[tuple[str, str]] | None = None
+    fewest = 0
+    for _, _, sel in key[1]:
+        for req in sel.requirements:
+            if req.operator == "In":
+                pairs = [(req.key, v) for v in req.values]
+                size = sum(len(t.get(pair, ())) for t in tables for pair in pairs)
+                if best is None or size < fewest:
+                    best, fewest = pairs, size
+    return best
+
+
 def _key_trigger(key: MatchKey) -> list[tuple[str, str]] | None:
     return _trigger(sel for _, _, sel in key[1])
 
@@ -178,10 +209,54 @@ def _key_trigger(key: MatchKey) -> list[tuple[str, str]] | None:
 _TOTALS_MAX = 8
 """Per-domain totals kept per cached key (one per topology key in use; more only after node changes)."""
 
+_PROBATION = 256
+"""Cached keys that nobody asked for again after a pod change since they were built, kept at most: each
+cached key costs every placement of a pod it may match a test and an update, and in a cluster of
+distinct pods most keys are one incoming pod's own terms, never asked for again. A key asked for again
+(the spread selector of an app, a term shared by its pods) joins the LRU proper."""
+
 _DENSE_MIN = 64
 """A group on at least this many nodes also keeps its counts as a per-slot array, so a key it matches
 adds it with one numpy addition instead of copying its slots (a big Deployment matched by a broad
 selector); smaller groups -- most of them, in a cluster of distinct pods -- stay sparse."""
+
+
+_SPLITS: dict[MatchKey, tuple[MatchKey, MatchKey] | None] = {}
+_SPLITS_MAX = 4096
+
+
+def _split_not_in(key: MatchKey) -> tuple[MatchKey, MatchKey] | None:
+    """For a key with a ``k NotIn V`` requirement: (the key without it, the key with ``k In V`` instead),
+    whose counts differ by exactly the key's (a pod fails ``NotIn`` exactly when it passes ``In``); None
+    for a key without one. Memoised per key (keys are values), bounded like the parser's caches.
+
+    Why: a ``NotIn`` requirement is how a selector leaves one pod or release out (``mismatchLabelKeys``,
+    a template's "every replica but mine"), so such keys are distinct per pod and each would be built by
+    matching every group of the rest of the selector. The key without it is shared by those pods (it
+    stays cached), and the ``In`` key, tested first by the requirement's own label pair, matches few
+    groups; so a new key costs two lookups and a subtraction, and no cached array per one-off key is
+    updated on every placement."""
+    if key in _SPLITS:
+        return _SPLITS[key]
+    live_only, clauses = key
+    split = None
+    for i, (names, ns_sel, sel) in enumerate(clauses):
+        reqs = sel.requirements
+        for j, req in enumerate(reqs):
+            if req.operator == "NotIn":
+                rest = reqs[:j] + reqs[j + 1:]
+                base = clauses[:i] + ((names, ns_sel, Selector(rest)),) + clauses[i + 1:]
+                # the In requirement first: the key is then found by its own label pair (_trigger)
+                inside = Selector((Requirement(req.key, "In", req.values), *rest))
+                sub = clauses[:i] + ((names, ns_sel, inside),) + clauses[i + 1:]
+                split = ((live_only, base), (live_only, sub))
+                break
+        if split is not None:
+            break
+    if len(_SPLITS) >= _SPLITS_MAX:
+        _SPLITS.clear()
+    _SPLITS[key] = split
+    return split
 
 
 class _Entry:
@@ -190,7 +265,7 @@ class _Entry:
     Groups hold their keys' entries, not the keys: an entry hashes by identity, while a key (tuples of
     selectors) would be hashed again for every pod placed or removed."""
 
-    __slots__ = ("array", "key", "label_keys", "members", "namespaces", "pairs", "totals")
+    __slots__ = ("array", "born", "key", "label_keys", "members", "namespaces", "pairs", "totals")
 
     def __init__(self, key: MatchKey, array: IntArray, members: set[_Signature],
                  pairs: list[tuple[str, str]] | None) -> None:
@@ -204,6 +279,9 @@ class _Entry:
         self.totals: dict[int, tuple[LabelCodes, IntArray]] = {}
         """id(label codes) -> (those codes, ``array`` summed per domain; last entry: nodes without the
         key), built on first use (:meth:`MatchCounts.totals`) and kept exact like ``array``."""
+        self.born = -1
+        """The count of pod changes when it was built while it is on probation (:data:`_PROBATION`),
+        -1 once it was asked for again after a pod change."""
 
 
 class _Group:
@@ -225,6 +303,8 @@ class MatchCounts:
         # OrderedDict rather than cachetools.LRUCache: the per-pod update reads cached arrays, and that
         # must not count as a use (LRUCache refreshes an entry on every read).
         self._entries: OrderedDict[MatchKey, _Entry] = OrderedDict()
+        self._probation: OrderedDict[MatchKey, _Entry] = OrderedDict()  # not asked for again yet, oldest first
+        self._changes = 0  # pod changes seen (what a key on probation must outlive to join the LRU)
         self._ns_labels = ns_labels
         self.maxsize = maxsize
         # Built on the first ``get`` (from the store's pods), dropped by ``clear``; while it is None no
@@ -244,7 +324,11 @@ class MatchCounts:
         return len(self._groups) if self._groups is not None else 0
 
     def get(self, key: MatchKey, slots: int, pods_by_slot: Callable[[], Iterable[tuple[int, Iterable[Pod]]]]) -> IntArray:
-        """The count array of ``key`` (built on first use by matching every pod group once)."""
+        """The count array of ``key`` (built on first use by matching every pod group once; a key with a
+        ``NotIn`` requirement is the difference of two keys without it: :func:`_split_not_in`)."""
+        split = _split_not_in(key)
+        if split is not None:
+            return self.get(split[0], slots, pods_by_slot) - self.get(split[1], slots, pods_by_slot)
         return self._entry(key, slots, pods_by_slot).array
 
     def totals(self, key: MatchKey, codes: LabelCodes, slots: int,
@@ -253,6 +337,10 @@ class MatchCounts:
         nodes without the key). Kept up to date per pod change like the counts (one scalar update per
         cached key and topology key), so a pod's per-domain sums cost no pass over the nodes. The array
         is the index's own: read it now, do not keep or edit it."""
+        split = _split_not_in(key)
+        if split is not None:
+            return (self.totals(split[0], codes, slots, pods_by_slot)
+                    - self.totals(split[1], codes, slots, pods_by_slot))
         entry = self._entry(key, slots, pods_by_slot)
         found = entry.totals.get(id(codes))
         if found is not None:
@@ -267,6 +355,9 @@ class MatchCounts:
         entry = self._entries.get(key)
         if entry is not None:
             self._entries.move_to_end(key)
+            if entry.born >= 0 and entry.born != self._changes:  # asked for again after a pod change
+                entry.born = -1
+                del self._probation[key]
             return entry
         groups = self._groups
         if groups is None:
@@ -278,22 +369,22 @@ class MatchCounts:
         members: set[_Signature] = set()
         where: list[int] = []
         counts: list[int] = []
-        pairs = _key_trigger(key)
+        namespaces = _key_namespaces(key)
+        by_ns = self._by_pair
+        tables = [t for t in (by_ns.values() if namespaces is None else map(by_ns.get, namespaces)) if t]
+        pairs = _fewest_groups(key, tables)
         arr = np.zeros(slots, dtype=np.int64)
         entry = _Entry(key, arr, members, pairs)
-        namespaces = entry.namespaces
         candidates: Iterable[_Signature]
         if pairs is None:
             candidates = groups if namespaces is None else [sig for sig in groups if sig[0] in namespaces]
         else:  # only the groups carrying a label pair the key requires (in a namespace it admits) can match it
             found: set[_Signature] = set()
-            by_ns = self._by_pair
-            for table in (by_ns.values() if namespaces is None else [by_ns.get(ns) for ns in namespaces]):
-                if table:
-                    for pair in pairs:
-                        bucket = table.get(pair)
-                        if bucket:
-                            found.update(bucket)
+            for table in tables:
+                for pair in pairs:
+                    bucket = table.get(pair)
+                    if bucket:
+                        found.update(bucket)
             candidates = found
         for sig in candidates:
             group = groups[sig]
@@ -314,12 +405,19 @@ class MatchCounts:
             arr += np.rint(np.bincount(np.asarray(where, dtype=np.int64), weights=np.asarray(counts, dtype=np.float64),
                                        minlength=slots)).astype(np.int64)
         self._entries[key] = entry
+        entry.born = self._changes
+        self._probation[key] = entry
         self._keys.add(entry, pairs, entry.namespaces)
         label_keys = self._label_keys
         for name in entry.label_keys:
             label_keys[name] = label_keys.get(name, 0) + 1
+        if len(self._probation) > _PROBATION:
+            old_key, old = self._probation.popitem(last=False)
+            del self._entries[old_key]
+            self._forget(old)
         if len(self._entries) > self.maxsize:
             _, old = self._entries.popitem(last=False)
+            self._probation.pop(old.key, None)
             self._forget(old)
         return entry
 
@@ -382,6 +480,7 @@ class MatchCounts:
         groups = self._groups
         if groups is None:
             return
+        self._changes += 1
         sig = _signature(pod)
         group = groups.get(sig)
         if group is None:
@@ -454,6 +553,7 @@ class MatchCounts:
     def clear(self) -> None:
         """Forget every array and group (node removal shifts slots; they are rebuilt on demand)."""
         self._entries.clear()
+        self._probation.clear()
         self._keys.clear()
         self._by_pair.clear()
         self._label_keys.clear()
@@ -467,7 +567,37 @@ class MatchCounts:
         """
         for key in [k for k in self._entries
                     if any(ns_sel is not None and not ns_sel.empty for _, ns_sel, _ in k[1])]:
+            self._probation.pop(key, None)
             self._forget(self._entries.pop(key))
+
+
+class _Family:
+    """Placed pods' terms of one kind that differ only in the values of one ``k NotIn V`` requirement
+    (a template's "every replica but mine"): one stand-in term without the requirement, carrying the
+    members' summed per-slot counts or weights, and the members by each value they leave out."""
+
+    __slots__ = ("by_value", "label", "per_slot", "rest", "term")
+
+    def __init__(self, term: PodAffinityTerm, label: str, rest: tuple[Requirement, ...]) -> None:
+        self.term = term  # the members' term without the NotIn requirement
+        self.label = label  # the NotIn requirement's label key
+        self.rest = rest  # the members' other requirements
+        self.per_slot: dict[int, int] = {}
+        self.by_value: dict[str, set[PodAffinityTerm]] = {}
+
+
+def _not_in_split(term: PodAffinityTerm) -> tuple[tuple[Any, ...], Requirement, tuple[Requirement, ...]] | None:
+    """(family key, the first NotIn requirement, the other requirements) of a term with a selector
+    holding a NotIn requirement; None for any other term."""
+    sel = term._selector
+    if sel is None:
+        return None
+    reqs = sel.requirements
+    for j, req in enumerate(reqs):
+        if req.operator == "NotIn":
+            rest = reqs[:j] + reqs[j + 1:]
+            return (term.topology_key, term._names, term._ns_selector, rest, req.key), req, rest
+    return None
 
 
 class TermIndex:
@@ -476,14 +606,26 @@ class TermIndex:
     (preferred terms). Terms are keyed by identity: the parser shares one object per distinct term.
     Each kind's terms are also indexed by a label pair their selector requires, so the terms an
     incoming pod may match are found from its labels (:meth:`candidates`), not by testing every term.
+
+    Terms that differ only in the values of a ``k NotIn V`` requirement form a :class:`_Family`: a pod
+    matches such a term exactly when it matches the term without the requirement and does not carry
+    ``k`` with a value in ``V``. So a family is answered by one stand-in term without it (the members'
+    sums) and, for the few members whose ``V`` holds the pod's value of ``k``, a stand-in term with
+    ``k In V`` instead carrying that member's counts negated: the same sums, from a number of terms to
+    match that does not grow with the members (one per pod of a template, in a cluster of distinct pods).
     """
 
     def __init__(self) -> None:
         self._tables: tuple[dict[PodAffinityTerm, dict[int, int]], ...] = tuple({} for _ in TERM_KINDS)
         self._triggers: tuple[_Triggers, ...] = tuple(_Triggers() for _ in TERM_KINDS)
         self._tick = 0  # counts term changes
-        self._stamps: tuple[dict[PodAffinityTerm, int], ...] = tuple({} for _ in TERM_KINDS)  # last change per term
+        # last change per term (and per stand-in term: a family's on any member's change)
+        self._stamps: tuple[dict[PodAffinityTerm, int], ...] = tuple({} for _ in TERM_KINDS)
         self._memo: dict[tuple[int, frozenset[PodAffinityTerm]], tuple[int, Any]] = {}
+        self._families: tuple[dict[tuple[Any, ...], _Family], ...] = tuple({} for _ in TERM_KINDS)
+        self._family_of: tuple[dict[PodAffinityTerm, _Family], ...] = tuple({} for _ in TERM_KINDS)
+        # member -> its stand-in with ``k In V`` (made when a pod first needs it)
+        self._exclusions: tuple[dict[PodAffinityTerm, PodAffinityTerm], ...] = tuple({} for _ in TERM_KINDS)
 
     def memo(self, kind: int, terms: frozenset[PodAffinityTerm], build: Callable[[], _T]) -> _T:
         """``build()`` for a set of terms of one kind, kept while none of them changes (see
@@ -509,11 +651,38 @@ class TermIndex:
         """The terms of one kind with their per-slot counts or weights (read-only)."""
         return self._tables[kind]
 
-    def candidates(self, kind: int, labels: Mapping[str, str]) -> list[tuple[PodAffinityTerm, Mapping[int, int]]]:
-        """The terms of one kind whose selector may match ``labels`` (a superset; terms with a nil
-        selector, which match nothing, are left out), with their per-slot counts or weights."""
+    def candidates(self, kind: int, labels: Mapping[str, str],
+                   namespace: str) -> list[tuple[PodAffinityTerm, Mapping[int, int]]]:
+        """The terms of one kind whose selector may match a pod of ``namespace`` with ``labels`` (a
+        superset; terms with a nil selector, which match nothing, are left out, and so are terms without
+        a namespace selector that do not list ``namespace``), with their per-slot counts or weights.
+        A family's members come as its stand-ins: summing the per-slot values of the stand-ins the pod
+        matches gives the sums of the members it matches (see the class docstring)."""
         table = self._tables[kind]
-        return [(t, table[t]) for t in self._triggers[kind].candidates(labels)]
+        out: list[tuple[PodAffinityTerm, Mapping[int, int]]] = []
+        for item in self._triggers[kind].candidates(labels, namespace):
+            if type(item) is not _Family:
+                out.append((item, table[item]))
+                continue
+            out.append((item.term, item.per_slot))
+            value = labels.get(item.label)
+            excluded = item.by_value.get(value) if value is not None else None
+            if excluded:
+                for member in excluded:
+                    out.append((self._exclusion(kind, member, item), {s: -c for s, c in table[member].items()}))
+        return out
+
+    def _exclusion(self, kind: int, member: PodAffinityTerm, family: _Family) -> PodAffinityTerm:
+        """The member's stand-in with its NotIn requirement turned into ``In`` (its stamp is the member's)."""
+        found = self._exclusions[kind].get(member)
+        if found is None:
+            split = _not_in_split(member)
+            assert split is not None
+            inside = Selector((Requirement(split[1].key, "In", split[1].values), *family.rest))
+            found = PodAffinityTerm(member.topology_key, member.namespaces, inside, member._ns_selector, member._names)
+            self._exclusions[kind][member] = found
+            self._stamps[kind][found] = self._stamps[kind][member]
+        return found
 
     def pod_changed(self, slot: int, pod: Pod, delta: int) -> None:
         """A pod was placed on (``delta`` 1) or removed from (-1) the node in ``slot``: O(its terms)."""
@@ -528,23 +697,73 @@ class TermIndex:
 
     def _bump(self, kind: int, term: PodAffinityTerm, slot: int, by: int) -> None:
         self._tick += 1
-        self._stamps[kind][term] = self._tick
+        stamps = self._stamps[kind]
+        stamps[term] = self._tick
         table = self._tables[kind]
         per_slot = table.get(term)
         if per_slot is None:
             per_slot = table[term] = {}
             if term._selector is not None:
-                self._triggers[kind].add(term, _trigger((term._selector,)))
+                self._join(kind, term)
         n = per_slot.get(slot, 0) + by
         if n:
             per_slot[slot] = n
         else:
             per_slot.pop(slot, None)
-            if not per_slot:
-                del table[term]
-                del self._stamps[kind][term]
-                if term._selector is not None:
-                    self._triggers[kind].discard(term, _trigger((term._selector,)))
+        family = self._family_of[kind].get(term)
+        if family is not None:
+            stamps[family.term] = self._tick
+            exclusion = self._exclusions[kind].get(term)
+            if exclusion is not None:
+                stamps[exclusion] = self._tick
+            total = family.per_slot.get(slot, 0) + by
+            if total:
+                family.per_slot[slot] = total
+            else:
+                family.per_slot.pop(slot, None)
+        if not per_slot:
+            del table[term]
+            del stamps[term]
+            if term._selector is not None:
+                self._leave(kind, term)
+
+    def _join(self, kind: int, term: PodAffinityTerm) -> None:
+        """A term with a selector is carried by a placed pod again: file it, or its family."""
+        split = _not_in_split(term)
+        if split is None:
+            self._triggers[kind].add(term, _trigger((term._selector,)), _term_namespaces(term))
+            return
+        key, req, rest = split
+        family = self._families[kind].get(key)
+        if family is None:
+            stand_in = PodAffinityTerm(term.topology_key, term.namespaces, Selector(rest), term._ns_selector, term._names)
+            family = self._families[kind][key] = _Family(stand_in, req.key, rest)
+            self._triggers[kind].add(family, _trigger((stand_in._selector,)), _term_namespaces(stand_in))
+        for value in req.values:
+            family.by_value.setdefault(value, set()).add(term)
+        self._family_of[kind][term] = family
+
+    def _leave(self, kind: int, term: PodAffinityTerm) -> None:
+        """No placed pod carries the term any more: drop its filing (and its family when it was the last)."""
+        family = self._family_of[kind].pop(term, None)
+        if family is None:
+            self._triggers[kind].discard(term, _trigger((term._selector,)), _term_namespaces(term))
+            return
+        exclusion = self._exclusions[kind].pop(term, None)
+        if exclusion is not None:
+            del self._stamps[kind][exclusion]
+        split = _not_in_split(term)
+        assert split is not None
+        key, req, _ = split
+        for value in req.values:
+            members = family.by_value[value]
+            members.discard(term)
+            if not members:
+                del family.by_value[value]
+        if not family.by_value:
+            del self._families[kind][key]
+            del self._stamps[kind][family.term]
+            self._triggers[kind].discard(family, _trigger((family.term._selector,)), _term_namespaces(family.term))
 
     def clear(self) -> None:
         for table in self._tables:
@@ -553,6 +772,10 @@ class TermIndex:
             triggers.clear()
         for stamps in self._stamps:
             stamps.clear()
+        for kind in range(len(TERM_KINDS)):
+            self._families[kind].clear()
+            self._family_of[kind].clear()
+            self._exclusions[kind].clear()
         self._memo.clear()
 
 

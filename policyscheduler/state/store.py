@@ -583,10 +583,11 @@ class ClusterState:
         """A topology key's values on every node, as categorical codes per slot."""
         return self._codes.get(key, lambda: (slot.spec.labels for slot in self._slots))
 
-    def existing_terms(self, kind: int, labels: Mapping[str, str]) -> list[tuple[PodAffinityTerm, Mapping[int, int]]]:
-        """The placed pods' terms of ``TERM_KINDS[kind]`` (objects.topology) whose selector may match a pod
-        with ``labels`` (a superset, found by label), each with the slots of the pods carrying it and
-        their counts or weights (kept up to date per pod change; see TermIndex)."""
+    def existing_terms(self, kind: int, labels: Mapping[str, str],
+                       namespace: str) -> list[tuple[PodAffinityTerm, Mapping[int, int]]]:
+        """The placed pods' terms of ``TERM_KINDS[kind]`` (objects.topology) that a pod of ``namespace``
+        with ``labels`` may match (a superset, found by label and namespace), each with the slots of the
+        pods carrying it and their counts or weights (kept up to date per pod change; see TermIndex)."""
         terms = self._terms
         if terms is None:
             terms = self._terms = TermIndex()
@@ -595,13 +596,13 @@ class ClusterState:
                 if key not in seen:
                     seen.add(key)
                     terms.pod_changed(self._slot_of[pod.node_name], pod, 1)
-        return terms.candidates(kind, labels)
+        return terms.candidates(kind, labels, namespace)
 
     def existing_terms_memo(self, kind: int, terms: frozenset[PodAffinityTerm], build: Callable[[], _T]) -> _T:
         """``build()`` memoised per (kind, set of placed pods' terms) while none of the terms gains or loses
         a pod and no node changes its labels (objects.topology.ClusterIndex); shared, read-only."""
         if self._terms is None:
-            self.existing_terms(kind, {})  # rebuilds the term index
+            self.existing_terms(kind, {}, "")  # rebuilds the term index
         assert self._terms is not None
         return self._terms.memo(kind, terms, build)
 
