@@ -78,8 +78,9 @@ def rounds_to_answer(linger: float, count: int = 8) -> tuple[int, list[tuple[int
     try:
         time.sleep(0.05)  # the thread is asleep in poll
         before = pipe.rounds
-        for i in range(count):
-            pipe.submit("GET", f"/r{i}", None, answered)
+        # queued at once (one wake-up): one submit per request lets a busy machine wake the thread
+        # between them, and the rounds would count the submissions, not the reading of the answers
+        pipe.submit_all([("GET", f"/r{i}", None, answered) for i in range(count)])
         assert done.wait(10), got
         return pipe.rounds - before, got
     finally:
