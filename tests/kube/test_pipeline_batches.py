@@ -5,59 +5,12 @@ yet -- the ``depth`` the pipeline promises never to exceed -- and can close a co
 
 from __future__ import annotations
 
-import socket
 import threading
 import time
 from typing import Any
 
 from policyscheduler.kube.pipeline import Pipeline
-from tests.kube.proxy import serve_connections
-from tests.kube.test_pipeline_linger import PlainOpener
-
-
-class CountingServer:
-    """Answers each GET with 200 and its path, ``gap`` s after the previous answer on the connection. Records
-    the most requests a connection had waiting (received, not answered) and the ``recv`` calls that brought
-    request bytes; a path ending in ``/close`` gets no answer: the connection is closed instead."""
-
-    def __init__(self, gap: float = 0.005) -> None:
-        self.gap = gap
-        self.most_waiting = 0
-        self.reads = 0
-        self.lock = threading.Lock()
-        self.listener = socket.create_server(("127.0.0.1", 0))
-        self.port = self.listener.getsockname()[1]
-        serve_connections(self.listener, self._serve)
-
-    def _serve(self, conn: socket.socket) -> None:
-        data = b""
-        with conn:
-            while True:
-                while b"\r\n\r\n" not in data:
-                    more = conn.recv(65536)
-                    if not more:
-                        return
-                    with self.lock:
-                        self.reads += 1
-                    data += more
-                conn.setblocking(False)  # whatever else arrived meanwhile is waiting too
-                try:
-                    while more := conn.recv(65536):
-                        data += more
-                except BlockingIOError:
-                    pass
-                conn.setblocking(True)
-                with self.lock:
-                    self.most_waiting = max(self.most_waiting, data.count(b"\r\n\r\n"))
-                head, _, data = data.partition(b"\r\n\r\n")
-                path = head.split(b" ")[1]
-                if path.endswith(b"/close"):
-                    return
-                time.sleep(self.gap)
-                conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n%s" % (len(path), path))
-
-    def close(self) -> None:
-        self.listener.close()
+from tests.kube.plainhttp import CountingServer, PlainOpener
 
 
 class Answers:
