@@ -32,13 +32,14 @@ from __future__ import annotations
 import dataclasses
 import heapq
 import itertools
+import logging
 import threading
 import time
 from collections.abc import Callable, Hashable
 from typing import Any
 
 from policyscheduler.cycle.events import ClusterEvent, Interest
-from policyscheduler.kobjects import DEFAULT_SCHEDULER, scheduling_gates
+from policyscheduler.kobjects import DEFAULT_SCHEDULER, name_of, namespace_of, scheduling_gates
 from policyscheduler.kobjects import priority as pod_priority
 from policyscheduler.kobjects import scheduler_name as scheduler_name_of
 
@@ -51,6 +52,16 @@ QUEUES = ("active", "backoff", "unschedulable", "gated")
 """The names used for ``pending_pods{queue=...}``."""
 
 Clock = Callable[[], float]
+
+log = logging.getLogger("policyscheduler.queue")
+
+
+def _moved(event: str, entries: list[QueuedPod], node: str | None = None) -> None:
+    """A debug line (``-v 4``) naming the pods an event sent back to be tried again: why a pod had a
+    second attempt is otherwise invisible (kube-scheduler logs the same at V(5))."""
+    if log.isEnabledFor(logging.DEBUG):
+        names = [f"{namespace_of(e.pod)}/{name_of(e.pod)}" for e in entries[:20]]
+        log.debug("queue move", extra={"fields": {"event": event, "node": node, "count": len(entries), "pods": names}})
 
 
 @dataclasses.dataclass(eq=False)
@@ -210,6 +221,7 @@ class SchedulingQueue:
                     del self._unschedulable[key]
                     self._requeue(known, now)
                     self._count_in(known, "UnscheduledPodUpdate")
+                    _moved("UnscheduledPodUpdate", [known])
                 new = False
             else:
                 entry = QueuedPod(key, pod, pod_priority(pod), now, next(self._seq), gates=gates, extra=dict(extra))
@@ -259,6 +271,7 @@ class SchedulingQueue:
                 self._count_in(entry, event.name)
             if moved:
                 self.moves[event.name] = self.moves.get(event.name, 0) + len(moved)
+                _moved(event.name, moved, event.node)
             return len(moved)
 
     def _stop_deciding(self, entry: QueuedPod) -> None:
@@ -271,11 +284,11 @@ class SchedulingQueue:
             if self._events[0][0] < oldest:
                 self._events = [(c, ev) for c, ev in self._events if c >= oldest]
 
-    def _stale(self, entry: QueuedPod) -> bool:
-        """An event that arrived while ``entry`` was deciding may change its verdict."""
-        return any(c >= entry.pop_cycle and (entry.interest is None or entry.interest.wants(ev))
-                   and (ev.profile is None or scheduler_name_of(entry.pod) == ev.profile)
-                   for c, ev in self._events)
+    def _stale(self, entry: QueuedPod) -> ClusterEvent | None:
+        """The first event that arrived while ``entry`` was deciding and may change its verdict."""
+        return next((ev for c, ev in self._events
+                     if c >= entry.pop_cycle and (entry.interest is None or entry.interest.wants(ev))
+                     and (ev.profile is None or scheduler_name_of(entry.pod) == ev.profile)), None)
 
     def flush(self) -> None:
         """Backoff that has expired -> active; unschedulable longer than ``max_unschedulable`` -> out."""
@@ -296,6 +309,7 @@ class SchedulingQueue:
             self._count_in(entry, "UnschedulableTimeout")
         if stale:
             self.moves["UnschedulableTimeout"] = self.moves.get("UnschedulableTimeout", 0) + len(stale)
+            _moved("UnschedulableTimeout", stale)
 
     # -- the consumer (the scheduling loop) -------------------------------------------------------
 
@@ -352,14 +366,15 @@ class SchedulingQueue:
         (kube-scheduler's in-flight events).
         """
         with self._lock:
-            stale = self._deciding.get(entry.key) is entry and self._stale(entry)
+            stale = self._stale(entry) if self._deciding.get(entry.key) is entry else None
             if not self._leave_flight(entry):
                 return "gone"
             now = self._clock()
             self._stamp(entry, now)
-            if stale:
+            if stale is not None:
                 self._requeue(entry, now)
                 self._count_in(entry, "ScheduleAttemptFailure")
+                _moved(f"in flight: {stale.name}", [entry], stale.node)
                 return "backoff" if entry.key in self._backoff_keys else "active"
             entry.unschedulable_since = now
             self._unschedulable[entry.key] = entry

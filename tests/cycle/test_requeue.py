@@ -167,3 +167,25 @@ def test_unknown_rule_is_conservative(rule: str | None) -> None:
                                                   "images", "annotations", "unschedulable"})},
                         frozenset({"labels"}))
     assert interest.wants(ClusterEvent.node_updated("n1", frozenset({"labels"})))
+
+
+def test_every_move_is_a_debug_line_naming_the_event_and_the_pods(caplog: pytest.LogCaptureFixture) -> None:
+    """Why a pod was tried again must be answerable from the log (``-v 4``): the event that moved it out of
+    the unschedulable pool, or the one that arrived during its attempt and sent it to backoff."""
+    queue = SchedulingQueue(clock=Clock())
+    cycle = Cycle(queue, ClusterCache([node("n1", cpu="1")]), make_evaluator("reference"), default_policies(),
+                  lambda a: None, rng=random.Random(0))
+    queue.add("p", pod("p", cpu="2"))
+    entry = queue.pop()
+    assert entry is not None
+    with caplog.at_level("DEBUG", logger="policyscheduler.queue"):
+        queue.move(ClusterEvent.assigned_pod("AssignedPodDelete", "n1"))  # mid-attempt
+        assert cycle.attempt(entry).queue == "backoff"
+        Clock.now += 5
+        entry = queue.pop()
+        assert entry is not None and cycle.attempt(entry).queue == "unschedulable"
+        queue.move(ClusterEvent.node_updated("n1", frozenset({"labels", "node"})))  # irrelevant: no line
+        queue.move(ClusterEvent.assigned_pod("AssignedPodDelete", "n1"))
+    moves = [(r.fields["event"], r.fields["node"], r.fields["pods"])  # type: ignore[attr-defined]
+             for r in caplog.records if r.getMessage() == "queue move"]
+    assert moves == [("in flight: AssignedPodDelete", "n1", ["default/p"]), ("AssignedPodDelete", "n1", ["default/p"])]

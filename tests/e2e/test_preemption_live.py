@@ -60,7 +60,11 @@ class Pair:
 
     def start(self) -> None:
         self.kube = self.env.cp.start_scheduler(KUBE_CONFIG)
-        self.run = self.env.start()
+        self.run = self.env.start("-v", "4")  # debug lines: the queue says what sent a pod back (moves())
+
+    def moves(self) -> list[dict[str, Any]]:
+        """Our queue's debug lines: which event sent which pod back for another attempt."""
+        return [] if self.run is None else [ln for ln in self.run.find("queue move")]
 
     def close(self) -> None:
         if self.kube is not None:
@@ -170,7 +174,7 @@ def _preempt_and_bind(pair: Pair) -> dict[str, dict[str, Any]]:
         assert o["conditions"] == [("True", "PreemptionByScheduler",
                                     "<scheduler>: preempting to accommodate a higher priority pod")] * len(o["victims"])
         assert made[side]["metadata"]["uid"]
-    assert got["ours"] == got["kube"]
+    assert got["ours"] == got["kube"], f"our queue's moves: {pair.moves()}"
     pair.kubelet()
     wait_until(lambda: all(pair.outcome(s)["node"] for s in SIDES), 30, "both preemptors bound")
     final = {side: pair.outcome(side) for side in SIDES}
