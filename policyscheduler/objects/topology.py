@@ -305,6 +305,10 @@ class LabelCodes:
     per-domain totals of every node are one ``bincount`` (and a pod change one scalar update)."""
     missing: int
     """How many nodes lack the key (0: every node has a domain of it)."""
+    smallest: int
+    """The fewest nodes carrying one value (more than the nodes when there is no value): when fewer nodes
+    than that fail the filters, every value's domain keeps a feasible node, so the domains the feasible
+    nodes create are known without a pass over the nodes (:class:`IndexedScoreCounts`)."""
 
     def column(self, per_value: Mapping[str, int]) -> IntArray:
         """``per_value.get(node's value, 0)`` for every node (0 where the node lacks the key)."""
@@ -334,7 +338,9 @@ def build_label_codes(key: str, labels: Iterable[Mapping[str, str]]) -> LabelCod
     array = np.array(codes, dtype=np.int64)
     absent = array < 0
     filled = np.where(absent, len(index), array)
-    return LabelCodes(array, tuple(index), index, filled, int(np.count_nonzero(absent)))
+    sizes = np.bincount(array[~absent], minlength=len(index))
+    smallest = int(sizes.min()) if len(index) else len(codes) + 1
+    return LabelCodes(array, tuple(index), index, filled, int(np.count_nonzero(absent)), smallest)
 
 
 TERM_KINDS = ("required_anti_affinity", "required_affinity", "preferred_affinity", "preferred_anti_affinity")
@@ -594,6 +600,7 @@ class IndexedScoreCounts(ScoreCounts):
                     has = lc.codes >= 0
                     eligible = has if eligible is None else eligible & has
         hosts = int(np.count_nonzero(feasible))
+        failed = n - hosts
         if eligible is None:
             self.ignored = set()
             counted = feasible
@@ -617,7 +624,10 @@ class IndexedScoreCounts(ScoreCounts):
                 codes, values = lc.filled, values + ("",)
             else:
                 codes = np.where(lc.codes < 0, empty, lc.codes)
-            if everyone:
+            if everyone or (eligible is None and lc.smallest > failed
+                            and (empty is not None or lc.missing == 0 or lc.missing > failed)):
+                # every domain (the "" one of the nodes without the key included, when they are more
+                # than the failed nodes) holds more nodes than failed the filters: each has a feasible one
                 created = np.ones(len(values), dtype=bool)
                 if len(values) > len(lc.values):
                     created[-1] = lc.missing > 0  # the "" domain of the nodes without the key
@@ -632,7 +642,11 @@ class IndexedScoreCounts(ScoreCounts):
                 continue
             lc, codes, values, created, sums = score_codes[c.topology_key]
             if eligible is None and included.everywhere(c):
-                totals = _totals(index, c, pod.namespace, lc)  # the nodes without the key last: the "" code
+                # the state's own per-domain totals, read now (not kept): the nodes without the key last
+                key_ = spread_key(c._selector, pod.namespace)
+                if key_ is None:
+                    continue
+                totals = index.match_totals(key_, lc)
                 if len(values) > len(lc.values):
                     sums += totals
                 else:
@@ -645,12 +659,17 @@ class IndexedScoreCounts(ScoreCounts):
         self.pairs = {}
         self._tables: dict[str, tuple[LabelCodes, IntArray]] = {}
         for key, (lc, _codes, values, created, sums) in score_codes.items():
-            for j in np.flatnonzero(created).tolist():
-                self.pairs[(key, values[j])] = int(sums[j])
+            made, counts = created.tolist(), sums.tolist()  # a few domains: Python beats numpy calls here
+            pairs = self.pairs
+            for j, value in enumerate(values):
+                if made[j]:
+                    pairs[(key, value)] = counts[j]
             # column: a node's value reads its created domain's sum; a node without the key reads 0
-            table = np.zeros(len(lc.values) + 1, dtype=np.int64)
             nv = len(lc.values)
-            table[:nv] = np.where(created[:nv], sums[:nv], 0)
+            table = np.zeros(nv + 1, dtype=np.int64)
+            table[:nv] = sums[:nv]
+            if not all(made[:nv]):
+                table[:nv][~created[:nv]] = 0
             self._tables[key] = (lc, table)
 
     def count(self, c: SpreadConstraint, node: Node, pod: Pod) -> int:

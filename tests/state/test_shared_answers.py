@@ -156,3 +156,35 @@ def test_pods_differing_in_labels_no_service_reads_share_the_default_selector() 
     snap = _cluster()
     got = [topology.effective_constraints(snap.pod_record(_web(r)), snap.state)[1][0]._selector for r in ("r1", "r2")]
     assert got[0] is got[1]
+
+
+def _zones_cluster(sizes: tuple[int, ...], without: int) -> ClusterSnapshot:
+    """Zones of ``sizes`` nodes and ``without`` nodes without a zone, web pods on some of them."""
+    names = [(f"z{z}n{i}", f"z{z}") for z, size in enumerate(sizes) for i in range(size)]
+    names += [(f"x{i}", None) for i in range(without)]
+    objs: list[Obj] = [_node(name, zone) for name, zone in names]
+    objs += [_service("web", {"app": "web"}), _replica_set({"app": "web"})]
+    objs += [_web(f"old{i}", name) for i, (name, _) in enumerate(names) if i % 3 != 1]
+    objs.append(_web("twice", names[-1][0]))
+    return ClusterSnapshot.from_objects(objs)
+
+
+@pytest.mark.parametrize(("sizes", "without"), [((2, 3, 3), 3), ((3, 3, 4), 2), ((2, 3), 0)])
+def test_spread_score_domains_of_every_feasible_set(sizes: tuple[int, ...], without: int) -> None:
+    """The domains the feasible nodes create are told from the domain sizes when fewer nodes failed than
+    the smallest domain holds (no pass over the nodes): every feasible set -- failed counts on both sides
+    of the smallest zone's size and of the number of nodes without a zone -- gives the walk's domains,
+    counts and columns."""
+    snap = _zones_cluster(sizes, without)
+    nodes = snap.nodes
+    pod = snap.pod_record(_web("new"))
+    _, soft, require_all = topology.effective_constraints(pod, snap.state)
+    assert (snap.state.label_codes(ZONE).smallest, snap.state.label_codes(ZONE).missing) == (min(sizes), without)
+    assert [c.topology_key for c in soft] == [HOST, ZONE]
+    for bits in range(1, 2 ** len(nodes)):
+        feasible = np.array([bool(bits >> i & 1) for i in range(len(nodes))])
+        want = topology.ScoreCounts(pod, soft, [n for n, f in zip(nodes, feasible) if f], nodes, require_all)
+        got = topology.IndexedScoreCounts(pod, soft, feasible, nodes, require_all, snap.state)
+        assert (got.pairs, [got.domains[id(c)] for c in soft]) == (want.pairs, [want.domains[id(c)] for c in soft]), bits
+        for c in soft:
+            assert got.column(c).tolist() == [want.count(c, node, pod) for node in nodes], bits
