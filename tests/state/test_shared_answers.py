@@ -160,7 +160,7 @@ def test_pods_differing_in_labels_no_service_reads_share_the_default_selector() 
 
 def _zones_cluster(sizes: tuple[int, ...], without: int) -> ClusterSnapshot:
     """Zones of ``sizes`` nodes and ``without`` nodes without a zone, web pods on some of them."""
-    names = [(f"z{z}n{i}", f"z{z}") for z, size in enumerate(sizes) for i in range(size)]
+    names: list[tuple[str, str | None]] = [(f"z{z}n{i}", f"z{z}") for z, size in enumerate(sizes) for i in range(size)]
     names += [(f"x{i}", None) for i in range(without)]
     objs: list[Obj] = [_node(name, zone) for name, zone in names]
     objs += [_service("web", {"app": "web"}), _replica_set({"app": "web"})]
