@@ -272,11 +272,12 @@ class _Shared:
     """Sums memoised by the state for a set of placed pods' terms, with their :func:`lookup` column
     built by the first pod that asks for it (shared by the pods matching the same terms)."""
 
-    __slots__ = ("column", "sums")
+    __slots__ = ("column", "sums", "zero")
 
     def __init__(self, sums: Sums) -> None:
         self.sums = sums
         self.column: IntArray | None = None
+        self.zero: bool | None = None  # every domain's sum is 0 (told once: the sums never change)
 
 
 def _existing_sums(index: ClusterIndex, kind: int, pod: Pod, own_labels: Mapping[str, str], n: int) -> _Shared | None:
@@ -328,6 +329,11 @@ class IndexedMaps:
         if key is not None:
             hit = d.get(key)
             return hit is None or not hit[1].any()
+        shared = self._shared.get(name)
+        if shared is not None:
+            if shared.zero is None:
+                shared.zero = not any(sums.any() for _, sums, _ in d.values())
+            return shared.zero
         return not any(sums.any() for _, sums, _ in d.values())
 
     def column(self, name: str, n: int, key: str | None = None) -> IntArray:

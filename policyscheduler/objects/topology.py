@@ -180,11 +180,24 @@ def effective_constraints(pod: Pod, objects: ControllerObjects) -> tuple[tuple[S
     selector = default_selector(pod, objects)
     if selector.empty:
         return (), (), False
-    defaults = tuple(
-        SpreadConstraint(skew, key, "ScheduleAnyway", 1, "Honor", "Ignore", [], selector)
-        for key, skew in ((HOSTNAME, 3), (ZONE, 5))
-    )
-    return (), defaults, False
+    return (), _default_constraints(selector), False
+
+
+_DEFAULTS: dict[Selector, tuple[SpreadConstraint, ...]] = {}
+_DEFAULTS_MAX = 4096
+
+
+def _default_constraints(selector: Selector) -> tuple[SpreadConstraint, ...]:
+    """The system default constraints over ``selector``, one tuple per selector value (a function of the
+    value alone): the pods of an app share them, and with them whatever is keyed by the constraints."""
+    found = _DEFAULTS.get(selector)
+    if found is None:
+        if len(_DEFAULTS) >= _DEFAULTS_MAX:
+            _DEFAULTS.clear()
+        found = _DEFAULTS[selector] = tuple(
+            SpreadConstraint(skew, key, "ScheduleAnyway", 1, "Honor", "Ignore", [], selector)
+            for key, skew in ((HOSTNAME, 3), (ZONE, 5)))
+    return found
 
 
 class FilterCounts:

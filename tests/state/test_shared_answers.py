@@ -75,6 +75,7 @@ def _answers(snap: ClusterSnapshot, obj: Obj) -> dict[str, Any]:
     spread = state.spread_score
     assert isinstance(spread, topology.IndexedScoreCounts)
     return {"maps": score.maps(), "columns": {name: score.column(name, n).tolist() for name in score.MAPS},
+            "zero": {name: (score.is_zero(name), score.is_zero(name)) for name in score.MAPS},  # twice: told once
             "spread": (spread.pairs, [spread.column(c).tolist() for c in state.soft])}
 
 
@@ -97,6 +98,8 @@ def _walk(snap: ClusterSnapshot, obj: Obj) -> dict[str, Any]:
     spread = topology.ScoreCounts(pod, soft, nodes, nodes, require_all)
     return {"maps": score.maps(),
             "columns": {name: [affinity.lookup(getattr(score, name), node) for node in nodes] for name in score.MAPS},
+            "zero": {name: (not any(v for inner in getattr(score, name).values() for v in inner.values()),) * 2
+                     for name in score.MAPS},
             "spread": (spread.pairs, [[spread.count(c, node, pod) for node in nodes] for c in soft])}
 
 
@@ -188,3 +191,38 @@ def test_spread_score_domains_of_every_feasible_set(sizes: tuple[int, ...], with
         assert (got.pairs, [got.domains[id(c)] for c in soft]) == (want.pairs, [want.domains[id(c)] for c in soft]), bits
         for c in soft:
             assert got.column(c).tolist() == [want.count(c, node, pod) for node in nodes], bits
+
+
+def test_shared_sums_of_zero_are_told_zero() -> None:
+    """A placed pod's term the web pods match, on a node without the term's topology key, adds to no
+    domain: the shared sums are all 0 (and is_zero says so, for both pods of the app, once told); a second
+    such pod on a node with the key makes them non-zero for the next pod."""
+    snap = _cluster()
+    snap.state.remove_pod("uid-fan1")
+    snap.add_pod(_pod("fan3", {"app": "fan"}, "n3", prefer=ZONE, weight=7))
+    for release in ("r1", "r2"):
+        assert _answers(snap, _web(release)) == _walk(snap, _web(release))
+        assert _answers(snap, _web(release))["zero"]["existing_preferred"] == (False, False)  # fan0 by hostname
+    snap.state.remove_pod("uid-fan0")
+    for release in ("r1", "r2"):
+        got = _answers(snap, _web(release))
+        assert got == _walk(snap, _web(release))
+        assert got["zero"]["existing_preferred"] == (True, True)
+    snap.add_pod(_pod("fan4", {"app": "fan"}, "n2", prefer=ZONE, weight=3))
+    got = _answers(snap, _web("r3"))
+    assert got == _walk(snap, _web("r3")) and got["zero"]["existing_preferred"] == (False, False)
+
+
+def test_pods_of_one_app_share_their_default_constraints() -> None:
+    """The default constraints are one tuple per selector value: the pods of an app get the same objects;
+    a changed ReplicaSet selector gives new ones over the new selector."""
+    snap = _cluster()
+    got = [topology.effective_constraints(snap.pod_record(_web(r)), snap.state)[1] for r in ("r1", "r2")]
+    assert got[0] is got[1]
+    assert [(c.topology_key, c.max_skew) for c in got[0]] == [(HOST, 3), (ZONE, 5)]
+    snap.add(_replica_set({"release": "old0"}))
+    pod = snap.pod_record(_web("r1"))
+    after = topology.effective_constraints(pod, snap.state)[1]
+    assert after is not got[0]
+    assert [c._selector for c in after] == [c._selector for c in topology.effective_constraints(pod, _Uncached(snap))[1]]
+    assert after[0]._selector != got[0][0]._selector
