@@ -11,6 +11,7 @@ always sets).
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
+from typing import cast
 
 import numpy as np
 
@@ -288,8 +289,13 @@ def _existing_sums(index: ClusterIndex, kind: int, pod: Pod, own_labels: Mapping
     pod and no node changes its labels: a pod then pays for matching the candidate terms, not for
     summing their nodes again. The returned sums are shared: nobody may edit them.
     """
+    known = index.existing_terms_recall(kind, pod.labels, pod.namespace)
+    if known is not None:  # a pod of the app was matched since the terms last changed: the same terms
+        return cast(_Shared | None, known[1])
     hits = [(term, per_slot) for term, per_slot in index.existing_terms(kind, pod.labels, pod.namespace)
             if existing_term_matches(term, pod, own_labels)]
+    matched = frozenset(term for term, _ in hits)
+    index.existing_terms_remember(kind, pod.labels, pod.namespace, matched)
     if not hits:
         return None
 
@@ -305,7 +311,7 @@ def _existing_sums(index: ClusterIndex, kind: int, pod: Pod, own_labels: Mapping
         _flush(d, n, index, found)
         return _Shared(d)
 
-    return index.existing_terms_memo(kind, frozenset(term for term, _ in hits), build)
+    return index.existing_terms_memo(kind, matched, build)
 
 
 class IndexedMaps:

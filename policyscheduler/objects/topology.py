@@ -396,6 +396,19 @@ class ClusterIndex(ControllerObjects, Protocol):
         label codes. The value is shared between pods: nobody may edit it."""
         ...
 
+    def existing_terms_recall(self, kind: int, labels: Mapping[str, str],
+                              namespace: str) -> tuple[frozenset[PodAffinityTerm], Any] | None:
+        """(the terms of ``kind`` a pod matches, their :meth:`existing_terms_memo` value, None for no
+        terms) when a pod of ``namespace`` whose labels those terms read alike was remembered since the
+        kind's terms last changed, and the value is still valid; None when not known."""
+        ...
+
+    def existing_terms_remember(self, kind: int, labels: Mapping[str, str], namespace: str,
+                                terms: frozenset[PodAffinityTerm]) -> None:
+        """A pod of ``namespace`` with ``labels`` matches exactly ``terms`` of ``kind`` (every candidate
+        matched): for :meth:`existing_terms_recall`."""
+        ...
+
     def existing_terms(self, kind: int, labels: Mapping[str, str],
                        namespace: str) -> Iterable[tuple[PodAffinityTerm, Mapping[int, int]]]:
         """The placed pods' distinct terms of ``TERM_KINDS[kind]`` that a pod of ``namespace`` with

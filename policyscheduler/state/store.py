@@ -523,6 +523,8 @@ class ClusterState:
             clean.setdefault("kubernetes.io/metadata.name", name)
             self._namespaces[name] = clean
         self._counts.namespaces_changed()
+        if self._terms is not None:
+            self._terms.forget_matched()
         self._bump()
 
     def set_service(self, namespace: str, name: str, selector: dict[str, str] | None, *, remove: bool = False) -> None:
@@ -605,6 +607,20 @@ class ClusterState:
             self.existing_terms(kind, {}, "")  # rebuilds the term index
         assert self._terms is not None
         return self._terms.memo(kind, terms, build)
+
+    def existing_terms_recall(self, kind: int, labels: Mapping[str, str],
+                              namespace: str) -> tuple[frozenset[PodAffinityTerm], Any] | None:
+        """The terms of ``kind`` a pod matches and their memoised value, when a pod of the same namespace
+        whose labels the terms read alike was matched since those terms last changed (objects.topology.
+        ClusterIndex); None when not known."""
+        terms = self._terms
+        return terms.recall(kind, labels, namespace) if terms is not None else None
+
+    def existing_terms_remember(self, kind: int, labels: Mapping[str, str], namespace: str,
+                                terms: frozenset[PodAffinityTerm]) -> None:
+        """Remember that a pod matched exactly ``terms`` of ``kind`` (for :meth:`existing_terms_recall`)."""
+        if self._terms is not None:
+            self._terms.remember(kind, labels, namespace, terms)
 
     def has_anti_affinity_pods(self) -> bool:
         """True if some placed pod has a required anti-affinity term."""
