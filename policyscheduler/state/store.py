@@ -198,6 +198,7 @@ class ClusterState:
         self._images: dict[str, list[int]] = {}  # image -> [size first seen, nodes holding it]
         self._image_states: dict[str, tuple[int, int]] | None = None
         self._image_slots: dict[str, npt.NDArray[np.bool_]] = {}  # image -> holds it, per slot (built on demand)
+        self._image_slots_all = False  # every image some node held was indexed at once (image_presence)
         self._with_affinity: dict[str, Pod] = {}
         self._with_anti: dict[str, Pod] = {}
         self._counts = MatchCounts(self.namespace_labels)
@@ -234,6 +235,7 @@ class ClusterState:
         self._clear_codes()
         self.node_masks.clear()
         self._image_slots.clear()
+        self._image_slots_all = False
 
     def _clear_codes(self) -> None:
         """Node labels or the node list changed: label codes, and what was built with them, go."""
@@ -349,7 +351,25 @@ class ClusterState:
     def image_presence(self, image: str) -> npt.NDArray[np.bool_]:
         """Per slot, whether the node holds ``image`` (built once per image, kept up to date; read-only)."""
         has = self._image_slots.get(image)
-        if has is None:
+        if has is None and not self._image_slots_all:
+            # the first image asked for: every image the nodes hold, in one pass over the nodes (pods of
+            # many apps ask for many images, each a pass of its own otherwise); later changes keep them
+            self._image_slots_all = True
+            where: dict[str, list[int]] = {}
+            for i, slot in enumerate(self._slots):
+                for name in slot.spec.images:
+                    found = where.get(name)
+                    if found is None:
+                        where[name] = [i]
+                    else:
+                        found.append(i)
+            for name, at in where.items():
+                if name not in self._image_slots:
+                    held = np.zeros(len(self._slots), dtype=np.bool_)
+                    held[at] = True
+                    self._image_slots[name] = held
+            has = self._image_slots.get(image)
+        if has is None:  # an image no node held then
             slots = self._slots
             has = np.fromiter((image in slot.spec.images for slot in slots), dtype=np.bool_, count=len(slots))
             self._image_slots[image] = has
