@@ -140,17 +140,22 @@ class _State:
 
     @cached_property
     def included(self) -> topology._Included:
-        return topology._Included(self.pod, self.nodes, self._mask_cache, self._label_codes)
+        # closures over the index and the generation, not methods of this object: the _Included is kept
+        # here, and a cycle through it would keep every context (and its precomputations) alive until the
+        # garbage collector ran -- a collection every few pods
+        index, generation = self.index, self.generation
 
-    def _label_codes(self) -> Callable[[str], topology.LabelCodes] | None:
-        """The state's label codes while the index still describes this context's nodes."""
-        index = self.indexed
-        return index.label_codes if index is not None else None
+        def label_codes() -> Callable[[str], topology.LabelCodes] | None:
+            """The state's label codes while the index still describes this context's nodes."""
+            return index.label_codes if index is not None and index.generation == generation else None
 
-    def _mask_cache(self) -> topology.MaskCache | None:
-        """The state's node-mask cache while the index still describes this context's nodes."""
-        index = self.indexed
-        return getattr(index, "node_masks", None) if index is not None else None
+        def mask_cache() -> topology.MaskCache | None:
+            """The state's node-mask cache while the index still describes this context's nodes."""
+            if index is None or index.generation != generation:
+                return None
+            return getattr(index, "node_masks", None)
+
+        return topology._Included(self.pod, self.nodes, mask_cache, label_codes)
 
     def domains(self, sel: PodSelector, key: str) -> domains.Domains:
         """The (selector, topology key) table, built once per context (indexed while the index is current).
