@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import bisect
 import dataclasses
+import weakref
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from fractions import Fraction
 from typing import Any, TypeVar
@@ -181,6 +182,7 @@ class ClusterState:
         self._slots: list[_Slot] = []
         self._slot_of: dict[str, int] = {}
         self._nodes: list[Node] = []
+        self._borrowers: list[weakref.ref[object]] = []  # who keeps ``_nodes`` as it is (lend_nodes)
         self._stale: set[int] = set()
         self._pods: dict[str, str] = {}  # pod key -> node name
         self._waiting: dict[str, dict[str, Pod]] = {}  # node name -> pods bound to it before it exists
@@ -256,11 +258,28 @@ class ClusterState:
     def nodes(self) -> list[Node]:
         """The node records in slot order (records of changed slots are rebuilt here, once)."""
         if self._stale:
+            self._unlend()
             slots, nodes = self._slots, self._nodes
             for i in self._stale:
                 nodes[i] = slots[i].materialise()
             self._stale.clear()
         return self._nodes
+
+    def lend_nodes(self, borrower: object) -> list[Node]:
+        """:attr:`nodes` for ``borrower`` to keep as they are now, without a copy: while the borrower
+        lives, the state changes a new list, not this one (a per-pod context reads the nodes of its
+        moment; it is usually gone before the state changes, so the copy is rarely made)."""
+        nodes = self.nodes
+        self._borrowers.append(weakref.ref(borrower))
+        return nodes
+
+    def _unlend(self) -> None:
+        """Before ``_nodes`` is changed in place: a copy to change when a borrower still keeps it."""
+        borrowers = self._borrowers
+        if borrowers:
+            if any(ref() is not None for ref in borrowers):
+                self._nodes = list(self._nodes)
+            borrowers.clear()
 
     def slot_of(self, name: str) -> int | None:
         """The slot of a node by name (None when unknown)."""
@@ -273,6 +292,7 @@ class ClusterState:
         slot = _Slot(self._bare(spec))
         self._slot_of[spec.name] = len(self._slots)
         self._slots.append(slot)
+        self._unlend()
         self._nodes.append(slot.spec)
         self._add_images(spec)
         self._node_set_changed()
@@ -307,6 +327,7 @@ class ClusterState:
         if i is None:
             return False
         slot = self._slots.pop(i)
+        self._unlend()
         del self._nodes[i]
         for j in range(i, len(self._slots)):
             self._slot_of[self._slots[j].spec.name] = j

@@ -60,3 +60,35 @@ def test_a_context_with_its_precomputations_is_freed_without_a_collection() -> N
     finally:
         if enabled:
             gc.enable()
+
+
+def _records(snap: ClusterSnapshot) -> tuple[Any, ...]:
+    return tuple(snap.nodes)
+
+
+def test_a_context_keeps_the_nodes_of_its_moment_while_the_state_changes() -> None:
+    """The state lends a context its list of node records (no copy per pod); while a context lives, the
+    state changes a copy: each context still sees the records it was made with -- through a pod placed
+    (with a later context of the same moment gone), a node added and a node removed -- and its fallback
+    precomputations (the index moved on) walk those records."""
+    spread = [{"maxSkew": 1, "topologyKey": ZONE, "whenUnsatisfiable": "DoNotSchedule",
+               "labelSelector": {"matchLabels": {"app": "web"}}}]
+    snap = ClusterSnapshot.from_objects([_node("n0", "a"), _node("n1", "b"), _pod("p0", "n0")])
+    incoming = snap.pod_record(_pod("new", topologySpreadConstraints=spread))
+    first, seen_first = snap.context(incoming), _records(snap)
+    later = snap.context(incoming)  # the same list lent twice; the later borrower goes first
+    del later
+    snap.assume(_pod("p1", None), "n1")
+    second, seen_second = snap.context(incoming), _records(snap)
+    assert seen_second != seen_first and tuple(first.nodes) == seen_first
+    snap.add(_node("n2", "c"))
+    third, seen_third = snap.context(incoming), _records(snap)
+    snap.remove({"kind": "Node", "metadata": {"name": "n0"}})
+    assert [tuple(cl.nodes) for cl in (first, second, third)] == [seen_first, seen_second, seen_third]
+    c = first.hard_spread_constraints[0]
+    assert first.column("spread_count", c).tolist() == [1, 0]  # p0 only, from the records it saw
+    assert second.column("spread_count", c).tolist() == [1, 1]
+    assert third.column("spread_count", c).tolist() == [1, 1, 0]
+    del first, second, third
+    now = snap.context(incoming)
+    assert tuple(now.nodes) == _records(snap) and now.column("spread_count", c).tolist() == [1, 0]
