@@ -287,7 +287,10 @@ def _existing_sums(index: ClusterIndex, kind: int, pod: Pod, own_labels: Mapping
     Pods of one app match the same terms (the labels a term reads are the app's), so the sums are
     memoised by the state per set of matched terms, valid while none of those terms gains or loses a
     pod and no node changes its labels: a pod then pays for matching the candidate terms, not for
-    summing their nodes again. The returned sums are shared: nobody may edit them.
+    summing their nodes again. The returned sums are shared: nobody may edit them. The next pod of the
+    app whose labels the terms read alike does not even match them: the state recalls which terms the
+    last such pod matched (``own_labels`` are the state's labels of the pod's namespace, as the recall
+    assumes: it forgets when namespace labels change).
     """
     known = index.existing_terms_recall(kind, pod.labels, pod.namespace)
     if known is not None:  # a pod of the app was matched since the terms last changed: the same terms
