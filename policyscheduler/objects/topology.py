@@ -540,6 +540,13 @@ def _totals(index: ClusterIndex, c: SpreadConstraint, namespace: str, codes: Lab
     return index.match_totals(key, codes).copy()
 
 
+def _score_codes(lc: LabelCodes) -> IntArray:
+    """The nodes' score codes of a key: a node without the key in the "" domain (the value "" when it
+    is one, else one more code after the values)."""
+    empty = lc.index.get("")
+    return lc.filled if empty is None else np.where(lc.codes < 0, empty, lc.codes)
+
+
 def _spread_table(codes: LabelCodes, table: IntArray) -> IntArray:
     """Per node, ``table`` at its domain's code (``table`` has one entry per value and a last one, read
     by the nodes without the key)."""
@@ -636,66 +643,65 @@ class IndexedScoreCounts(ScoreCounts):
             self.ignored = {nodes[i].name for i in np.flatnonzero(feasible & ~eligible).tolist()}
             counted = feasible & eligible
         # Scoring puts a node lacking the key into the "" domain: one more code unless "" is a value.
-        # key -> (label codes, score codes, score values, created domains, sums per score code)
-        score_codes: dict[str, tuple[LabelCodes, IntArray, tuple[str, ...], BoolArray, IntArray]] = {}
+        # key -> (label codes, score values, created domains); their sums per score code come after
+        score_codes: dict[str, tuple[LabelCodes, tuple[str, ...], list[bool]]] = {}
         sizes = [0] * len(constraints)
         for i, c in enumerate(constraints):
             key = c.topology_key
             if key == HOSTNAME or key in score_codes:
                 continue  # a later constraint on a key finds its domains already created (topoSize 0)
             lc = index.label_codes(key)
-            values = lc.values
             empty = lc.index.get("")
-            if empty is None:
-                codes, values = lc.filled, values + ("",)
-            else:
-                codes = np.where(lc.codes < 0, empty, lc.codes)
+            values = lc.values + ("",) if empty is None else lc.values
             if everyone or (eligible is None and lc.smallest > failed
                             and (empty is not None or lc.missing == 0 or lc.missing > failed)):
                 # every domain (the "" one of the nodes without the key included, when they are more
                 # than the failed nodes) holds more nodes than failed the filters: each has a feasible one
-                created = np.ones(len(values), dtype=bool)
-                if len(values) > len(lc.values):
-                    created[-1] = lc.missing > 0  # the "" domain of the nodes without the key
+                made = [True] * len(lc.values)
+                if empty is None:
+                    made.append(lc.missing > 0)  # the "" domain of the nodes without the key
             else:
-                created = np.bincount(codes[counted], minlength=len(values)) > 0
-            sizes[i] = int(np.count_nonzero(created))
-            score_codes[key] = (lc, codes, values, created, np.zeros(len(values), dtype=np.int64))
+                made = (np.bincount(_score_codes(lc)[counted], minlength=len(values)) > 0).tolist()
+            sizes[i] = made.count(True)
+            score_codes[key] = (lc, values, made)
         hosts -= len(self.ignored)
         self.domains = {id(c): (hosts if c.topology_key == HOSTNAME else sizes[i]) for i, c in enumerate(constraints)}
+        sums: dict[str, IntArray] = {}  # per key, per score code (none: every sum 0)
         for c in constraints:
-            if c.topology_key == HOSTNAME:
+            key = c.topology_key
+            if key == HOSTNAME:
                 continue
-            lc, codes, values, created, sums = score_codes[c.topology_key]
+            lc, values, made = score_codes[key]
             if eligible is None and included.everywhere(c):
                 # the state's own per-domain totals, read now (not kept): the nodes without the key last
-                key_ = spread_key(c._selector, pod.namespace)
-                if key_ is None:
+                match = spread_key(c._selector, pod.namespace)
+                if match is None:
                     continue
-                totals = index.match_totals(key_, lc)
-                if len(values) > len(lc.values):
-                    sums += totals
-                else:
-                    sums += totals[:-1]
-                    sums[lc.index[""]] += totals[-1]
+                part = index.match_totals(match, lc)
+                if len(values) == len(lc.values):  # "" is a value: the nodes without the key count there
+                    part = part[:-1].copy()
+                    part[lc.index[""]] += index.match_totals(match, lc)[-1]
             else:
                 mask = included(c) if eligible is None else included(c) & eligible
-                part, _ = domain_sums(codes, len(values), _counts(index, c, pod.namespace, n), mask)
-                sums += part
+                part, _ = domain_sums(_score_codes(lc), len(values), _counts(index, c, pod.namespace, n), mask)
+            before = sums.get(key)
+            sums[key] = part if before is None else before + part  # a new array: the state's is not edited
         self.pairs = {}
         self._tables: dict[str, tuple[LabelCodes, IntArray]] = {}
-        for key, (lc, _codes, values, created, sums) in score_codes.items():
-            made, counts = created.tolist(), sums.tolist()  # a few domains: Python beats numpy calls here
-            pairs = self.pairs
+        pairs = self.pairs
+        for key, (lc, values, made) in score_codes.items():
+            nv = len(lc.values)
+            table = np.zeros(nv + 1, dtype=np.int64)
+            found = sums.get(key)
+            counts = found.tolist() if found is not None else [0] * len(values)  # a few domains: in Python
             for j, value in enumerate(values):
                 if made[j]:
                     pairs[(key, value)] = counts[j]
             # column: a node's value reads its created domain's sum; a node without the key reads 0
-            nv = len(lc.values)
-            table = np.zeros(nv + 1, dtype=np.int64)
-            table[:nv] = sums[:nv]
-            if not all(made[:nv]):
-                table[:nv][~created[:nv]] = 0
+            if found is not None:
+                table[:nv] = found[:nv]
+                if not all(made[:nv]):
+                    table[:nv][~np.array(made[:nv], dtype=bool)] = 0
             self._tables[key] = (lc, table)
 
     def count(self, c: SpreadConstraint, node: Node, pod: Pod) -> int:
