@@ -11,6 +11,7 @@ always sets).
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
+from typing import cast
 
 import numpy as np
 
@@ -272,11 +273,12 @@ class _Shared:
     """Sums memoised by the state for a set of placed pods' terms, with their :func:`lookup` column
     built by the first pod that asks for it (shared by the pods matching the same terms)."""
 
-    __slots__ = ("column", "sums")
+    __slots__ = ("column", "sums", "zero")
 
     def __init__(self, sums: Sums) -> None:
         self.sums = sums
         self.column: IntArray | None = None
+        self.zero: bool | None = None  # every domain's sum is 0 (told once: the sums never change)
 
 
 def _existing_sums(index: ClusterIndex, kind: int, pod: Pod, own_labels: Mapping[str, str], n: int) -> _Shared | None:
@@ -285,10 +287,18 @@ def _existing_sums(index: ClusterIndex, kind: int, pod: Pod, own_labels: Mapping
     Pods of one app match the same terms (the labels a term reads are the app's), so the sums are
     memoised by the state per set of matched terms, valid while none of those terms gains or loses a
     pod and no node changes its labels: a pod then pays for matching the candidate terms, not for
-    summing their nodes again. The returned sums are shared: nobody may edit them.
+    summing their nodes again. The returned sums are shared: nobody may edit them. The next pod of the
+    app whose labels the terms read alike does not even match them: the state recalls which terms the
+    last such pod matched (``own_labels`` are the state's labels of the pod's namespace, as the recall
+    assumes: it forgets when namespace labels change).
     """
+    known = index.existing_terms_recall(kind, pod.labels, pod.namespace)
+    if known is not None:  # a pod of the app was matched since the terms last changed: the same terms
+        return cast(_Shared | None, known[1])
     hits = [(term, per_slot) for term, per_slot in index.existing_terms(kind, pod.labels, pod.namespace)
             if existing_term_matches(term, pod, own_labels)]
+    matched = frozenset(term for term, _ in hits)
+    index.existing_terms_remember(kind, pod.labels, pod.namespace, matched)
     if not hits:
         return None
 
@@ -304,7 +314,7 @@ def _existing_sums(index: ClusterIndex, kind: int, pod: Pod, own_labels: Mapping
         _flush(d, n, index, found)
         return _Shared(d)
 
-    return index.existing_terms_memo(kind, frozenset(term for term, _ in hits), build)
+    return index.existing_terms_memo(kind, matched, build)
 
 
 class IndexedMaps:
@@ -328,6 +338,11 @@ class IndexedMaps:
         if key is not None:
             hit = d.get(key)
             return hit is None or not hit[1].any()
+        shared = self._shared.get(name)
+        if shared is not None:
+            if shared.zero is None:
+                shared.zero = not any(sums.any() for _, sums, _ in d.values())
+            return shared.zero
         return not any(sums.any() for _, sums, _ in d.values())
 
     def column(self, name: str, n: int, key: str | None = None) -> IntArray:

@@ -22,7 +22,7 @@ node at once (int64, in the order of the context's nodes) for the vectorised bac
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
@@ -53,7 +53,7 @@ class _State:
     spread counts); ``set_feasible`` drops the one that depends on the feasible nodes.
     """
 
-    def __init__(self, pod: Pod, nodes: tuple[Node, ...], index: topology.ClusterIndex | None,
+    def __init__(self, pod: Pod, nodes: Sequence[Node], index: topology.ClusterIndex | None,
                  ns_labels: affinity.NsLabels, image_states: Mapping[str, tuple[int, int]],
                  hard: tuple[SpreadConstraint, ...], soft: tuple[SpreadConstraint, ...], require_all: bool,
                  now: int = 0) -> None:
@@ -124,7 +124,7 @@ class _State:
     def rwop_conflict(self) -> bool:
         return volumes.read_write_once_pod_conflict(self.pod, self.storage)
 
-    def feasible_nodes(self) -> tuple[Node, ...] | list[Node]:
+    def feasible_nodes(self) -> Sequence[Node]:
         """The nodes passing the filters (every node before ``set_feasible``), built only when asked."""
         mask = self.feasible_mask
         if mask is None:
@@ -140,17 +140,22 @@ class _State:
 
     @cached_property
     def included(self) -> topology._Included:
-        return topology._Included(self.pod, self.nodes, self._mask_cache, self._label_codes)
+        # closures over the index and the generation, not methods of this object: the _Included is kept
+        # here, and a cycle through it would keep every context (and its precomputations) alive until the
+        # garbage collector ran -- a collection every few pods
+        index, generation = self.index, self.generation
 
-    def _label_codes(self) -> Callable[[str], topology.LabelCodes] | None:
-        """The state's label codes while the index still describes this context's nodes."""
-        index = self.indexed
-        return index.label_codes if index is not None else None
+        def label_codes() -> Callable[[str], topology.LabelCodes] | None:
+            """The state's label codes while the index still describes this context's nodes."""
+            return index.label_codes if index is not None and index.generation == generation else None
 
-    def _mask_cache(self) -> topology.MaskCache | None:
-        """The state's node-mask cache while the index still describes this context's nodes."""
-        index = self.indexed
-        return getattr(index, "node_masks", None) if index is not None else None
+        def mask_cache() -> topology.MaskCache | None:
+            """The state's node-mask cache while the index still describes this context's nodes."""
+            if index is None or index.generation != generation:
+                return None
+            return getattr(index, "node_masks", None)
+
+        return topology._Included(self.pod, self.nodes, mask_cache, label_codes)
 
     def domains(self, sel: PodSelector, key: str) -> domains.Domains:
         """The (selector, topology key) table, built once per context (indexed while the index is current).
@@ -249,8 +254,9 @@ class Cluster:
         return self._state.now
 
     @property
-    def nodes(self) -> tuple[Node, ...]:
-        """The nodes this context describes, in the order of :meth:`column` (not visible to policies)."""
+    def nodes(self) -> Sequence[Node]:
+        """The nodes this context describes, in the order of :meth:`column` (not visible to policies;
+        read-only: the state lends its own list)."""
         return self._state.nodes
 
     def column(self, name: str, *args: Any) -> IntArray:
@@ -674,18 +680,24 @@ def make_cluster(pod: Pod, snapshot: topology.ClusterIndex, now: int = 0) -> Clu
     The state also supplies the Services and controllers behind the default spread selector, the
     namespace labels that affinity terms' namespace selectors match, and the indexes.
     """
-    nodes = tuple(snapshot.nodes)
+    # the state lends its list of the node records as they are now (it changes a copy while the context
+    # lives); another index gives a copy here
+    lend: Callable[[object], Sequence[Node]] | None = getattr(snapshot, "lend_nodes", None)
+    nodes: Sequence[Node] = () if lend is not None else tuple(snapshot.nodes)
     hard, soft, require_all = topology.effective_constraints(pod, snapshot)
     ns_labels = snapshot.namespace_labels
     own = pod.required_affinity_terms
     matches_own = bool(own) and all(affinity.incoming_term_matches(t, pod, ns_labels) for t in own)
+    state = _State(pod, nodes, snapshot, ns_labels, snapshot.image_states, hard, soft, require_all, now)
+    if lend is not None:
+        nodes = state.nodes = lend(state)
     cluster = Cluster(
         node_count=len(nodes),
         hard_spread_constraints=hard,  # type: ignore[arg-type]  # lists are stored as tuples (records.py)
         soft_spread_constraints=soft,  # type: ignore[arg-type]
         spread_require_all_topologies=require_all,
         pod_matches_own_affinity=matches_own,
-        _state=_State(pod, nodes, snapshot, ns_labels, snapshot.image_states, hard, soft, require_all, now),
+        _state=state,
     )
     storage = getattr(snapshot, "storage", None)
     if storage is not None:

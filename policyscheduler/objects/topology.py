@@ -180,11 +180,24 @@ def effective_constraints(pod: Pod, objects: ControllerObjects) -> tuple[tuple[S
     selector = default_selector(pod, objects)
     if selector.empty:
         return (), (), False
-    defaults = tuple(
-        SpreadConstraint(skew, key, "ScheduleAnyway", 1, "Honor", "Ignore", [], selector)
-        for key, skew in ((HOSTNAME, 3), (ZONE, 5))
-    )
-    return (), defaults, False
+    return (), _default_constraints(selector), False
+
+
+_DEFAULTS: dict[Selector, tuple[SpreadConstraint, ...]] = {}
+_DEFAULTS_MAX = 4096
+
+
+def _default_constraints(selector: Selector) -> tuple[SpreadConstraint, ...]:
+    """The system default constraints over ``selector``, one tuple per selector value (a function of the
+    value alone): the pods of an app share them, and with them whatever is keyed by the constraints."""
+    found = _DEFAULTS.get(selector)
+    if found is None:
+        if len(_DEFAULTS) >= _DEFAULTS_MAX:
+            _DEFAULTS.clear()
+        found = _DEFAULTS[selector] = tuple(
+            SpreadConstraint(skew, key, "ScheduleAnyway", 1, "Honor", "Ignore", [], selector)
+            for key, skew in ((HOSTNAME, 3), (ZONE, 5)))
+    return found
 
 
 class FilterCounts:
@@ -305,6 +318,10 @@ class LabelCodes:
     per-domain totals of every node are one ``bincount`` (and a pod change one scalar update)."""
     missing: int
     """How many nodes lack the key (0: every node has a domain of it)."""
+    smallest: int
+    """The fewest nodes carrying one value (more than the nodes when there is no value): when fewer nodes
+    than that fail the filters, every value's domain keeps a feasible node, so the domains the feasible
+    nodes create are known without a pass over the nodes (:class:`IndexedScoreCounts`)."""
 
     def column(self, per_value: Mapping[str, int]) -> IntArray:
         """``per_value.get(node's value, 0)`` for every node (0 where the node lacks the key)."""
@@ -334,7 +351,9 @@ def build_label_codes(key: str, labels: Iterable[Mapping[str, str]]) -> LabelCod
     array = np.array(codes, dtype=np.int64)
     absent = array < 0
     filled = np.where(absent, len(index), array)
-    return LabelCodes(array, tuple(index), index, filled, int(np.count_nonzero(absent)))
+    sizes = np.bincount(array[~absent], minlength=len(index))
+    smallest = int(sizes.min()) if len(index) else len(codes) + 1
+    return LabelCodes(array, tuple(index), index, filled, int(np.count_nonzero(absent)), smallest)
 
 
 TERM_KINDS = ("required_anti_affinity", "required_affinity", "preferred_affinity", "preferred_anti_affinity")
@@ -375,6 +394,19 @@ class ClusterIndex(ControllerObjects, Protocol):
         """``build()``, memoised per (kind, set of placed pods' terms) while none of those terms gains or
         loses a pod and the nodes keep their labels: for values derived from the terms' slots and the
         label codes. The value is shared between pods: nobody may edit it."""
+        ...
+
+    def existing_terms_recall(self, kind: int, labels: Mapping[str, str],
+                              namespace: str) -> tuple[frozenset[PodAffinityTerm], Any] | None:
+        """(the terms of ``kind`` a pod matches, their :meth:`existing_terms_memo` value, None for no
+        terms) when a pod of ``namespace`` whose labels those terms read alike was remembered since the
+        kind's terms last changed, and the value is still valid; None when not known."""
+        ...
+
+    def existing_terms_remember(self, kind: int, labels: Mapping[str, str], namespace: str,
+                                terms: frozenset[PodAffinityTerm]) -> None:
+        """A pod of ``namespace`` with ``labels`` matches exactly ``terms`` of ``kind`` (every candidate
+        matched): for :meth:`existing_terms_recall`."""
         ...
 
     def existing_terms(self, kind: int, labels: Mapping[str, str],
@@ -508,6 +540,13 @@ def _totals(index: ClusterIndex, c: SpreadConstraint, namespace: str, codes: Lab
     return index.match_totals(key, codes).copy()
 
 
+def _score_codes(lc: LabelCodes) -> IntArray:
+    """The nodes' score codes of a key: a node without the key in the "" domain (the value "" when it
+    is one, else one more code after the values)."""
+    empty = lc.index.get("")
+    return lc.filled if empty is None else np.where(lc.codes < 0, empty, lc.codes)
+
+
 def _spread_table(codes: LabelCodes, table: IntArray) -> IntArray:
     """Per node, ``table`` at its domain's code (``table`` has one entry per value and a last one, read
     by the nodes without the key)."""
@@ -594,6 +633,7 @@ class IndexedScoreCounts(ScoreCounts):
                     has = lc.codes >= 0
                     eligible = has if eligible is None else eligible & has
         hosts = int(np.count_nonzero(feasible))
+        failed = n - hosts
         if eligible is None:
             self.ignored = set()
             counted = feasible
@@ -603,54 +643,65 @@ class IndexedScoreCounts(ScoreCounts):
             self.ignored = {nodes[i].name for i in np.flatnonzero(feasible & ~eligible).tolist()}
             counted = feasible & eligible
         # Scoring puts a node lacking the key into the "" domain: one more code unless "" is a value.
-        # key -> (label codes, score codes, score values, created domains, sums per score code)
-        score_codes: dict[str, tuple[LabelCodes, IntArray, tuple[str, ...], BoolArray, IntArray]] = {}
+        # key -> (label codes, score values, created domains); their sums per score code come after
+        score_codes: dict[str, tuple[LabelCodes, tuple[str, ...], list[bool]]] = {}
         sizes = [0] * len(constraints)
         for i, c in enumerate(constraints):
             key = c.topology_key
             if key == HOSTNAME or key in score_codes:
                 continue  # a later constraint on a key finds its domains already created (topoSize 0)
             lc = index.label_codes(key)
-            values = lc.values
             empty = lc.index.get("")
-            if empty is None:
-                codes, values = lc.filled, values + ("",)
+            values = lc.values + ("",) if empty is None else lc.values
+            if everyone or (eligible is None and lc.smallest > failed
+                            and (empty is not None or lc.missing == 0 or lc.missing > failed)):
+                # every domain (the "" one of the nodes without the key included, when they are more
+                # than the failed nodes) holds more nodes than failed the filters: each has a feasible one
+                made = [True] * len(lc.values)
+                if empty is None:
+                    made.append(lc.missing > 0)  # the "" domain of the nodes without the key
             else:
-                codes = np.where(lc.codes < 0, empty, lc.codes)
-            if everyone:
-                created = np.ones(len(values), dtype=bool)
-                if len(values) > len(lc.values):
-                    created[-1] = lc.missing > 0  # the "" domain of the nodes without the key
-            else:
-                created = np.bincount(codes[counted], minlength=len(values)) > 0
-            sizes[i] = int(np.count_nonzero(created))
-            score_codes[key] = (lc, codes, values, created, np.zeros(len(values), dtype=np.int64))
+                made = (np.bincount(_score_codes(lc)[counted], minlength=len(values)) > 0).tolist()
+            sizes[i] = made.count(True)
+            score_codes[key] = (lc, values, made)
         hosts -= len(self.ignored)
         self.domains = {id(c): (hosts if c.topology_key == HOSTNAME else sizes[i]) for i, c in enumerate(constraints)}
+        sums: dict[str, IntArray] = {}  # per key, per score code (none: every sum 0)
         for c in constraints:
-            if c.topology_key == HOSTNAME:
+            key = c.topology_key
+            if key == HOSTNAME:
                 continue
-            lc, codes, values, created, sums = score_codes[c.topology_key]
+            lc, values, made = score_codes[key]
             if eligible is None and included.everywhere(c):
-                totals = _totals(index, c, pod.namespace, lc)  # the nodes without the key last: the "" code
-                if len(values) > len(lc.values):
-                    sums += totals
-                else:
-                    sums += totals[:-1]
-                    sums[lc.index[""]] += totals[-1]
+                # the state's own per-domain totals, read now (not kept): the nodes without the key last
+                match = spread_key(c._selector, pod.namespace)
+                if match is None:
+                    continue
+                part = index.match_totals(match, lc)
+                if len(values) == len(lc.values):  # "" is a value: the nodes without the key count there
+                    part = part[:-1].copy()
+                    part[lc.index[""]] += index.match_totals(match, lc)[-1]
             else:
                 mask = included(c) if eligible is None else included(c) & eligible
-                part, _ = domain_sums(codes, len(values), _counts(index, c, pod.namespace, n), mask)
-                sums += part
+                part, _ = domain_sums(_score_codes(lc), len(values), _counts(index, c, pod.namespace, n), mask)
+            before = sums.get(key)
+            sums[key] = part if before is None else before + part  # a new array: the state's is not edited
         self.pairs = {}
         self._tables: dict[str, tuple[LabelCodes, IntArray]] = {}
-        for key, (lc, _codes, values, created, sums) in score_codes.items():
-            for j in np.flatnonzero(created).tolist():
-                self.pairs[(key, values[j])] = int(sums[j])
-            # column: a node's value reads its created domain's sum; a node without the key reads 0
-            table = np.zeros(len(lc.values) + 1, dtype=np.int64)
+        pairs = self.pairs
+        for key, (lc, values, made) in score_codes.items():
             nv = len(lc.values)
-            table[:nv] = np.where(created[:nv], sums[:nv], 0)
+            table = np.zeros(nv + 1, dtype=np.int64)
+            found = sums.get(key)
+            counts = found.tolist() if found is not None else [0] * len(values)  # a few domains: in Python
+            for j, value in enumerate(values):
+                if made[j]:
+                    pairs[(key, value)] = counts[j]
+            # column: a node's value reads its created domain's sum; a node without the key reads 0
+            if found is not None:
+                table[:nv] = found[:nv]
+                if not all(made[:nv]):
+                    table[:nv][~np.array(made[:nv], dtype=bool)] = 0
             self._tables[key] = (lc, table)
 
     def count(self, c: SpreadConstraint, node: Node, pod: Pod) -> int:

@@ -626,6 +626,15 @@ class TermIndex:
         self._family_of: tuple[dict[PodAffinityTerm, _Family], ...] = tuple({} for _ in TERM_KINDS)
         # member -> its stand-in with ``k In V`` (made when a pod first needs it)
         self._exclusions: tuple[dict[PodAffinityTerm, PodAffinityTerm], ...] = tuple({} for _ in TERM_KINDS)
+        # Per kind, what the selectors of its distinct terms read of a pod's labels: label key -> value
+        # mentioned by an In / NotIn requirement -> how many requirements mention it (None: how many
+        # requirements read the key at all). A pod's labels are matched alike by every term of the kind
+        # when they agree on these keys, on the values mentioned (any other value passes or fails each
+        # requirement alike): :meth:`recall`.
+        self._reads: tuple[dict[str, dict[str | None, int]], ...] = tuple({} for _ in TERM_KINDS)
+        self._shape = [0] * len(TERM_KINDS)  # bumped when a kind gains or loses a distinct term (or a family)
+        # (kind, namespace, labels as read) -> (shape then, the terms matched)
+        self._matched: dict[tuple[Any, ...], tuple[int, frozenset[PodAffinityTerm]]] = {}
 
     def memo(self, kind: int, terms: frozenset[PodAffinityTerm], build: Callable[[], _T]) -> _T:
         """``build()`` for a set of terms of one kind, kept while none of them changes (see
@@ -646,6 +655,68 @@ class TermIndex:
     def forget_memo(self) -> None:
         """Drop the memoised values (the label codes they were built with changed)."""
         self._memo.clear()
+
+    def forget_matched(self) -> None:
+        """Drop the terms remembered as matched (:meth:`remember`): namespace labels changed, which the
+        terms' namespace selectors read."""
+        self._matched.clear()
+
+    def _read_key(self, kind: int, labels: Mapping[str, str], namespace: str) -> tuple[Any, ...]:
+        """The pod's labels as the kind's terms read them (see ``_reads``): per key read, the value when a
+        requirement mentions it, else 0 when the pod carries the key, 1 when it does not."""
+        parts: list[Any] = [kind, namespace]
+        for key, mentioned in self._reads[kind].items():
+            value = labels.get(key)
+            parts.append(1 if value is None else value if value in mentioned else 0)
+        return tuple(parts)
+
+    def remember(self, kind: int, labels: Mapping[str, str], namespace: str,
+                 terms: frozenset[PodAffinityTerm]) -> None:
+        """``terms`` are the terms of ``kind`` a pod of ``namespace`` with ``labels`` matches (the
+        caller matched every candidate): pods reading alike (:meth:`_read_key`) match the same terms
+        while the kind keeps its distinct terms and the namespaces their labels."""
+        if len(self._matched) >= _MEMO_MAX * 4:
+            self._matched.clear()
+        self._matched[self._read_key(kind, labels, namespace)] = (self._shape[kind], terms)
+
+    def recall(self, kind: int, labels: Mapping[str, str], namespace: str) -> tuple[frozenset[PodAffinityTerm], Any] | None:
+        """(the terms of ``kind`` the pod matches, their memoised value (None for no terms)) when a pod
+        reading alike was remembered since the kind last changed its terms and the value is still
+        valid (:meth:`memo`); None when not known: match the candidates then."""
+        hit = self._matched.get(self._read_key(kind, labels, namespace))
+        if hit is None or hit[0] != self._shape[kind]:
+            return None
+        terms = hit[1]
+        if not terms:
+            return terms, None
+        found = self._memo.get((kind, terms))
+        if found is None:
+            return None
+        stamps = self._stamps[kind]
+        made = found[0]
+        if all(stamps.get(t, made + 1) <= made for t in terms):
+            return terms, found[1]
+        return None
+
+    def _reads_change(self, kind: int, term: PodAffinityTerm, by: int) -> None:
+        """Count the requirements of a term that joined (``by`` 1) or left (-1) into the kind's reads."""
+        self._shape[kind] += 1
+        sel = term._selector
+        if sel is None:
+            return
+        reads = self._reads[kind]
+        for req in sel.requirements:
+            mentioned = reads.get(req.key)
+            if mentioned is None:
+                mentioned = reads[req.key] = {}
+            for value in (None, *req.values):
+                n = mentioned.get(value, 0) + by
+                if n:
+                    mentioned[value] = n
+                else:
+                    del mentioned[value]
+            if not mentioned:
+                del reads[req.key]
 
     def table(self, kind: int) -> TermSlots:
         """The terms of one kind with their per-slot counts or weights (read-only)."""
@@ -703,6 +774,7 @@ class TermIndex:
         per_slot = table.get(term)
         if per_slot is None:
             per_slot = table[term] = {}
+            self._reads_change(kind, term, 1)
             if term._selector is not None:
                 self._join(kind, term)
         n = per_slot.get(slot, 0) + by
@@ -724,6 +796,7 @@ class TermIndex:
         if not per_slot:
             del table[term]
             del stamps[term]
+            self._reads_change(kind, term, -1)
             if term._selector is not None:
                 self._leave(kind, term)
 
@@ -776,7 +849,10 @@ class TermIndex:
             self._families[kind].clear()
             self._family_of[kind].clear()
             self._exclusions[kind].clear()
+            self._reads[kind].clear()
+            self._shape[kind] += 1
         self._memo.clear()
+        self._matched.clear()
 
 
 class LabelCodeCache:

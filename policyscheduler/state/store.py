@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import bisect
 import dataclasses
+import weakref
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from fractions import Fraction
 from typing import Any, TypeVar
@@ -181,6 +182,7 @@ class ClusterState:
         self._slots: list[_Slot] = []
         self._slot_of: dict[str, int] = {}
         self._nodes: list[Node] = []
+        self._borrowers: list[weakref.ref[object]] = []  # who keeps ``_nodes`` as it is (lend_nodes)
         self._stale: set[int] = set()
         self._pods: dict[str, str] = {}  # pod key -> node name
         self._waiting: dict[str, dict[str, Pod]] = {}  # node name -> pods bound to it before it exists
@@ -198,6 +200,7 @@ class ClusterState:
         self._images: dict[str, list[int]] = {}  # image -> [size first seen, nodes holding it]
         self._image_states: dict[str, tuple[int, int]] | None = None
         self._image_slots: dict[str, npt.NDArray[np.bool_]] = {}  # image -> holds it, per slot (built on demand)
+        self._image_slots_all = False  # every image some node held was indexed at once (image_presence)
         self._with_affinity: dict[str, Pod] = {}
         self._with_anti: dict[str, Pod] = {}
         self._counts = MatchCounts(self.namespace_labels)
@@ -234,6 +237,7 @@ class ClusterState:
         self._clear_codes()
         self.node_masks.clear()
         self._image_slots.clear()
+        self._image_slots_all = False
 
     def _clear_codes(self) -> None:
         """Node labels or the node list changed: label codes, and what was built with them, go."""
@@ -254,11 +258,28 @@ class ClusterState:
     def nodes(self) -> list[Node]:
         """The node records in slot order (records of changed slots are rebuilt here, once)."""
         if self._stale:
+            self._unlend()
             slots, nodes = self._slots, self._nodes
             for i in self._stale:
                 nodes[i] = slots[i].materialise()
             self._stale.clear()
         return self._nodes
+
+    def lend_nodes(self, borrower: object) -> list[Node]:
+        """:attr:`nodes` for ``borrower`` to keep as they are now, without a copy: while the borrower
+        lives, the state changes a new list, not this one (a per-pod context reads the nodes of its
+        moment; it is usually gone before the state changes, so the copy is rarely made)."""
+        nodes = self.nodes
+        self._borrowers.append(weakref.ref(borrower))
+        return nodes
+
+    def _unlend(self) -> None:
+        """Before ``_nodes`` is changed in place: a copy to change when a borrower still keeps it."""
+        borrowers = self._borrowers
+        if borrowers:
+            if any(ref() is not None for ref in borrowers):
+                self._nodes = list(self._nodes)
+            borrowers.clear()
 
     def slot_of(self, name: str) -> int | None:
         """The slot of a node by name (None when unknown)."""
@@ -271,6 +292,7 @@ class ClusterState:
         slot = _Slot(self._bare(spec))
         self._slot_of[spec.name] = len(self._slots)
         self._slots.append(slot)
+        self._unlend()
         self._nodes.append(slot.spec)
         self._add_images(spec)
         self._node_set_changed()
@@ -305,6 +327,7 @@ class ClusterState:
         if i is None:
             return False
         slot = self._slots.pop(i)
+        self._unlend()
         del self._nodes[i]
         for j in range(i, len(self._slots)):
             self._slot_of[self._slots[j].spec.name] = j
@@ -349,7 +372,25 @@ class ClusterState:
     def image_presence(self, image: str) -> npt.NDArray[np.bool_]:
         """Per slot, whether the node holds ``image`` (built once per image, kept up to date; read-only)."""
         has = self._image_slots.get(image)
-        if has is None:
+        if has is None and not self._image_slots_all:
+            # the first image asked for: every image the nodes hold, in one pass over the nodes (pods of
+            # many apps ask for many images, each a pass of its own otherwise); later changes keep them
+            self._image_slots_all = True
+            where: dict[str, list[int]] = {}
+            for i, slot in enumerate(self._slots):
+                for name in slot.spec.images:
+                    found = where.get(name)
+                    if found is None:
+                        where[name] = [i]
+                    else:
+                        found.append(i)
+            for name, at in where.items():
+                if name not in self._image_slots:
+                    held = np.zeros(len(self._slots), dtype=np.bool_)
+                    held[at] = True
+                    self._image_slots[name] = held
+            has = self._image_slots.get(image)
+        if has is None:  # an image no node held then
             slots = self._slots
             has = np.fromiter((image in slot.spec.images for slot in slots), dtype=np.bool_, count=len(slots))
             self._image_slots[image] = has
@@ -523,6 +564,8 @@ class ClusterState:
             clean.setdefault("kubernetes.io/metadata.name", name)
             self._namespaces[name] = clean
         self._counts.namespaces_changed()
+        if self._terms is not None:
+            self._terms.forget_matched()
         self._bump()
 
     def set_service(self, namespace: str, name: str, selector: dict[str, str] | None, *, remove: bool = False) -> None:
@@ -605,6 +648,20 @@ class ClusterState:
             self.existing_terms(kind, {}, "")  # rebuilds the term index
         assert self._terms is not None
         return self._terms.memo(kind, terms, build)
+
+    def existing_terms_recall(self, kind: int, labels: Mapping[str, str],
+                              namespace: str) -> tuple[frozenset[PodAffinityTerm], Any] | None:
+        """The terms of ``kind`` a pod matches and their memoised value, when a pod of the same namespace
+        whose labels the terms read alike was matched since those terms last changed (objects.topology.
+        ClusterIndex); None when not known."""
+        terms = self._terms
+        return terms.recall(kind, labels, namespace) if terms is not None else None
+
+    def existing_terms_remember(self, kind: int, labels: Mapping[str, str], namespace: str,
+                                terms: frozenset[PodAffinityTerm]) -> None:
+        """Remember that a pod matched exactly ``terms`` of ``kind`` (for :meth:`existing_terms_recall`)."""
+        if self._terms is not None:
+            self._terms.remember(kind, labels, namespace, terms)
 
     def has_anti_affinity_pods(self) -> bool:
         """True if some placed pod has a required anti-affinity term."""

@@ -75,6 +75,7 @@ def _answers(snap: ClusterSnapshot, obj: Obj) -> dict[str, Any]:
     spread = state.spread_score
     assert isinstance(spread, topology.IndexedScoreCounts)
     return {"maps": score.maps(), "columns": {name: score.column(name, n).tolist() for name in score.MAPS},
+            "zero": {name: (score.is_zero(name), score.is_zero(name)) for name in score.MAPS},  # twice: told once
             "spread": (spread.pairs, [spread.column(c).tolist() for c in state.soft])}
 
 
@@ -97,6 +98,8 @@ def _walk(snap: ClusterSnapshot, obj: Obj) -> dict[str, Any]:
     spread = topology.ScoreCounts(pod, soft, nodes, nodes, require_all)
     return {"maps": score.maps(),
             "columns": {name: [affinity.lookup(getattr(score, name), node) for node in nodes] for name in score.MAPS},
+            "zero": {name: (not any(v for inner in getattr(score, name).values() for v in inner.values()),) * 2
+                     for name in score.MAPS},
             "spread": (spread.pairs, [[spread.count(c, node, pod) for node in nodes] for c in soft])}
 
 
@@ -156,3 +159,70 @@ def test_pods_differing_in_labels_no_service_reads_share_the_default_selector() 
     snap = _cluster()
     got = [topology.effective_constraints(snap.pod_record(_web(r)), snap.state)[1][0]._selector for r in ("r1", "r2")]
     assert got[0] is got[1]
+
+
+def _zones_cluster(sizes: tuple[int, ...], without: int) -> ClusterSnapshot:
+    """Zones of ``sizes`` nodes and ``without`` nodes without a zone, web pods on some of them."""
+    names: list[tuple[str, str | None]] = [(f"z{z}n{i}", f"z{z}") for z, size in enumerate(sizes) for i in range(size)]
+    names += [(f"x{i}", None) for i in range(without)]
+    objs: list[Obj] = [_node(name, zone) for name, zone in names]
+    objs += [_service("web", {"app": "web"}), _replica_set({"app": "web"})]
+    objs += [_web(f"old{i}", name) for i, (name, _) in enumerate(names) if i % 3 != 1]
+    objs.append(_web("twice", names[-1][0]))
+    return ClusterSnapshot.from_objects(objs)
+
+
+@pytest.mark.parametrize(("sizes", "without"), [((2, 3, 3), 3), ((3, 3, 4), 2), ((2, 3), 0)])
+def test_spread_score_domains_of_every_feasible_set(sizes: tuple[int, ...], without: int) -> None:
+    """The domains the feasible nodes create are told from the domain sizes when fewer nodes failed than
+    the smallest domain holds (no pass over the nodes): every feasible set -- failed counts on both sides
+    of the smallest zone's size and of the number of nodes without a zone -- gives the walk's domains,
+    counts and columns."""
+    snap = _zones_cluster(sizes, without)
+    nodes = snap.nodes
+    pod = snap.pod_record(_web("new"))
+    _, soft, require_all = topology.effective_constraints(pod, snap.state)
+    assert (snap.state.label_codes(ZONE).smallest, snap.state.label_codes(ZONE).missing) == (min(sizes), without)
+    assert [c.topology_key for c in soft] == [HOST, ZONE]
+    for bits in range(1, 2 ** len(nodes)):
+        feasible = np.array([bool(bits >> i & 1) for i in range(len(nodes))])
+        want = topology.ScoreCounts(pod, soft, [n for n, f in zip(nodes, feasible) if f], nodes, require_all)
+        got = topology.IndexedScoreCounts(pod, soft, feasible, nodes, require_all, snap.state)
+        assert (got.pairs, [got.domains[id(c)] for c in soft]) == (want.pairs, [want.domains[id(c)] for c in soft]), bits
+        for c in soft:
+            assert got.column(c).tolist() == [want.count(c, node, pod) for node in nodes], bits
+
+
+def test_shared_sums_of_zero_are_told_zero() -> None:
+    """A placed pod's term the web pods match, on a node without the term's topology key, adds to no
+    domain: the shared sums are all 0 (and is_zero says so, for both pods of the app, once told); a second
+    such pod on a node with the key makes them non-zero for the next pod."""
+    snap = _cluster()
+    snap.state.remove_pod("uid-fan1")
+    snap.add_pod(_pod("fan3", {"app": "fan"}, "n3", prefer=ZONE, weight=7))
+    for release in ("r1", "r2"):
+        assert _answers(snap, _web(release)) == _walk(snap, _web(release))
+        assert _answers(snap, _web(release))["zero"]["existing_preferred"] == (False, False)  # fan0 by hostname
+    snap.state.remove_pod("uid-fan0")
+    for release in ("r1", "r2"):
+        got = _answers(snap, _web(release))
+        assert got == _walk(snap, _web(release))
+        assert got["zero"]["existing_preferred"] == (True, True)
+    snap.add_pod(_pod("fan4", {"app": "fan"}, "n2", prefer=ZONE, weight=3))
+    got = _answers(snap, _web("r3"))
+    assert got == _walk(snap, _web("r3")) and got["zero"]["existing_preferred"] == (False, False)
+
+
+def test_pods_of_one_app_share_their_default_constraints() -> None:
+    """The default constraints are one tuple per selector value: the pods of an app get the same objects;
+    a changed ReplicaSet selector gives new ones over the new selector."""
+    snap = _cluster()
+    got = [topology.effective_constraints(snap.pod_record(_web(r)), snap.state)[1] for r in ("r1", "r2")]
+    assert got[0] is got[1]
+    assert [(c.topology_key, c.max_skew) for c in got[0]] == [(HOST, 3), (ZONE, 5)]
+    snap.add(_replica_set({"release": "old0"}))
+    pod = snap.pod_record(_web("r1"))
+    after = topology.effective_constraints(pod, snap.state)[1]
+    assert after is not got[0]
+    assert [c._selector for c in after] == [c._selector for c in topology.effective_constraints(pod, _Uncached(snap))[1]]
+    assert after[0]._selector != got[0][0]._selector
