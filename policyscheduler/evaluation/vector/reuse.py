@@ -37,7 +37,7 @@ import numpy.typing as npt
 
 from policyscheduler.checker.analysis import clause_expressions
 from policyscheduler.checker.passes import CheckedRule
-from policyscheduler.evaluation.arrays import amax, amin, count_nonzero, filled
+from policyscheduler.evaluation.arrays import amax, amin, constant_array, count_nonzero, filled
 from policyscheduler.evaluation.decision import NodeVerdict
 from policyscheduler.objects.records import Node, Pod
 from policyscheduler.syntax import ast
@@ -278,22 +278,6 @@ def node_fields(checked: CheckedRule | None) -> frozenset[str] | None:
     if names is None or "node" in names:  # a binder shadowing the node: not worth reasoning about
         return None
     return frozenset(fields)
-
-
-_CONSTANTS: dict[tuple[int, Any, Any], npt.NDArray[Any]] = {}
-
-
-def constant_array(size: int, dtype: Any, value: Any) -> npt.NDArray[Any]:
-    """A read-only array of ``size`` times ``value``, shared: "no verdict" / "not ignored" for every node
-    is the usual answer, and readers never write to an outcome (a write would raise)."""
-    key = (size, dtype, value)
-    arr = _CONSTANTS.get(key)
-    if arr is None:
-        if len(_CONSTANTS) > 32:  # node counts change rarely: keep a handful
-            _CONSTANTS.clear()
-        arr = _CONSTANTS[key] = filled(size, value, dtype)
-        arr.flags.writeable = False
-    return arr
 
 
 class Entry:
