@@ -19,7 +19,7 @@ try:  # numpy >= 2
 except ImportError:  # pragma: no cover -- numpy 1.26
     from numpy.core.multiarray import count_nonzero as _count_nonzero  # type: ignore[no-redef]
 
-__all__ = ["all_true", "amax", "amin", "count_nonzero", "filled", "positions"]
+__all__ = ["all_true", "amax", "amin", "constant_array", "count_nonzero", "filled", "positions"]
 
 count_nonzero = _count_nonzero
 """``np.count_nonzero(x)`` (no ``axis``): the number of true / non-zero items of ``x``."""
@@ -46,3 +46,23 @@ def filled(n: int, value: Any, dtype: Any) -> npt.NDArray[Any]:
 def positions(x: npt.NDArray[Any]) -> npt.NDArray[np.intp]:
     """``np.flatnonzero(x)`` of a one-dimensional array: the indexes of its true / non-zero items."""
     return x.nonzero()[0]
+
+
+_CONSTANTS: dict[tuple[Any, Any], npt.NDArray[Any]] = {}
+
+
+def constant_array(size: int, dtype: Any, value: Any) -> npt.NDArray[Any]:
+    """A read-only array of ``size`` times ``value``, shared: "no verdict" / "not ignored" / "no error" for
+    every node is the usual answer, and readers never write to an outcome (a write would raise).
+
+    One array per (dtype, value), as long as the largest size asked for; a smaller size is a view of its
+    start (the feasible set, and so the size, changes from pod to pod: an array per size would be rebuilt
+    as often as it is used)."""
+    key = (dtype, value)
+    arr = _CONSTANTS.get(key)
+    if arr is None or arr.size < size:
+        if arr is None and len(_CONSTANTS) >= 32:  # a handful of values are common: keep those
+            _CONSTANTS.clear()
+        arr = _CONSTANTS[key] = filled(size, value, dtype)
+        arr.flags.writeable = False
+    return arr[:size]

@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from policyscheduler.evaluation.arrays import all_true, amax, amin, count_nonzero, filled, positions
+from policyscheduler.evaluation.arrays import all_true, amax, amin, constant_array, count_nonzero, filled, positions
 
 ARRAYS: list[Any] = [
     np.array([], dtype=np.bool_),
@@ -61,3 +61,19 @@ def test_filled_is_np_full(n: int, value: Any, dtype: Any) -> None:
 def test_count_nonzero_takes_python_and_numpy_scalars() -> None:
     for x in (True, False, 0, 3, np.bool_(True), np.int64(0)):
         assert count_nonzero(x) == np.count_nonzero(x)
+
+
+def test_constant_array_is_shared_read_only_and_as_long_as_asked() -> None:
+    """One read-only array per (dtype, value), grown when a longer one is asked for; shorter ones are views
+    of its start, so the sizes of successive feasible sets do not rebuild it."""
+    small = constant_array(5, np.int64, 7)
+    assert small.dtype == np.int64 and small.tolist() == [7] * 5
+    big = constant_array(12, np.int64, 7)
+    assert big.tolist() == [7] * 12
+    again = constant_array(3, np.int64, 7)
+    assert again.tolist() == [7] * 3 and np.shares_memory(again, constant_array(12, np.int64, 7))
+    assert constant_array(4, np.bool_, False).tolist() == [False] * 4
+    assert constant_array(0, np.int32, -1).size == 0
+    for arr in (small, big, again):
+        with pytest.raises(ValueError):
+            arr[0] = 1

@@ -168,6 +168,9 @@ class VectorRun:
         elif stale.size:
             out = self._score(rule, stale)
             entry.put_score(stale, out.raw, out.ignored, out.errors, out.verdicts)
+        same = entry.uniform()
+        if same is not None:  # one value on every slot: shared constant arrays, the bounds told
+            return _constant_outcome(idx.size, same)
         raw, ignored, errors = entry.score_parts(idx)
         return ScoreOutcome(raw, ignored, errors, entry.verdicts)
 
@@ -188,8 +191,7 @@ class VectorRun:
         hit = reuse.memo.get(rule, key)
         if hit is not None and _same_calls(uniform, hit[0]):
             reuse.memo.hits += 1
-            return ScoreOutcome(constant_array(idx.size, np.int64, hit[1]), constant_array(idx.size, np.bool_, False),
-                                constant_array(idx.size, np.int32, -1), [], (hit[1], hit[1]))
+            return _constant_outcome(idx.size, hit[1])
         token = getattr(self._cluster, "column_token", None)
         delta = reuse.delta.get(rule, key)
         if delta is not None:
@@ -200,6 +202,9 @@ class VectorRun:
                     part = self._score(rule, stale)
                     entry.put_score(stale, part.raw, part.ignored, part.errors, part.verdicts)
                 reuse.delta.hits += 1
+                same = entry.uniform()
+                if same is not None:
+                    return _constant_outcome(idx.size, same)
                 raw, ignored, errors = entry.score_parts(idx)
                 return ScoreOutcome(raw, ignored, errors, entry.verdicts)
             reuse.delta.drop(rule, key)
@@ -361,6 +366,13 @@ class VectorRun:
 
 
 _MISS = object()
+
+
+def _constant_outcome(size: int, value: int) -> ScoreOutcome:
+    """A score of ``value`` on each of ``size`` nodes, none ignored or failed, with its bounds (read-only
+    shared arrays: readers never write to an outcome)."""
+    return ScoreOutcome(constant_array(size, np.int64, value), constant_array(size, np.bool_, False),
+                        constant_array(size, np.int32, -1), [], (value, value))
 
 _CLUSTER_CALLS = frozenset(COLUMNS)
 """The cluster builtins with a whole-cluster column (objects/cluster.py); :class:`.reuse.Memo` replays them."""

@@ -112,7 +112,7 @@ class Ctx:
         hit = self.gathered.get(k)
         if hit is not None and hit[0] is rec:
             return hit[1]
-        col = rec.gather(rec.table.column(key))
+        col: Col = rec.table.gather(key, None if rec.full else rec.rows)
         self.gathered[k] = (rec, col)
         return col
 

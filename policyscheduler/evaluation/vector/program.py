@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from policyscheduler.checker.passes import CheckedRule
-from policyscheduler.evaluation.arrays import amax, amin, count_nonzero, filled, positions
+from policyscheduler.evaluation.arrays import amax, amin, constant_array, count_nonzero, filled, positions
 from policyscheduler.evaluation.decision import NodeVerdict
 from policyscheduler.evaluation.vector import ops
 from policyscheduler.evaluation.vector.context import Ctx, Fn, PodState, err_of
@@ -187,7 +187,7 @@ def run_filter(prog: FilterProgram, state: PodState, idx: np.ndarray) -> tuple[n
         else:
             err = err_or(err, restrict(err_of(v), mask))
             clean.append((mask, v))
-    errs = err if err is not None else np.zeros(m, dtype=np.bool_)
+    errs = err if err is not None else constant_array(m, np.bool_, False)  # read-only, shared
     codes, verdicts = _compose(prog.name, clean, errs, m, state)
     return codes, verdicts, errs
 
@@ -310,11 +310,12 @@ def run_score(prog: ScoreProgram, state: PodState, idx: np.ndarray) -> tuple[np.
     except Poisoned:
         everything = np.ones(m, dtype=np.bool_)
         return np.zeros(m, dtype=np.int64), np.zeros(m, dtype=np.bool_), everything
-    ignored_rows = _rows(ignored, m)
+    # no node ignored (the usual case): the shared read-only "not ignored" array
+    ignored_rows = constant_array(m, np.bool_, False) if ignored is False else _rows(ignored, m)
     # the rows the value is computed for; True (a Python bool) when no node is ignored, the usual case:
     # then an error is taken as it is, with no mask built and no pass over the rows to restrict it
     keep: Mask = True if ignored is False else ~ignored_rows
-    raw = np.zeros(m, dtype=np.int64)
+    raw: np.ndarray | None = None
     try:
         for name, fn in prog.after:
             v = fn(ctx)
@@ -325,11 +326,13 @@ def run_score(prog: ScoreProgram, state: PodState, idx: np.ndarray) -> tuple[np.
         if isinstance(v, Const):
             if not -(2**63) <= v.value < 2**63:
                 raise Poisoned("score leaves int64")
-            raw[:] = v.value
+            raw = constant_array(m, np.int64, int(v.value))  # read-only, shared
         else:
             assert isinstance(v, Col) and v.kind == "int"
             raw = v.data.copy()  # may be a table column, which later pods update in place
     except Poisoned:
         err = err_or(err, _rows(keep, m).copy())
-    errs = err if err is not None else np.zeros(m, dtype=np.bool_)
+    if raw is None:  # the value failed: every kept row is an error, the raw values are never read
+        raw = constant_array(m, np.int64, 0)
+    errs = err if err is not None else constant_array(m, np.bool_, False)  # read-only, shared
     return raw, ignored_rows, errs

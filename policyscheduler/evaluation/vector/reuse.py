@@ -37,7 +37,7 @@ import numpy.typing as npt
 
 from policyscheduler.checker.analysis import clause_expressions
 from policyscheduler.checker.passes import CheckedRule
-from policyscheduler.evaluation.arrays import count_nonzero, filled
+from policyscheduler.evaluation.arrays import amax, amin, constant_array, count_nonzero, filled
 from policyscheduler.evaluation.decision import NodeVerdict
 from policyscheduler.objects.records import Node, Pod
 from policyscheduler.syntax import ast
@@ -280,32 +280,20 @@ def node_fields(checked: CheckedRule | None) -> frozenset[str] | None:
     return frozenset(fields)
 
 
-_CONSTANTS: dict[tuple[int, Any, Any], npt.NDArray[Any]] = {}
-
-
-def constant_array(size: int, dtype: Any, value: Any) -> npt.NDArray[Any]:
-    """A read-only array of ``size`` times ``value``, shared: "no verdict" / "not ignored" for every node
-    is the usual answer, and readers never write to an outcome (a write would raise)."""
-    key = (size, dtype, value)
-    arr = _CONSTANTS.get(key)
-    if arr is None:
-        if len(_CONSTANTS) > 32:  # node counts change rarely: keep a handful
-            _CONSTANTS.clear()
-        arr = _CONSTANTS[key] = filled(size, value, dtype)
-        arr.flags.writeable = False
-    return arr
-
-
 class Entry:
     """One rule's results for one pod shape, on every node slot (see the module docstring).
 
     The first query computes the rule on *every* slot (not only the nodes asked for), so that later
     queries only ever recompute the slots invalidated since (``pending``, a handful per pod) and never
     scan a validity mask. ``any_code`` / ``any_ignored`` say whether any slot was ever rejected / failed
-    / ignored: while they are false a query returns constant arrays instead of gathering.
+    / ignored: while they are false a query returns constant arrays instead of gathering. ``same`` is the
+    raw score every slot holds when they all hold one int64 value (a taint score where no node has a
+    PreferNoSchedule taint: 0 on every node), else None: such a query is answered without a gather and
+    without the driver's passes for the bounds.
     """
 
-    __slots__ = ("any_code", "any_ignored", "codes", "complete", "ignored", "index", "pending", "raw", "verdicts")
+    __slots__ = ("any_code", "any_ignored", "codes", "complete", "ignored", "index", "pending", "raw", "same",
+                 "verdicts")
 
     def __init__(self, n: int) -> None:
         self.complete = False
@@ -315,6 +303,7 @@ class Entry:
         self.ignored: npt.NDArray[np.bool_] | None = None
         self.any_code = False
         self.any_ignored = False
+        self.same: int | None = None
         self.verdicts: list[NodeVerdict] = []
         self.index: dict[NodeVerdict, int] = {}
 
@@ -382,7 +371,25 @@ class Entry:
         if not self.any_ignored and bool(count_nonzero(ignored)):
             self.any_ignored = True
         self.codes[at] = self._remap(errors, verdicts)
+        self._same_after(rows, raw)
         self._done(rows)
+
+    def _same_after(self, rows: npt.NDArray[np.int64] | None, raw: npt.NDArray[Any]) -> None:
+        """Keep ``same`` true to the slots after a store of ``raw`` on ``rows``: taken afresh from a store of
+        every slot, kept by a store of a few slots that all hold it, dropped by anything else (until the next
+        store of every slot)."""
+        if self.any_code or self.any_ignored or raw.dtype != np.int64 or not raw.size:
+            self.same = None
+        elif rows is None:
+            lo = int(amin(raw))
+            self.same = lo if lo == int(amax(raw)) else None
+        elif self.same is not None and not (int(amin(raw)) == self.same == int(amax(raw))):
+            self.same = None
+
+    def uniform(self) -> int | None:
+        """The raw score of every slot when they all hold the same one and no slot is ignored or failed
+        (see ``same``); only meaningful once the slots asked for are up to date (:meth:`stale`)."""
+        return self.same
 
     def filter_codes(self, idx: npt.NDArray[np.int64]) -> npt.NDArray[np.int32]:
         return self.codes.take(idx) if self.any_code else constant_array(idx.size, np.int32, -1)

@@ -448,3 +448,35 @@ def test_an_entry_is_made_when_a_shape_comes_back() -> None:
     # makes the others' entries, and a fourth pod of it reads them
     assert 0 < made[1] < made[2], made
     assert made[3] == made[2], made
+
+
+def test_a_reused_uniform_score_follows_a_node_that_leaves_it() -> None:
+    """A reused score that is one value on every node (the taint score where no node has a PreferNoSchedule
+    taint) is answered as that constant, with its bounds and no gather; when a node changes so that its
+    score differs, the recomputed slot ends the shortcut, and the decision still equals the reference's."""
+    policies = default_policies()
+    objects = [node(f"n{i}", {"zone": "ab"[i % 2]}, cpu="4", memory="8Gi") for i in range(12)]
+    ref, vec = make_evaluator("reference"), make_evaluator("vector")
+    left, right = ClusterSnapshot.from_objects(objects), ClusterSnapshot.from_objects(objects)
+
+    def decide(name: str) -> Any:
+        obj = pod(name, labels={"app": "web"}, cpu="100m", memory="128Mi")
+        a = ref.evaluate(policies, left, obj, rng=random.Random(1))
+        b = vec.evaluate(policies, right, obj, rng=random.Random(1))
+        assert a == b, (name, diff_decisions(a, b))
+        return b
+
+    for k in range(3):  # the second pod of the shape makes the entries, the third reads them
+        decide(f"w{k}")
+    taint_score = next(r for r in policies.scores if r.name == "taint_toleration")
+    (entry,) = reuse_of(vec)._entries[id(taint_score)].values()
+    assert entry.uniform() == 0
+    tainted = node("n5", {"zone": "b"}, cpu="4", memory="8Gi",
+                   taints=[{"key": "spot", "value": "", "effect": "PreferNoSchedule"}])
+    left.add(tainted)
+    right.add(tainted)
+    d = decide("w3")
+    assert d.scores["taint_toleration"]["n5"].raw == 1
+    assert d.scores["taint_toleration"]["n4"].raw == 0
+    assert entry.uniform() is None
+    decide("w4")
