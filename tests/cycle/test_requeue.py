@@ -11,6 +11,7 @@ import pytest
 from policyscheduler.compiler import PolicySet
 from policyscheduler.cycle import UNSCHEDULABLE, ClusterCache, Cycle, SchedulingQueue
 from policyscheduler.cycle.events import ClusterEvent, Interest, facets_of_reads, node_facets_changed
+from policyscheduler.cycle.queue import QueuedPod
 from policyscheduler.evaluation import make_evaluator
 from policyscheduler.loader import load_policy_set
 from tests.evaluation.policies import default_policies
@@ -135,22 +136,28 @@ def test_a_user_rule_reading_new_members_is_honoured(tmp_path: Path) -> None:
     assert queue.move(ClusterEvent.node_updated("n1", frozenset({"labels", "cluster", "node"}))) == 1
 
 
-def test_event_during_the_attempt_is_checked_against_the_pods_interest() -> None:
+def popped_too_big() -> tuple[Cycle, SchedulingQueue, QueuedPod]:
+    """A 2-CPU pod popped for its attempt on a cluster of one 1-CPU node (it will not fit)."""
     queue = SchedulingQueue(clock=Clock())
     cycle = Cycle(queue, ClusterCache([node("n1", cpu="1")]), make_evaluator("reference"), default_policies(),
                   lambda a: None, rng=random.Random(0))
     queue.add("p", pod("p", cpu="2"))
     entry = queue.pop()
     assert entry is not None
+    return cycle, queue, entry
+
+
+def test_event_during_the_attempt_is_checked_against_the_pods_interest() -> None:
+    cycle, queue, entry = popped_too_big()
     queue.move(ClusterEvent.node_updated("n1", frozenset({"labels", "cluster", "node"})))  # irrelevant
     attempt = cycle.attempt(entry)
     assert attempt.queue == "unschedulable"
     queue.move(ClusterEvent.node_added("n2"))
     Clock.now += 5
-    entry = queue.pop()
-    assert entry is not None
+    again = queue.pop()
+    assert again is not None
     queue.move(ClusterEvent.assigned_pod("AssignedPodDelete", "n1"))  # relevant, arrives mid-attempt
-    assert cycle.attempt(entry).queue == "backoff"
+    assert cycle.attempt(again).queue == "backoff"
 
 
 def test_interest_without_nodes_waits_for_a_node() -> None:
@@ -172,18 +179,13 @@ def test_unknown_rule_is_conservative(rule: str | None) -> None:
 def test_every_move_is_a_debug_line_naming_the_event_and_the_pods(caplog: pytest.LogCaptureFixture) -> None:
     """Why a pod was tried again must be answerable from the log (``-v 4``): the event that moved it out of
     the unschedulable pool, or the one that arrived during its attempt and sent it to backoff."""
-    queue = SchedulingQueue(clock=Clock())
-    cycle = Cycle(queue, ClusterCache([node("n1", cpu="1")]), make_evaluator("reference"), default_policies(),
-                  lambda a: None, rng=random.Random(0))
-    queue.add("p", pod("p", cpu="2"))
-    entry = queue.pop()
-    assert entry is not None
+    cycle, queue, entry = popped_too_big()
     with caplog.at_level("DEBUG", logger="policyscheduler.queue"):
         queue.move(ClusterEvent.assigned_pod("AssignedPodDelete", "n1"))  # mid-attempt
         assert cycle.attempt(entry).queue == "backoff"
         Clock.now += 5
-        entry = queue.pop()
-        assert entry is not None and cycle.attempt(entry).queue == "unschedulable"
+        again = queue.pop()
+        assert again is not None and cycle.attempt(again).queue == "unschedulable"
         queue.move(ClusterEvent.node_updated("n1", frozenset({"labels", "node"})))  # irrelevant: no line
         queue.move(ClusterEvent.assigned_pod("AssignedPodDelete", "n1"))
     moves = [(r.fields["event"], r.fields["node"], r.fields["pods"])  # type: ignore[attr-defined]
