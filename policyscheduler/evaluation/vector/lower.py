@@ -56,6 +56,10 @@ class Lowerer(ScalarLowering, LoopLowering, CallLowering):
     # -- names, fields, indexes
     def _Name(self, e: ast.Name, scope: Scope, level: int) -> Fn:
         name = e.id
+        if level == 0:
+            # on the node rows (a ctx of level 0, as the expression is lowered at) no name is taken onto
+            # elements: the bound value itself, without :meth:`Ctx.lookup`'s level test
+            return lambda ctx: ctx.env[name]
         return lambda ctx: ctx.lookup(name)
 
     def _Attr(self, e: ast.Attr, scope: Scope, level: int) -> Fn:
@@ -66,6 +70,7 @@ class Lowerer(ScalarLowering, LoopLowering, CallLowering):
         if isinstance(t, RecordT) and self._is_record_rows(e.obj, scope):
             raise Unsupported(f"record field .{field} of a node-dependent record")
         getter = operator.attrgetter(field)
+        ckey = column_key("f", field, kind) if kind is not None else None
 
         def attr(ctx: Ctx) -> Value:
             v = obj(ctx)
@@ -73,9 +78,9 @@ class Lowerer(ScalarLowering, LoopLowering, CallLowering):
                 return Const(getter(v.value))
             if not isinstance(v, Rec):
                 raise Poisoned(f"field .{field} of {type(v).__name__}")
-            if kind is None:
+            if ckey is None:
                 return Path(v, field)
-            return ctx.gather(v, column_key("f", field, kind))
+            return ctx.gather(v, ckey)
 
         return attr
 
