@@ -110,6 +110,18 @@ class Lowerer(ScalarLowering, LoopLowering, CallLowering):
                 # literal, an item of a literal list): the column key is built once, here
                 records = self.expr(e.obj.obj, scope, level)
                 ckey = column_key("get", e.obj.name, kind, key.value, zero)
+                if level == 0 and isinstance(e.obj.obj, ast.Name) and scope[e.obj.obj.id].kind == "node":
+                    node_name = e.obj.obj.id
+
+                    def read_node_column(ctx: Ctx) -> Value:
+                        """``node.FIELD[key]`` on the node rows: the node read from the env as ``_Name``
+                        reads it at level 0, without a call."""
+                        rec = ctx.env[node_name]
+                        if type(rec) is not Rec:
+                            raise Poisoned("map read")
+                        return ctx.gather(rec, ckey)
+
+                    return read_node_column
 
                 def read_column(ctx: Ctx) -> Value:
                     rec = records(ctx)

@@ -357,7 +357,7 @@ def compare_q_operands(cmp: Callable[[Any, Any], Any], qa: Q, qb: Q) -> Col:
     n1, d1, ea, b1 = qa
     n2, d2, eb, b2 = qb
     if type(d1) is int and type(d2) is int and d1 == d2:
-        return Col("bool", np.asarray(cmp(n1, n2)), err_or(ea, eb))
+        return Col("bool", np.asarray(cmp(n1, n2)), eb if ea is None else err_or(ea, eb))
     lhs, e1 = int_mul(n1, d2, b1, _dbound(d2))
     rhs, e2 = int_mul(n2, d1, b2, _dbound(d1))
     return Col("bool", np.asarray(cmp(lhs, rhs)), err_or(ea, eb, e1, e2))
