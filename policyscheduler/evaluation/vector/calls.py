@@ -84,22 +84,31 @@ class CallLowering(LowerBase):
         node_set = frozenset(node_params)
         only_node = len(args) == 1 and node_params == [0]
 
+        only_key = (name,)
+        only_arg = args[0] if only_node else None
+
         def column(ctx: Ctx) -> Value:
-            vals = [a(ctx) for a in args]
-            if only_node:
-                nodes, others = vals, []
+            if only_arg is not None:  # cluster.NAME(node): one Rec, the key known here
+                node = only_arg(ctx)
+                if type(node) is not Rec:
+                    raise Poisoned("cluster column arguments")
+                vals: list[Value] = [node]
+                nodes: list[Value] = vals
+                others: list[Value] = []
+                key: tuple[Any, ...] = only_key
             else:
+                vals = [a(ctx) for a in args]
                 nodes = [v for i, v in enumerate(vals) if i in node_set]
                 others = [v for i, v in enumerate(vals) if i not in node_set]
-            if not all(isinstance(v, Rec) for v in nodes) or not all(isinstance(v, Const) for v in others):
-                raise Poisoned("cluster column arguments")
+                if not all(isinstance(v, Rec) for v in nodes) or not all(isinstance(v, Const) for v in others):
+                    raise Poisoned("cluster column arguments")
+                key = (name, *[id(v.value) for v in others])  # type: ignore[union-attr]
             rows = nodes[0].rows  # type: ignore[union-attr]
             if len(nodes) > 1 and any(v.rows is not rows and not np.array_equal(v.rows, rows)  # type: ignore[union-attr]
                                       for v in nodes):
                 raise Poisoned("two different nodes")
             state = ctx.state
             cluster = state.cluster
-            key = (name, *[id(v.value) for v in others])  # type: ignore[union-attr]
             hit = state.cluster_columns.get(key)
             if hit is not None:
                 full, argv, same = hit

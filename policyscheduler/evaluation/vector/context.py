@@ -71,7 +71,7 @@ class Ctx:
 
     def lookup(self, name: str) -> Value:
         v = self.env[name]
-        if self.levels[name] < self.level:
+        if self.level and self.levels.get(name, 0) < self.level:
             taken = self._taken.get(name)
             if taken is None:
                 assert self.segs is not None
@@ -82,8 +82,13 @@ class Ctx:
     def bind(self, name: str, v: Value) -> Ctx:
         env = dict(self.env)
         env[name] = v
-        levels = dict(self.levels)
-        levels[name] = self.level
+        if self.level:
+            levels = dict(self.levels)
+            levels[name] = self.level
+        else:
+            # on the node rows every name is at level 0, which a name left out of ``levels`` reads as
+            # (see :meth:`lookup`): the parent's levels are shared, not copied
+            levels = self.levels
         out = Ctx(self.state, self.m, env, levels, self.level, self.segs, self.gathered)
         frame = self._frame
         if frame is not None and name not in ("pod", "cluster"):

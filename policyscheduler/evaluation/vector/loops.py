@@ -106,6 +106,17 @@ class _Plan:
     level: int
     record: str
     static: tuple[tuple[tuple[tuple[str, Const], ...], Fn | None, Fn | None], ...] = ()
+    names: tuple[str, ...] = ()
+    """The loop's binder names."""
+    is_map: bool = False
+    """Whether the iterable is a map (its keys are iterated in sorted order)."""
+    static_items: tuple[tuple[Mask, list[Value], Fn | None, Fn | None], ...] = dataclasses.field(init=False)
+    """``static`` as :meth:`LoopLowering._unrolled` iterates it (present everywhere, the items' values),
+    made once here rather than per run."""
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "static_items",
+                           tuple((True, [c for _, c in binds], where, value) for binds, where, value in self.static))
 
 
 class LoopLowering(LowerBase):
@@ -181,10 +192,12 @@ class LoopLowering(LowerBase):
                 self.known = outer
 
         shadowed = {k: v for k, v in outer.items() if k not in names}
+        binders = tuple(names)
+        is_map = isinstance(self.info.types[id(loop)], MapT)
         if static is None:
             mode, it, inner, ilevel, record = self.loop_mode(loop, scope, level)
             where, value = lower(shadowed, inner, ilevel)
-            return _Plan(mode, it, where, value, inner, ilevel, record)
+            return _Plan(mode, it, where, value, inner, ilevel, record, (), binders, is_map)
         items, rest = static
         lowered: list[tuple[tuple[tuple[str, Const], ...], Fn | None, Fn | None]] = []
         for i, x in enumerate(items):
@@ -193,24 +206,22 @@ class LoopLowering(LowerBase):
             where, value = lower({**shadowed, **dict(zip(names, vals))}, scope, level)
             lowered.append((binds, where, value))
         if rest is None:
-            return _Plan("static", None, None, None, scope, level, "", tuple(lowered))
+            return _Plan("static", None, None, None, scope, level, "", tuple(lowered), binders, is_map)
         where, value = lower(shadowed, scope, level)
-        return _Plan("static", self.pod_level(rest), where, value, scope, level, "", tuple(lowered))
+        return _Plan("static", self.pod_level(rest), where, value, scope, level, "", tuple(lowered), binders, is_map)
 
     def _unrolled(self, loop: ast.Loop, plan: _Plan, ctx: Ctx) -> list[tuple[Mask, Ctx, Bools | None, Fn | None]]:
         """The items of a loop over a pod-level list or an MList: (presence, item ctx, error rows, the
         item's value function)."""
-        names = [b.name for b in loop.binders]
+        names = plan.names
         coll = plan.it(ctx) if plan.it is not None else None  # a failing rest fails the loop, as one list
         out: list[tuple[Mask, Ctx, Bools | None, Fn | None]] = []
-        items: list[tuple[Mask, list[Value], Fn | None, Fn | None]] = []
+        items: list[tuple[Mask, list[Value], Fn | None, Fn | None]] = list(plan.static_items)
         base_err: Bools | None = None
         static = plan.static
-        for binds, item_where, item_value in static:
-            items.append((True, [c for _, c in binds], item_where, item_value))
         if isinstance(coll, Const):
             c = coll.value
-            is_map = isinstance(self.info.types[id(loop)], MapT)
+            is_map = plan.is_map
             pw, pf = plan.where, plan.value
             if len(names) == 1:
                 items.extend((True, [Const(x)], pw, pf) for x in (sorted(c) if is_map else c))

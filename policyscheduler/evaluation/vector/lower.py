@@ -56,6 +56,10 @@ class Lowerer(ScalarLowering, LoopLowering, CallLowering):
     # -- names, fields, indexes
     def _Name(self, e: ast.Name, scope: Scope, level: int) -> Fn:
         name = e.id
+        if level == 0:
+            # on the node rows (a ctx of level 0, as the expression is lowered at) no name is taken onto
+            # elements: the bound value itself, without :meth:`Ctx.lookup`'s level test
+            return lambda ctx: ctx.env[name]
         return lambda ctx: ctx.lookup(name)
 
     def _Attr(self, e: ast.Attr, scope: Scope, level: int) -> Fn:
@@ -66,6 +70,7 @@ class Lowerer(ScalarLowering, LoopLowering, CallLowering):
         if isinstance(t, RecordT) and self._is_record_rows(e.obj, scope):
             raise Unsupported(f"record field .{field} of a node-dependent record")
         getter = operator.attrgetter(field)
+        ckey = column_key("f", field, kind) if kind is not None else None
 
         def attr(ctx: Ctx) -> Value:
             v = obj(ctx)
@@ -73,9 +78,9 @@ class Lowerer(ScalarLowering, LoopLowering, CallLowering):
                 return Const(getter(v.value))
             if not isinstance(v, Rec):
                 raise Poisoned(f"field .{field} of {type(v).__name__}")
-            if kind is None:
+            if ckey is None:
                 return Path(v, field)
-            return ctx.gather(v, column_key("f", field, kind))
+            return ctx.gather(v, ckey)
 
         return attr
 
@@ -105,6 +110,18 @@ class Lowerer(ScalarLowering, LoopLowering, CallLowering):
                 # literal, an item of a literal list): the column key is built once, here
                 records = self.expr(e.obj.obj, scope, level)
                 ckey = column_key("get", e.obj.name, kind, key.value, zero)
+                if level == 0 and isinstance(e.obj.obj, ast.Name) and scope[e.obj.obj.id].kind == "node":
+                    node_name = e.obj.obj.id
+
+                    def read_node_column(ctx: Ctx) -> Value:
+                        """``node.FIELD[key]`` on the node rows: the node read from the env as ``_Name``
+                        reads it at level 0, without a call."""
+                        rec = ctx.env[node_name]
+                        if type(rec) is not Rec:
+                            raise Poisoned("map read")
+                        return ctx.gather(rec, ckey)
+
+                    return read_node_column
 
                 def read_column(ctx: Ctx) -> Value:
                     rec = records(ctx)

@@ -357,7 +357,7 @@ def compare_q_operands(cmp: Callable[[Any, Any], Any], qa: Q, qb: Q) -> Col:
     n1, d1, ea, b1 = qa
     n2, d2, eb, b2 = qb
     if type(d1) is int and type(d2) is int and d1 == d2:
-        return Col("bool", np.asarray(cmp(n1, n2)), err_or(ea, eb))
+        return Col("bool", np.asarray(cmp(n1, n2)), eb if ea is None else err_or(ea, eb))
     lhs, e1 = int_mul(n1, d2, b1, _dbound(d2))
     rhs, e2 = int_mul(n2, d1, b2, _dbound(d1))
     return Col("bool", np.asarray(cmp(lhs, rhs)), err_or(ea, eb, e1, e2))
@@ -376,8 +376,19 @@ def arith_fn(op: str, a: Fn, b: Fn, kind: str, ca: Const | None, cb: Const | Non
             va, vb = a(ctx), b(ctx)
             if type(va) is Const and type(vb) is Const:
                 return arith(op, va, vb, "q")
-            n1, d1, ea, b1 = q_operand(va) if pa is None else pa
-            n2, d2, eb, b2 = q_operand(vb) if pb is None else pb
+            # q_operand's column case inline (the usual operand: a table column or a partial result)
+            if pa is not None:
+                n1, d1, ea, b1 = pa
+            elif type(va) is Col:
+                n1, d1, ea, b1 = va.data, (va.den if va.kind == "q" else 1), va.err, va.bound
+            else:
+                n1, d1, ea, b1 = q_operand(va)
+            if pb is not None:
+                n2, d2, eb, b2 = pb
+            elif type(vb) is Col:
+                n2, d2, eb, b2 = vb.data, (vb.den if vb.kind == "q" else 1), vb.err, vb.bound
+            else:
+                n2, d2, eb, b2 = q_operand(vb)
             n, d, e, bound = f(n1, d1, b1, n2, d2, b2)
             return Col("q", n, e if ea is None and eb is None else err_or(ea, eb, e), d, bound)
 
@@ -427,7 +438,11 @@ def compare_fn(op: str, a: Fn, ka: str, b: Fn, kb: str, ca: Const | None = None,
             va, vb = a(ctx), b(ctx)
             if type(va) is Const and type(vb) is Const:
                 return compare(op, va, ka, vb, kb, ctx.state.interner)
-            return compare_q_operands(cmp, q_operand(va) if pa is None else pa, q_operand(vb) if pb is None else pb)
+            qa = pa if pa is not None else (va.data, (va.den if va.kind == "q" else 1), va.err, va.bound) \
+                if type(va) is Col else q_operand(va)
+            qb = pb if pb is not None else (vb.data, (vb.den if vb.kind == "q" else 1), vb.err, vb.bound) \
+                if type(vb) is Col else q_operand(vb)
+            return compare_q_operands(cmp, qa, qb)
 
         return compare_num
     return lambda ctx: compare(op, a(ctx), ka, b(ctx), kb, ctx.state.interner)

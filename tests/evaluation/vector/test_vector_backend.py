@@ -258,6 +258,24 @@ score soft weight 1 normalize minmax
 '''), CLUSTER, PENDING)
 
 
+def test_node_dependent_lets_and_loop_items_read_inside_a_loop_over_a_node_list() -> None:
+    """A let bound to a node column, and an item of a loop over a pod list, read in the body of a loop over
+    ``node.taints``: each is taken onto the taint elements of its node (bound on the node rows, where
+    :meth:`Ctx.bind` shares the parent's levels, they are read as level 0 from one level down)."""
+    agree(load('''
+filter per_taint
+  let cpu = node.allocatable["cpu"]
+  reject each ["taint " + t.key + " on " + str(cpu) for t in node.taints where cpu > quantity(1)]
+score per_taint weight 1 normalize minmax
+  let cpu = node.allocatable["cpu"]
+  let big = node.allocatable["memory"] > quantity(1073741824)
+  value count(t in node.taints where cpu < quantity(2) or big)
+    + sum(k in ["spot", "slow"]: count(t in node.taints where t.key == k and cpu < quantity(1)))
+'''), CLUSTER + [node("n5", {}, cpu="2", memory="4Gi", taints=[
+        {"key": "spot", "value": "", "effect": "NoSchedule"}, {"key": "slow", "value": "y", "effect": "NoExecute"}])],
+        PENDING)
+
+
 def test_ports_node_selectors_and_affinity_terms() -> None:
     pending = [
         pod("a", ports=[8080], nodeSelector={"zone": "a"}),
