@@ -679,8 +679,9 @@ class IndexedScoreCounts(ScoreCounts):
                     continue
                 part = index.match_totals(match, lc)
                 if len(values) == len(lc.values):  # "" is a value: the nodes without the key count there
+                    without_key = part[-1]
                     part = part[:-1].copy()
-                    part[lc.index[""]] += index.match_totals(match, lc)[-1]
+                    part[lc.index[""]] += without_key
             else:
                 mask = included(c) if eligible is None else included(c) & eligible
                 part, _ = domain_sums(_score_codes(lc), len(values), _counts(index, c, pod.namespace, n), mask)
