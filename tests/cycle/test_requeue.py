@@ -57,7 +57,7 @@ def unschedulable(objects: list[dict[str, Any]], pending: dict[str, Any],
 def test_facets_of_the_default_rules() -> None:
     ps = default_policies()
     fit = ps.analyses["filter node_resources_fit"].reads
-    assert facets_of_reads(fit) == {"allocatable", "pods"}
+    assert facets_of_reads(fit) == {"allocatable", "pods+", "pods-", "pods~"}
     assert facets_of_reads(ps.analyses["filter node_affinity"].reads) == {"labels"}
     assert facets_of_reads(ps.analyses["filter taint_toleration"].reads) == {"taints"}
     assert "cluster" in facets_of_reads(ps.analyses["filter pod_topology_spread"].reads)
@@ -170,7 +170,7 @@ def test_interest_without_nodes_waits_for_a_node() -> None:
 @pytest.mark.parametrize("rule", [None, "no_such_rule"])
 def test_unknown_rule_is_conservative(rule: str | None) -> None:
     interest = Interest({"n1": rule}, {rule: facets_of_reads(["Node.labels"]) if rule is None else
-                                       frozenset({"labels", "taints", "allocatable", "pods", "cluster", "node",
+                                       frozenset({"labels", "taints", "allocatable", "pods+", "cluster", "node",
                                                   "images", "annotations", "unschedulable"})},
                         frozenset({"labels"}))
     assert interest.wants(ClusterEvent.node_updated("n1", frozenset({"labels"})))
