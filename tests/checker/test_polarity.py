@@ -4,10 +4,16 @@ then skips a pod added to that node); anything unproven is "unknown"."""
 
 from __future__ import annotations
 
+import random
+from typing import Any
+
 import pytest
 
 from policyscheduler.checker.polarity import CONST, DOWN, UNKNOWN, UP
+from policyscheduler.compiler import PolicySet
+from policyscheduler.evaluation import evaluate
 from policyscheduler.loader import load_policy_set, load_policy_texts
+from policyscheduler.state import ClusterSnapshot
 
 
 def polarity(body: str, kind: str = "filter f") -> str:
@@ -90,6 +96,16 @@ UNPROVEN = [
 ]
 
 
+EXTRA = [  # not monotone: the analysis must not call them "up" or "down"
+    "require node.pod_count != 1",
+    "require node.pod_count < 2 or node.pod_count > 3",
+    'require (if node.pod_count > 1 then 0 else 2) + node.pod_count < 3',
+    "require sum(u in node.used_ports: 0 - u.port) > -100",
+    'require (if node.pod_count > 1 then 0 else 700m) + node.requested["cpu"] < 1500m',
+    "require len(node.used_ports) * (pod.priority - 1) < 1",
+]
+
+
 @pytest.mark.parametrize("body", GROWTH_ONLY_REJECTS_MORE)
 def test_growth_only_rejects_more(body: str) -> None:
     assert polarity(body) == UP
@@ -105,7 +121,7 @@ def test_rules_that_do_not_depend_on_the_pods(body: str) -> None:
     assert polarity(body) == CONST
 
 
-@pytest.mark.parametrize("body", UNPROVEN)
+@pytest.mark.parametrize("body", UNPROVEN + EXTRA)
 def test_what_cannot_be_proven_may_help(body: str) -> None:
     assert polarity(body) == UNKNOWN
 
@@ -129,3 +145,56 @@ def test_default_rules() -> None:
     assert analyses["filter node_resources_fit"].pods_polarity == UP
     assert analyses["filter node_ports"].pods_polarity == UP
     assert analyses["filter taint_toleration"].pods_polarity == CONST
+
+
+# -- the proof against the evaluator: a pod added to the node never turns an "up" rule's rejection into a pass
+
+
+
+def _pod(rng: random.Random, name: str, node: str | None) -> dict[str, Any]:
+    container: dict[str, Any] = {"name": "c", "image": "i",
+                                 "resources": {"requests": {"cpu": f"{rng.choice([0, 100, 400, 700, 1500])}m"}}}
+    port = rng.choice([None, 80, 443])
+    if port is not None:
+        container["ports"] = [{"containerPort": port, "hostPort": port}]
+    spec: dict[str, Any] = {"containers": [container], "priority": rng.choice([0, 1, 2])}
+    if node is not None:
+        spec["nodeName"] = node
+    return {"kind": "Pod", "metadata": {"name": name, "namespace": "ns", "uid": name}, "spec": spec}
+
+
+def _rejected(policy_set: PolicySet, objects: list[dict[str, Any]], pending: dict[str, Any]) -> bool | None:
+    """Whether filter ``f`` rejects node n1 for ``pending``; None when it failed at run time."""
+    decision = evaluate(policy_set, ClusterSnapshot.from_objects(objects), pending, rng=random.Random(0))
+    verdict = decision.verdicts["n1"]
+    return None if verdict.error is not None else verdict.rule == "f"
+
+
+@pytest.mark.parametrize("body", GROWTH_ONLY_REJECTS_MORE + GROWTH_ONLY_REJECTS_LESS + INDEPENDENT + UNPROVEN + EXTRA)
+def test_a_proven_direction_holds_when_a_pod_is_added(body: str) -> None:
+    """For every rule the analysis proves, on random nodes: a pod added to the node never turns an "up"
+    rule's rejection into a pass, nor a "down" rule's pass into a rejection, nor changes a "const" rule's
+    answer (a rule that fails at run time is no rejection: the queue keeps every event for it)."""
+    result = load_policy_texts([("t.policy", "filter f\n  reason \"no\"\n" + "".join(
+        f"  {line}\n" for line in body.splitlines()))])
+    assert result.policy_set is not None, result.diagnostics
+    proven = result.policy_set.analyses["filter f"].pods_polarity
+    if proven == UNKNOWN:
+        return
+    rng = random.Random(body)
+    for _ in range(40):
+        node = {"kind": "Node", "metadata": {"name": "n1", "labels": {"a": "1"} if rng.random() < 0.5 else {}},
+                "spec": {}, "status": {"allocatable": {"cpu": rng.choice(["1", "2"]), "memory": "8Gi",
+                                                       "pods": str(rng.choice([2, 3, 5]))}}}
+        placed = [_pod(rng, f"q{i}", "n1") for i in range(rng.randrange(4))]
+        pending = _pod(rng, "p", None)
+        before = _rejected(result.policy_set, [node, *placed], pending)
+        after = _rejected(result.policy_set, [node, *placed, _pod(rng, "added", "n1")], pending)
+        if before is None or after is None:
+            continue
+        if proven == UP:
+            assert after or not before, (body, placed, pending)
+        elif proven == DOWN:
+            assert before or not after, (body, placed, pending)
+        else:
+            assert before == after, (body, placed, pending)
