@@ -7,7 +7,8 @@ filter rule, instead of being declared.
 
 The node-local pod aggregates are ``node.requested``, ``node.nonzero_requested``, ``node.pod_count``,
 ``node.used_ports`` (and ``node.port_conflict()``, which reads it) and ``len(node.pods)``. An assigned pod
-added to the node (or one whose requests grew) can only make each of them grow: a larger number, a map
+added to the node (or one whose requests and their non-zero defaults all grew; the watch cannot tell a
+resize's direction and sends every direction) can only make each of them grow: a larger number, a map
 with more keys and larger values, a list with more (unchanged) items. :func:`pods_polarity` answers how
 the rule's *rejection* (``require`` false, a ``reject ... when`` true, a non-empty ``reject each``, with
 its ``applies when``) moves as they grow:
