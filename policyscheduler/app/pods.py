@@ -10,10 +10,11 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
+from policyscheduler.cycle.events import POD_CHANGED, POD_FACETS
 from policyscheduler.kobjects import DEFAULT_SCHEDULER, cache_key, is_pending, name_of, namespace_of, node_name, uid_of
 from policyscheduler.kobjects import scheduler_name as scheduler_name
 
-__all__ = ["DEFAULT_SCHEDULER", "assigned_view", "pod_queue_key", "scheduler_name", "waiting"]
+__all__ = ["DEFAULT_SCHEDULER", "assigned_view", "pod_queue_key", "scheduler_name", "update_facets", "waiting"]
 
 
 def pod_queue_key(pod: Mapping[str, Any]) -> str:
@@ -29,9 +30,11 @@ def waiting(pod: Mapping[str, Any]) -> bool:
 
 def assigned_view(pod: Mapping[str, Any]) -> tuple[str | None, bytes]:
     """What of an assigned pod other pods' verdicts can see -- its node, labels and container resources --
-    as (node name, digest of the rest): two views are equal when those are (up to a 128-bit digest
-    collision). The watch router keeps one per bound pod (150,000 at 5,000 nodes), so it holds a digest
-    rather than the watched object's labels and resources, which would keep those parts alive."""
+    as (node name, digest of the labels + digest of the resources and overhead, 8 bytes each): two views
+    are equal when those are (up to a 64-bit digest collision per part). The watch router keeps one per
+    bound pod (150,000 at 5,000 nodes), so it holds digests rather than the watched object's labels and
+    resources, which would keep those parts alive; the two parts tell a label update from a resize
+    (:func:`update_facets`)."""
     meta = pod.get("metadata")
     meta = meta if isinstance(meta, Mapping) else {}
     spec = pod.get("spec")
@@ -39,7 +42,17 @@ def assigned_view(pod: Mapping[str, Any]) -> tuple[str | None, bytes]:
     raw = spec.get("containers")
     containers: list[Any] = raw if isinstance(raw, list) else []
     resources = [c.get("resources") for c in containers if isinstance(c, Mapping)]
-    return node_name(pod), _digest([meta.get("labels"), resources, spec.get("overhead")])
+    return node_name(pod), _digest(meta.get("labels")) + _digest([resources, spec.get("overhead")])
+
+
+def update_facets(before: tuple[str | None, bytes], after: tuple[str | None, bytes]) -> frozenset[str]:
+    """The node-local pod facets an ``AssignedPodUpdate`` from view ``before`` to ``after`` may have changed
+    (:mod:`policyscheduler.cycle.events`): labels only -- no aggregate of the node moved, only the items of
+    ``Node.pods`` -- is ``pods~``; changed resources (an in-place resize may grow one resource and shrink
+    another, and the view keeps no values to compare) are every direction, as is anything odd."""
+    if before[0] == after[0] and before[1][8:] == after[1][8:]:
+        return frozenset({POD_CHANGED})
+    return POD_FACETS
 
 
 _canonical = json.JSONEncoder(sort_keys=True, separators=(",", ":"), default=repr).encode
@@ -52,4 +65,4 @@ def _digest(value: Any) -> bytes:
         text = _canonical(value)
     except (TypeError, ValueError):  # keys of mixed types, a cycle: not from the API server, still compared
         text = repr(value)
-    return hashlib.blake2b(text.encode(), digest_size=16).digest()
+    return hashlib.blake2b(text.encode(), digest_size=8).digest()

@@ -13,7 +13,9 @@ ones occupy their nodes); nothing is ever written to them.
 Cluster events (:mod:`policyscheduler.cycle.events`, raised by :mod:`.watching`), each checked against
 what the rules that rejected a pod read: node added (moves every pod); node updated (the facets that changed: labels,
 taints, unschedulable, allocatable, images, annotations -- heartbeats change none and move nothing); node
-deleted; an assigned pod added, changed (labels, resources) or deleted on its node; a failed bind
+deleted; an assigned pod added, changed (labels, resources) or deleted on its node, with its direction
+(added: the node's pod aggregates grew; deleted: they shrank; relabelled: none moved), so a rule proven
+not to be helped by growth (resource fit, host ports) is not retried on a pod added; a failed bind
 (resources freed); a namespace's labels changed; policies reloaded (every pod of that profile; the sources,
 the reload worker and its reporting are :mod:`.sources` and :mod:`.reload_report`).
 

@@ -5,8 +5,9 @@ the shadow profiles (before the cache, so a shadowed bind is judged in the state
 binder (PVs, claims and nodes drive its waits; also before the cache), to the cache, and turns what changed
 into the queue's work: our waiting pods added or removed, and cluster events
 (:mod:`policyscheduler.cycle.events`) that move rejected pods -- node added, updated (only the facets that
-changed) or deleted, an assigned pod added/changed/deleted on its node, a namespace's labels changed, a
-storage object changed.
+changed) or deleted, an assigned pod added/changed/deleted on its node (with its direction: added grows
+the node's pod aggregates, deleted shrinks them, a label update moves none; ``cycle/events.py``), a
+namespace's labels changed, a storage object changed.
 
 It is a module of its own because it is the one place that remembers what the watches last showed (the
 nodes' facets, the namespaces' labels, the bound pods' views) to tell a real change from a repeat; the
@@ -23,7 +24,7 @@ import logging
 from collections.abc import Callable, Collection, Mapping
 from typing import TYPE_CHECKING, Any
 
-from policyscheduler.app.pods import assigned_view, pod_queue_key, scheduler_name, waiting
+from policyscheduler.app.pods import assigned_view, pod_queue_key, scheduler_name, update_facets, waiting
 from policyscheduler.app.volumes import KINDS as VOLUME_KINDS
 from policyscheduler.cycle.cache import is_placed
 from policyscheduler.cycle.events import STORAGE_KINDS, ClusterEvent, node_facet_view, node_facets_changed
@@ -134,7 +135,8 @@ class WatchRouter:
                     self.queue.move(ClusterEvent.assigned_pod("AssignedPodAdd", view[0]))
                 elif before != view:
                     self.bound[key] = view
-                    self.queue.move(ClusterEvent.assigned_pod("AssignedPodUpdate", view[0]))
+                    self.queue.move(ClusterEvent.assigned_pod("AssignedPodUpdate", view[0],
+                                                              update_facets(before, view)))
             elif before is not None:
                 del self.bound[key]
                 self.queue.move(ClusterEvent.assigned_pod("AssignedPodDelete", before[0]))

@@ -7,6 +7,9 @@
   ``"Taint.effect"``, ``"Pod.tolerates()"``, ``"Cluster.spread_count()"``). The live scheduler uses them
   the way kube-scheduler uses a plugin's EventsToRegister: an unschedulable pod is retried only after
   an event that can change what one of its rules reads.
+* **Pods polarity** (filters) -- how the rule's rejection moves as the pods on the node grow
+  (:mod:`policyscheduler.checker.polarity`): the requeue's direction, so a pod a rule like
+  NodeResourcesFit rejected is not retried when a pod is added to that node, only when one leaves.
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ from collections.abc import Iterable
 
 from policyscheduler.checker.expressions import Info
 from policyscheduler.checker.passes import CheckedRule
+from policyscheduler.checker.polarity import UNKNOWN, pods_polarity
 from policyscheduler.checker.types import RecordT
 from policyscheduler.syntax import ast
 from policyscheduler.syntax.visitor import children, walk
@@ -31,6 +35,9 @@ class RuleAnalysis:
     """``id()`` of every expression of the rule whose value depends on the node."""
     reads: frozenset[str]
     """Schema members read, as ``"Record.field"`` or ``"Record.method()"``; builtins as ``"builtin()"``."""
+    pods_polarity: str = UNKNOWN
+    """How a filter's rejection moves as the node's pod aggregates grow (``"up"``: only more, ``"down"``,
+    ``"const"``, ``"unknown"``; :func:`~policyscheduler.checker.polarity.pods_polarity`)."""
 
     def depends_on_node(self, e: ast.Expr) -> bool:
         """True when ``e`` (an expression of this rule) must be evaluated per node."""
@@ -120,6 +127,8 @@ def node_dependent(rule: ast.Rule) -> set[int]:
 
 
 def analyse(checked: CheckedRule) -> RuleAnalysis:
-    """Node dependence and reads of one checked rule (lets are visible to the clauses after them)."""
+    """Node dependence, reads and pods polarity of one checked rule (lets are visible to the clauses after
+    them)."""
     exprs = [e for clause in checked.rule.clauses for e in clause_expressions(clause)]
-    return RuleAnalysis(frozenset(node_dependent(checked.rule)), frozenset(_reads(exprs, checked.info)))
+    return RuleAnalysis(frozenset(node_dependent(checked.rule)), frozenset(_reads(exprs, checked.info)),
+                        pods_polarity(checked))

@@ -10,8 +10,20 @@ onto **facets** -- the parts of the cluster a watch event can change -- and deci
 * ``labels`` (node labels; also ``NodeSelectorTerm.matches()`` / ``Pod.matches_node_affinity()``, which
   read them), ``annotations``, ``unschedulable`` (``spec.unschedulable``), ``taints``, ``allocatable``,
   ``images``: one node's object changed (a node update diffs them; heartbeats change none);
-* ``pods``: what sits on one node (``Node.requested``, ``nonzero_requested``, ``pod_count``, ``pods``,
-  ``used_ports``, ``port_conflict()``): an assigned pod added, deleted, changed, or a failed bind;
+* ``pods+`` / ``pods-`` / ``pods~``: what sits on one node (``Node.requested``, ``nonzero_requested``,
+  ``pod_count``, ``pods``, ``used_ports``, ``port_conflict()``), split by **direction**. ``pods+``: the
+  node's pod aggregates can only have grown (an assigned pod added; an update that grew its requests);
+  ``pods-``: they can only have shrunk (a pod deleted or moved off, a failed bind freeing its assumption;
+  an update that shrank it); ``pods~``: only the items of ``Node.pods`` changed (a label update: no
+  aggregate moved). An event that cannot tell (an update of requests, which may grow one resource and
+  shrink another) carries all three. A rule reading these members wants all three, except what the
+  checker's polarity analysis (``PolicySet.analyses[...].pods_polarity``,
+  :mod:`policyscheduler.checker.polarity`) proves cannot help: a rule whose rejection only grows with the
+  aggregates (``"up"``: NodeResourcesFit, NodePorts) wants only ``pods-`` -- kube-scheduler's Fit and
+  NodePorts register pod Delete (and scale-down), never Add -- one whose rejection only shrinks with
+  them (``"down"``) only ``pods+``, one proven not to depend on them none; a proven rule never reads
+  ``Node.pods`` items, so ``pods~`` is left to the unproven ones. A node on which the rule *failed* at
+  run time (an error, not a rejection) keeps every facet the rule reads;
 * ``cluster``: any ``Cluster.*`` member (counts per topology domain, affinity matches, image spread, node
   count): they aggregate over nodes and pods, so node label/taint/image changes, node deletion, assigned
   pod changes, namespace labels and the objects default spreading reads (Services, ReplicaSets, ...) touch it;
@@ -57,6 +69,11 @@ __all__ = [
     "ClusterEvent",
     "Interest",
     "NODE_FACETS",
+    "POD_CHANGED",
+    "POD_FACETS",
+    "POD_GREW",
+    "POD_SHRANK",
+    "refine_pod_facets",
     "facets_of_reads",
     "node_facets_changed",
     "node_facet_view",
@@ -67,7 +84,11 @@ __all__ = [
 NODE_FACETS = ("labels", "annotations", "unschedulable", "taints", "allocatable", "images")
 """Facets of a node object that a node update can change (see :func:`node_facets_changed`)."""
 
-ALL_FACETS = frozenset(NODE_FACETS) | {"pods", "cluster", "node", "storage"}
+POD_GREW, POD_SHRANK, POD_CHANGED = "pods+", "pods-", "pods~"
+POD_FACETS = frozenset({POD_GREW, POD_SHRANK, POD_CHANGED})
+"""The node-local facets of the pods on a node, by direction (module docstring)."""
+
+ALL_FACETS = frozenset(NODE_FACETS) | POD_FACETS | {"cluster", "node", "storage"}
 
 _STORAGE_MEMBERS = frozenset({
     "Cluster.claims()", "Cluster.bound_volumes()", "Cluster.missing_claim()", "Cluster.read_write_once_pod_conflict()",
@@ -89,21 +110,24 @@ _MEMBER_FACETS: dict[str, frozenset[str]] = {
     "Node.taints": frozenset({"taints"}),
     "Node.allocatable": frozenset({"allocatable"}),
     "Node.images": frozenset({"images"}),
-    "Node.requested": frozenset({"pods"}),
-    "Node.nonzero_requested": frozenset({"pods"}),
-    "Node.pod_count": frozenset({"pods"}),
-    "Node.pods": frozenset({"pods"}),
-    "Node.used_ports": frozenset({"pods"}),
-    "Node.port_conflict()": frozenset({"pods"}),
-    "HostPort.conflicts()": frozenset({"pods"}),
-    "Volume.conflicts()": frozenset({"pods"}),
+    "Node.requested": POD_FACETS,
+    "Node.nonzero_requested": POD_FACETS,
+    "Node.pod_count": POD_FACETS,
+    "Node.pods": POD_FACETS,
+    "Node.used_ports": POD_FACETS,
+    "Node.port_conflict()": POD_FACETS,
+    "HostPort.conflicts()": POD_FACETS,
+    "Volume.conflicts()": POD_FACETS,
     "Node.name": frozenset(),
     "Node.created": frozenset(),
 }
 
-
-_POD_FACETS = frozenset({"pods"})
-"""The node-local facet an assigned pod's event (added, changed, deleted, a failed bind) changes."""
+_PROVEN: dict[str, frozenset[str]] = {
+    "up": frozenset({POD_SHRANK}),
+    "down": frozenset({POD_GREW}),
+    "const": frozenset(),
+}
+"""The pod facets a rule of a proven pods polarity still wants (checker/polarity.py)."""
 
 
 def facets_of_reads(reads: Iterable[str]) -> frozenset[str]:
@@ -122,6 +146,15 @@ def facets_of_reads(reads: Iterable[str]) -> frozenset[str]:
         elif member.startswith("Node."):
             found.add("node")
     return frozenset(found)
+
+
+def refine_pod_facets(facets: frozenset[str], polarity: str) -> frozenset[str]:
+    """``facets`` (of a rule's reads) without the pod directions its ``pods_polarity`` proves cannot turn
+    its rejection into a pass (module docstring); unchanged when nothing is proven."""
+    kept = _PROVEN.get(polarity)
+    if kept is None or not facets & POD_FACETS:
+        return facets
+    return (facets - POD_FACETS) | kept
 
 
 def _part(obj: Mapping[str, Any], *path: str) -> Any:
@@ -166,6 +199,9 @@ def node_facets_changed(old: Mapping[str, Any] | None, new: Mapping[str, Any]) -
     return frozenset(changed)
 
 
+_POD_EVENT_FACETS = {"AssignedPodAdd": frozenset({POD_GREW}), "AssignedPodDelete": frozenset({POD_SHRANK})}
+
+
 @dataclasses.dataclass(frozen=True)
 class ClusterEvent:
     """A change of the cluster, as the queue sees it.
@@ -200,10 +236,13 @@ class ClusterEvent:
         return cls("NodeDelete", frozenset({"cluster"}), node)
 
     @classmethod
-    def assigned_pod(cls, name: str, node: str | None) -> ClusterEvent:
-        """An assigned pod was added to, removed from or changed on ``node`` (``AssignedPodAdd`` /
-        ``AssignedPodDelete`` / ``AssignedPodUpdate``; a failed bind frees what its assumption held)."""
-        return cls(name, frozenset({"pods", "cluster"}), node)
+    def assigned_pod(cls, name: str, node: str | None, pods: frozenset[str] | None = None) -> ClusterEvent:
+        """An assigned pod was added to, removed from or changed on ``node`` (``AssignedPodAdd``: facet
+        ``pods+``; ``AssignedPodDelete``, also a failed bind freeing what its assumption held: ``pods-``;
+        ``AssignedPodUpdate``: ``pods``, what the caller saw change, else all three directions)."""
+        if pods is None:
+            pods = _POD_EVENT_FACETS.get(name, POD_FACETS)
+        return cls(name, pods | {"cluster"}, node)
 
     @classmethod
     def storage(cls, name: str) -> ClusterEvent:
@@ -215,6 +254,9 @@ class ClusterEvent:
     def cluster(cls, name: str) -> ClusterEvent:
         """A change that only aggregates see (namespace labels, Services / ReplicaSets / ...)."""
         return cls(name, frozenset({"cluster"}))
+
+
+_FAILED = " (failed)"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -230,12 +272,21 @@ class Interest:
 
     @classmethod
     def of(cls, decision: Decision, policy_set: PolicySet) -> Interest:
-        rule_by_node = {name: verdict.rule for name, verdict in decision.verdicts.items()}
+        """A node whose rule failed at run time is keyed ``"RULE (failed)"``: the polarity proof is about
+        rejections, so it keeps every facet the rule reads."""
+        rule_by_node = {name: verdict.rule if verdict.error is None or verdict.rule is None
+                        else f"{verdict.rule}{_FAILED}" for name, verdict in decision.verdicts.items()}
         analyses = policy_set.analyses
         facets_by_rule: dict[str | None, frozenset[str]] = {}
-        for rule in set(rule_by_node.values()):
+        for key in set(rule_by_node.values()):
+            failed = key is not None and key.endswith(_FAILED)
+            rule = key[:-len(_FAILED)] if key is not None and failed else key
             analysis = None if rule is None else (analyses.get(f"filter {rule}") or analyses.get(f"score {rule}"))
-            facets_by_rule[rule] = ALL_FACETS if analysis is None else facets_of_reads(analysis.reads)
+            if analysis is None:
+                facets_by_rule[key] = ALL_FACETS
+            else:
+                facets = facets_of_reads(analysis.reads)
+                facets_by_rule[key] = facets if failed else refine_pod_facets(facets, analysis.pods_polarity)
         union = frozenset().union(*facets_by_rule.values()) if facets_by_rule else frozenset()
         return cls(rule_by_node, facets_by_rule, union)
 
@@ -253,7 +304,7 @@ class Interest:
         if event.node is None:
             return bool(local & self.facets)
         if event.node not in self.rule_by_node:
-            if local <= _POD_FACETS:
+            if local <= POD_FACETS:
                 # a pod bound to (or leaving) a node the decision did not see: that node becomes a candidate
                 # only through its own NodeAdd (which moves everyone); what a bind changes, only the rules
                 # that read it care about (a node-affinity rejection is not retried on unrelated binds)

@@ -109,3 +109,29 @@ def test_a_node_affinity_rejection_is_not_retried_on_binds_to_nodes_it_did_not_s
 def test_a_resource_rejection_is_still_retried_when_pods_leave_any_node() -> None:
     queue = unschedulable(pod("p", cpu="3"))
     assert queue.move(ClusterEvent.assigned_pod("AssignedPodDelete", "elsewhere")) == 1
+
+
+def test_the_watch_gives_assigned_pod_events_their_direction(sched: LiveScheduler) -> None:
+    """A pod bound to the node where a pod was rejected for cpu, or relabelled there, cannot help it
+    (kube-scheduler's Fit registers no pod Add); a resize (direction unknown) or a delete may."""
+    sched.watch.on_upsert("Node", node("n1", cpu="1"))
+    sched.watch.on_upsert("Pod", pod("a", node="n1", cpu="600m"))
+    sched.watch.on_upsert("Pod", pod("p", cpu="600m"))
+    attempt = sched.cycle.schedule_one()
+    assert attempt is not None and attempt.result == UNSCHEDULABLE
+    assert sched.queue.pending()["unschedulable"] == 1
+    sched.watch.on_upsert("Pod", pod("b", node="n1", cpu="100m"))  # added
+    sched.watch.on_upsert("Pod", pod("a", node="n1", cpu="600m", labels={"x": "y"}))  # relabelled
+    assert sched.queue.pending()["unschedulable"] == 1
+    sched.watch.on_upsert("Pod", pod("a", node="n1", cpu="300m", labels={"x": "y"}))  # resized
+    assert sched.queue.pending()["unschedulable"] == 0
+
+
+def test_the_watch_moves_a_fit_rejected_pod_when_a_pod_leaves(sched: LiveScheduler) -> None:
+    sched.watch.on_upsert("Node", node("n1", cpu="1"))
+    sched.watch.on_upsert("Pod", pod("a", node="n1", cpu="600m"))
+    sched.watch.on_upsert("Pod", pod("p", cpu="600m"))
+    attempt = sched.cycle.schedule_one()
+    assert attempt is not None and attempt.result == UNSCHEDULABLE
+    sched.watch.on_delete("Pod", pod("a", node="n1", cpu="600m"))
+    assert sched.queue.pending()["unschedulable"] == 0

@@ -13,7 +13,7 @@ from policyscheduler.cycle import UNSCHEDULABLE, ClusterCache, Cycle, Scheduling
 from policyscheduler.cycle.events import ClusterEvent, Interest, facets_of_reads, node_facets_changed
 from policyscheduler.cycle.queue import QueuedPod
 from policyscheduler.evaluation import make_evaluator
-from policyscheduler.loader import load_policy_set
+from policyscheduler.loader import load_policy_set, load_policy_texts
 from tests.evaluation.policies import default_policies
 
 
@@ -57,7 +57,7 @@ def unschedulable(objects: list[dict[str, Any]], pending: dict[str, Any],
 def test_facets_of_the_default_rules() -> None:
     ps = default_policies()
     fit = ps.analyses["filter node_resources_fit"].reads
-    assert facets_of_reads(fit) == {"allocatable", "pods"}
+    assert facets_of_reads(fit) == {"allocatable", "pods+", "pods-", "pods~"}
     assert facets_of_reads(ps.analyses["filter node_affinity"].reads) == {"labels"}
     assert facets_of_reads(ps.analyses["filter taint_toleration"].reads) == {"taints"}
     assert "cluster" in facets_of_reads(ps.analyses["filter pod_topology_spread"].reads)
@@ -170,7 +170,7 @@ def test_interest_without_nodes_waits_for_a_node() -> None:
 @pytest.mark.parametrize("rule", [None, "no_such_rule"])
 def test_unknown_rule_is_conservative(rule: str | None) -> None:
     interest = Interest({"n1": rule}, {rule: facets_of_reads(["Node.labels"]) if rule is None else
-                                       frozenset({"labels", "taints", "allocatable", "pods", "cluster", "node",
+                                       frozenset({"labels", "taints", "allocatable", "pods+", "cluster", "node",
                                                   "images", "annotations", "unschedulable"})},
                         frozenset({"labels"}))
     assert interest.wants(ClusterEvent.node_updated("n1", frozenset({"labels"})))
@@ -191,3 +191,86 @@ def test_every_move_is_a_debug_line_naming_the_event_and_the_pods(caplog: pytest
     moves = [(r.fields["event"], r.fields["node"], r.fields["pods"])  # type: ignore[attr-defined]
              for r in caplog.records if r.getMessage() == "queue move"]
     assert moves == [("in flight: AssignedPodDelete", "n1", ["default/p"]), ("AssignedPodDelete", "n1", ["default/p"])]
+
+
+# -- direction: a pod added to a node vs one leaving it (pods+ / pods- / pods~) ------------------------------
+
+LABELS_ONLY = frozenset({"pods~"})
+"""What the watch router sends for an assigned pod whose labels alone changed (app/pods.py update_facets)."""
+
+
+def test_a_pod_fit_rejected_waits_for_a_pod_to_leave_not_for_one_to_arrive() -> None:
+    """kube-scheduler's NodeResourcesFit registers pod Delete (and scale-down), never Add: a pod added to
+    the node can only use more of it."""
+    _, queue = unschedulable([node("n1", cpu="1")], pod("p", cpu="2"))
+    assert queue.move(ClusterEvent.assigned_pod("AssignedPodAdd", "n1")) == 0
+    assert queue.move(ClusterEvent.assigned_pod("AssignedPodUpdate", "n1", LABELS_ONLY)) == 0
+    assert queue.move(ClusterEvent.assigned_pod("AssignedPodAdd", "elsewhere")) == 0
+    assert queue.pending()["unschedulable"] == 1
+    assert queue.move(ClusterEvent.assigned_pod("AssignedPodDelete", "n1")) == 1
+
+
+def test_a_resize_of_unknown_direction_moves_a_fit_rejected_pod() -> None:
+    _, queue = unschedulable([node("n1", cpu="1")], pod("p", cpu="2"))
+    assert queue.move(ClusterEvent.assigned_pod("AssignedPodUpdate", "n1")) == 1  # all directions
+
+
+def test_a_pod_ports_rejected_waits_for_a_pod_to_leave() -> None:
+    def with_port(p: dict[str, Any]) -> dict[str, Any]:
+        p["spec"]["containers"][0]["ports"] = [{"containerPort": 80, "hostPort": 80}]
+        return p
+    objects = [node("n1"), with_port(pod("a", cpu="100m", node_name="n1"))]
+    _, queue = unschedulable(objects, with_port(pod("p", cpu="100m")))
+    assert queue.move(ClusterEvent.assigned_pod("AssignedPodAdd", "n1")) == 0
+    assert queue.move(ClusterEvent.assigned_pod("AssignedPodDelete", "n1")) == 1
+
+
+def test_a_pod_spreading_rejected_is_still_retried_when_a_pod_arrives() -> None:
+    """PodTopologySpread and InterPodAffinity register pod Add: a pod added can satisfy them. Their rules
+    read ``cluster`` counts, and the assigned-pod events keep the ``cluster`` facet."""
+    spread = pod("s")
+    spread["metadata"]["labels"] = {"app": "s"}
+    spread["spec"]["topologySpreadConstraints"] = [{
+        "maxSkew": 1, "topologyKey": "zone", "whenUnsatisfiable": "DoNotSchedule",
+        "labelSelector": {"matchLabels": {"app": "s"}}}]
+    objects = [node("a", cpu="8", labels={"zone": "a"}), node("b", cpu="0", labels={"zone": "b"}),
+               {**pod("y", node_name="a"), "metadata": {"name": "y", "namespace": "default", "uid": "uid-y",
+                                                          "labels": {"app": "s"}}}]
+    _, queue = unschedulable(objects, spread)
+    assert queue.move(ClusterEvent.assigned_pod("AssignedPodAdd", "b")) == 1
+    affine = pod("q")
+    affine["spec"]["affinity"] = {"podAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
+        {"labelSelector": {"matchLabels": {"app": "db"}}, "topologyKey": "zone"}]}}
+    _, queue = unschedulable([node("a", labels={"zone": "a"})], affine)
+    assert queue.move(ClusterEvent.assigned_pod("AssignedPodAdd", "a")) == 1
+
+
+def _only(rule: str) -> PolicySet:
+    loaded = load_policy_texts([("t.policy", f"filter f\n  reason \"no\"\n  {rule}\n")])
+    assert loaded.policy_set is not None, loaded.diagnostics
+    return loaded.policy_set
+
+
+def test_a_rule_growth_helps_waits_for_a_pod_to_arrive() -> None:
+    _, queue = unschedulable([node("n1")], pod("p"), _only("require node.pod_count > 0"))
+    assert queue.move(ClusterEvent.assigned_pod("AssignedPodDelete", "n1")) == 0
+    assert queue.move(ClusterEvent.assigned_pod("AssignedPodUpdate", "n1", LABELS_ONLY)) == 0
+    assert queue.move(ClusterEvent.assigned_pod("AssignedPodAdd", "n1")) == 1
+
+
+def test_an_unproven_rule_takes_every_pod_event() -> None:
+    _, queue = unschedulable([node("n1")], pod("p"), _only('require (all q in node.pods: q.labels["x"] == "y") '
+                                                          'and node.pod_count == 1'))
+    assert queue.move(ClusterEvent.assigned_pod("AssignedPodUpdate", "n1", LABELS_ONLY)) == 1
+
+
+def test_a_node_where_the_rule_failed_keeps_every_pod_event() -> None:
+    """The polarity proof is about rejections. This rule is 'up' but fails (int64 overflow) on an empty
+    node, and a pod added there makes it pass: the failure must not be treated as a rejection."""
+    rule = "require node.pod_count - 9223372036854775807 - 2 < 0"
+    policy_set = _only(rule)
+    assert policy_set.analyses["filter f"].pods_polarity == "up"
+    _, queue = unschedulable([node("n1")], pod("p"), policy_set)
+    interest = next(iter(queue._unschedulable.values())).interest
+    assert interest is not None and interest.rule_by_node["n1"] == "f (failed)"
+    assert queue.move(ClusterEvent.assigned_pod("AssignedPodAdd", "n1")) == 1

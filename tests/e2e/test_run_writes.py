@@ -16,6 +16,11 @@ selector in both). Ours is ``policy-scheduler``, kube-scheduler's profile ``kube
 3. **One event series**: a pod that does not fit, retried 10 times (a pod on its node comes and goes, so
    both schedulers move it; kube-style backoff: 1, 2, 4, 8, then 10 s -- about 65 s), has one ``FailedScheduling`` Event whose ``series.count``
    counts the attempts.
+4. **Scheduled events are not held back** during a burst (below).
+5. **No retry when pods arrive** where a pod was rejected for room: kube-scheduler's NodeResourcesFit
+   registers pod Delete, never Add. A pod that fits on neither of two full nodes, then pods bound to those
+   nodes one after another: ours makes as many attempts as kube-scheduler (one); then a pod leaves and both
+   retry and bind it.
 """
 
 from __future__ import annotations
@@ -291,3 +296,48 @@ def test_scheduled_events_are_not_held_back_during_a_burst(env: LiveEnv, kube: S
     # before, held while the burst lasted: median 3.3 s, max 4.9 s)
     assert lags["ours"][len(lags["ours"]) // 2] < 1.0, lags["ours"]
     assert lags["ours"][-1] < kube_max + 2.0, lags["ours"][-20:]
+
+
+def test_a_pod_rejected_for_room_is_not_retried_when_pods_arrive(env: LiveEnv, kube: Scheduler) -> None:
+    """5. Pods added to the nodes that rejected a pod for cpu cannot make it fit (checker/polarity.py proves
+    the fit rule "up"; cycle/events.py sends a bind as ``pods+``): neither scheduler tries it again until a
+    pod leaves."""
+    for lane in LANES:
+        nodes(env, lane, 2, cpu="1")
+    fakes.create_all(env.api, [fakes.make_pod(f"{lane}-full-{i}", env.ns, cpu="600m", memory="64Mi", owner=env.ns,
+                                              node_name=f"{env.ns}-{lane}-{i}") for lane in LANES for i in range(2)])
+    run = env.start()
+    fakes.create_all(env.api, [lane_pod(env, lane, f"{lane}-big", cpu="600m") for lane in LANES])
+
+    def attempts() -> dict[str, float]:
+        return {"ours": float(our_decisions(run, env.ns)["ours-big"]),
+                "kube": sample_sum(kube_metrics(env, kube), "scheduler_schedule_attempts_total", profile="kube-ref")}
+
+    wait_until(lambda: min(attempts().values()) >= 1, 30, "both big pods attempted")
+    first = attempts()
+    # pods that fit arrive on both nodes (bound directly: an assigned pod added), spaced past the backoff
+    # (1 s, then 2 s) after which a pod moved by them would be tried again
+    for k in range(6):
+        for lane in LANES:
+            fakes.create(env.api, fakes.make_pod(f"{lane}-small-{k}", env.ns, cpu="50m", memory="8Mi", owner=env.ns,
+                                                 node_name=f"{env.ns}-{lane}-{k % 2}"))
+        time.sleep(1.5)
+    time.sleep(3)
+    after_adds = attempts()
+    # a pod leaves node 0: the big pod fits there now (1000m - 150m of small pods >= 600m). One lane after the
+    # other: kube-scheduler's Fit retries on a delete on any node, the other lane's too (ours only where the
+    # rule that rejected it reads the pods: not on a node its selector rejected)
+    placed: dict[str, str] = {}
+    for lane in ("kube", "ours"):
+        env.api.delete(f"/api/v1/namespaces/{env.ns}/pods/{lane}-full-0", gracePeriodSeconds=0)
+        placed.update(wait_all_bound(env.api, env.ns, [f"{lane}-big"], timeout=30))
+    time.sleep(1)
+    final = attempts()
+    series = {lane: [(e.get("series") or {}).get("count", 1) for e in events(env.api, env.ns)
+                     if e["reason"] == "FailedScheduling" and e["regarding"]["name"] == f"{lane}-big"] for lane in LANES}
+    print(f"\nattempts of the big pod: first {first}, after 6 pods arrived on its nodes {after_adds}, after one "
+          f"left (bound to {placed}) {final}; FailedScheduling series counts {series}")
+    assert after_adds["ours"] == after_adds["kube"], after_adds  # no retry on arrivals, as kube-scheduler
+    assert final["ours"] == final["kube"], final  # one more, on the delete, in both
+    assert placed["ours-big"] == f"{env.ns}-ours-0" and placed["kube-big"] == f"{env.ns}-kube-0"
+    assert series["ours"] == series["kube"], series

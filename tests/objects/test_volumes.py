@@ -271,7 +271,7 @@ def test_storage_rules_wait_for_storage_events() -> None:
     interest = Interest({"n1": "volume_binding"}, {"volume_binding": frozenset({"storage", "cluster"})},
                         frozenset({"storage", "cluster"}))
     assert interest.wants(ClusterEvent.storage("PersistentVolumeClaimChange"))
-    ports = Interest({"n1": "node_ports"}, {"node_ports": frozenset({"pods"})}, frozenset({"pods"}))
+    ports = Interest({"n1": "node_ports"}, {"node_ports": frozenset({"pods-"})}, frozenset({"pods-"}))
     assert not ports.wants(ClusterEvent.storage("PersistentVolumeClaimChange"))
 
 
