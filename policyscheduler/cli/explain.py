@@ -39,7 +39,7 @@ import json
 import random
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, NamedTuple, TextIO
 
@@ -123,11 +123,14 @@ def _clause_source(sources: dict[str, Any], span: Any) -> str:
 
 def explain(policy_set: Any, snapshot: Any, pod: dict[str, Any], *, engine: str = "vector",
             sources: dict[str, Any] | None = None, seed: int = 0,
-            rng_state: Any = None) -> dict[str, Any]:
+            rng_state: Any = None, held: Mapping[int, Any] | None = None) -> dict[str, Any]:
     """The explanation of ``pod`` on ``snapshot`` as a JSON-ready dict (see the module docstring).
 
     ``rng_state`` (a ``random.Random().getstate()``), when given, replaces ``seed``: ``--with-pending``
     explains the pod with the tie-break generator exactly where ``simulate``'s run had it.
+    ``held`` (slot -> verdict): nodes whose room pods nominated there hold (the cycle's "filters with
+    nominated pods"), rejected as the cycle rejected them; such a node is marked ``held`` and not traced
+    again (the trace would run without the nominated pods and pass).
     ``decision`` (the evaluator's :class:`Decision`) is kept under the private key ``"_decision"`` for
     callers that want to compare; :func:`to_json` drops it.
     """
@@ -137,7 +140,8 @@ def explain(policy_set: Any, snapshot: Any, pod: dict[str, Any], *, engine: str 
     rng = random.Random(seed)
     if rng_state is not None:
         rng.setstate(rng_state)
-    decision = make_evaluator(engine).evaluate(policy_set, snapshot, pod, rng=rng)
+    decision = make_evaluator(engine).evaluate(policy_set, snapshot, pod, rng=rng, rejected=held)
+    held_names = {snapshot.nodes[slot].name for slot in held or ()}
     sources = sources or {}
     filters = {r.name: r for r in policy_set.filters}
     scores = {r.name: r for r in policy_set.scores}
@@ -156,7 +160,9 @@ def explain(policy_set: Any, snapshot: Any, pod: dict[str, Any], *, engine: str 
             entry.update(rule=v.rule, reasons=list(v.reasons), error=v.error)
             rule = filters.get(v.rule)
             clauses: list[dict[str, Any]] = []
-            if rule is not None and rule.checked is not None:
+            if node.name in held_names:
+                entry["held"] = True  # rejected with the nominated pods placed there: their room is held
+            elif rule is not None and rule.checked is not None:
                 env = {"pod": pod_rec, "node": by_name[node.name], "cluster": snapshot.context(pod_rec)}
                 tr = trace_rule(rule, env)
                 for c in tr.clauses:

@@ -9,6 +9,9 @@ wrapper lets every other pod through unchanged and, when the cycle evaluates thi
 explanation on the cluster exactly as the run has it then, with the tie-break generator in the run's state.
 The last such attempt wins, as simulate's message comes from a pod's last attempt.
 
+Nodes whose room pods nominated there hold (the cycle passes them to the evaluator as ``rejected``)
+are rejected in the explanation too, marked ``held``, exactly as the run rejected them.
+
 Preemption runs too (the wrapper answers the cycle's what-if ``filter_nodes`` through the inner evaluator).
 A pod that preempted is placed on a later attempt on its nominated node, which the cycle checks with the
 filters alone (unscored, as kube-scheduler does): then the explanation of its last full evaluation is kept
@@ -34,7 +37,8 @@ def _key(pod: dict[str, Any]) -> tuple[str, str]:
 class _Watching:
     """An evaluator that passes every pod to ``inner`` and explains the target pod where the run decides it."""
 
-    def __init__(self, inner: Any, target: tuple[str, str], on_target: Callable[[Any, dict[str, Any], Any], None]):
+    def __init__(self, inner: Any, target: tuple[str, str],
+                 on_target: Callable[[Any, dict[str, Any], Any, Any], None]):
         self.inner = inner
         self.target = target
         self.on_target = on_target
@@ -45,7 +49,7 @@ class _Watching:
                  **kwargs: Any) -> Any:
         if _key(pod) == self.target:
             self.placed_before = self.placed
-            self.on_target(snapshot, pod, rng.getstate())
+            self.on_target(snapshot, pod, rng.getstate(), kwargs.get("rejected"))
         decision = self.inner.evaluate(policy_set, snapshot, pod, rng=rng, **kwargs)
         if decision.node is not None:
             self.placed += 1  # simulate's binder always succeeds: every decision with a node is a placement
@@ -69,8 +73,9 @@ def explain_in_simulation(policy_set: Any, objects: Sequence[dict[str, Any]], po
 
     found: list[dict[str, Any]] = []
 
-    def on_target(snapshot: Any, target: dict[str, Any], state: Any) -> None:
-        found[:] = [explain(policy_set, snapshot, target, engine=engine, sources=sources, rng_state=state)]
+    def on_target(snapshot: Any, target: dict[str, Any], state: Any, held: Any) -> None:
+        found[:] = [explain(policy_set, snapshot, target, engine=engine, sources=sources, rng_state=state,
+                            held=held)]
 
     watcher = _Watching(make_evaluator(engine), _key(pod), on_target)
     others = sum(1 for o in objects if is_pending(o) and o is not pod)

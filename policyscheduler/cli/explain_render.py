@@ -90,6 +90,10 @@ def summary_lines(doc: dict[str, Any], *, which: str = "all", node: str | None =
 def _rejected(n: dict[str, Any], lines: list[str], used: set[str]) -> None:
     lines.append(f"{n['name']}: rejected by filter {n['rule']}" + (f" ({n['location']})" if n.get("location") else ""))
     used.add(f"filter {n['rule']}")
+    if n.get("held"):
+        lines.append("    held: pods nominated to this node (priority >= this pod's) hold its room; with them "
+                     "placed there: " + "; ".join(n["reasons"]))
+        return
     if n["error"]:
         lines.append(f"    error: {n['error']}")
     for c in n["clauses"]:

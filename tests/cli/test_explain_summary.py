@@ -205,3 +205,28 @@ def test_a_pod_that_fits_nowhere_leads_with_the_failed_scheduling_message(tmp_pa
                         "2 Preemption is not helpful for scheduling.")
     assert not any(line.startswith(("chosen:", "runner-up:")) for line in lines)
     assert lines[-1].startswith("details: feasible nodes")  # and no node follows: none is feasible
+
+
+def test_with_pending_a_node_held_by_a_nominated_pod_is_rejected_as_the_run_rejected_it(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """big preempts young on n2 and is nominated there; mid (lower priority, never preempts) is tried while
+    big's nomination holds n2's room, so the cycle rejects n2 for it with big placed there. big's bind that
+    follows is an arrival, which cannot help a pod rejected for room: that attempt is mid's last. Explained
+    without the hold, n2 would look free and the explanation would disagree with the run."""
+    from tests.cycle.test_preemption import node, pod
+
+    sched = {"schedulerName": "policy-scheduler"}
+    snap = _write(tmp_path / "s.json", [
+        node("n1", cpu="2"), node("n2", cpu="2"),
+        pod("old", cpu="2", priority=10, on="n1", start=1), pod("young", cpu="2", priority=10, on="n2", start=9),
+        pod("big", cpu="2", priority=1000, **sched),
+        pod("mid", cpu="2", priority=500, preemptionPolicy="Never", **sched)])
+    assert main(["explain", "default/mid", "--cluster", str(snap), "--with-pending", "-o", "json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    n2 = next(n for n in doc["nodes"] if n["name"] == "n2")
+    assert n2["held"] is True and n2["rule"] == "node_resources_fit" and n2["reasons"] == ["Insufficient cpu"]
+    assert not n2["feasible"] and "trace_mismatch" not in n2
+    assert doc["node"] is None and doc["message"].startswith("0/2 nodes are available: 2 Insufficient cpu.")
+    assert main(["explain", "default/mid", "--cluster", str(snap), "--with-pending"]) == 0
+    assert "    held: pods nominated to this node (priority >= this pod's) hold its room; with them placed there: " \
+           "Insufficient cpu" in capsys.readouterr().out
