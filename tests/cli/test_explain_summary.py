@@ -215,12 +215,12 @@ def test_with_pending_a_node_held_by_a_nominated_pod_is_rejected_as_the_run_reje
     without the hold, n2 would look free and the explanation would disagree with the run."""
     from tests.cycle.test_preemption import node, pod
 
-    sched = {"schedulerName": "policy-scheduler"}
+    sched = "policy-scheduler"
     snap = _write(tmp_path / "s.json", [
         node("n1", cpu="2"), node("n2", cpu="2"),
         pod("old", cpu="2", priority=10, on="n1", start=1), pod("young", cpu="2", priority=10, on="n2", start=9),
-        pod("big", cpu="2", priority=1000, **sched),
-        pod("mid", cpu="2", priority=500, preemptionPolicy="Never", **sched)])
+        pod("big", cpu="2", priority=1000, schedulerName=sched),
+        pod("mid", cpu="2", priority=500, preemptionPolicy="Never", schedulerName=sched)])
     assert main(["explain", "default/mid", "--cluster", str(snap), "--with-pending", "-o", "json"]) == 0
     doc = json.loads(capsys.readouterr().out)
     n2 = next(n for n in doc["nodes"] if n["name"] == "n2")
