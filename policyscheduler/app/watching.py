@@ -29,6 +29,7 @@ from policyscheduler.app.volumes import KINDS as VOLUME_KINDS
 from policyscheduler.cycle.cache import is_placed
 from policyscheduler.cycle.events import STORAGE_KINDS, ClusterEvent, node_facet_view, node_facets_changed
 from policyscheduler.kobjects import is_bound
+from policyscheduler.kobjects import priority as pod_priority
 
 if TYPE_CHECKING:
     from policyscheduler.app.shadow import Shadows
@@ -106,6 +107,14 @@ class WatchRouter:
             view = self.bound.pop(key, None)
             if view is not None:
                 self.queue.move(ClusterEvent.assigned_pod("AssignedPodDelete", view[0]))
+            elif not is_bound(obj) and scheduler_name(obj) in self.scheduling_names:
+                # one of our pending pods (it may have left the queue already: terminating); nominated by
+                # our preemption, it held room on that node against our pods of lower or equal priority:
+                # that room is free (kube-scheduler does the same for the pods it is responsible for)
+                status = obj.get("status")
+                nominated = status.get("nominatedNodeName") if isinstance(status, dict) else None
+                if isinstance(nominated, str) and nominated:
+                    self.queue.move(ClusterEvent.nominated_pod_deleted(nominated, pod_priority(obj)))
         elif kind == "Node":
             name = str((obj.get("metadata") or {}).get("name"))
             if self.nodes.pop(name, None) is not None:

@@ -209,13 +209,15 @@ class ClusterEvent:
     ``facets``: what may have changed (:data:`ALL_FACETS` members); ``node``: the node those node-local
     facets belong to (None: not local to one node); ``everything``: moves every pod (node added,
     policies reloaded); ``profile``: only the pods of this scheduler name (one profile's policies were
-    reloaded: the other profiles' verdicts cannot change)."""
+    reloaded: the other profiles' verdicts cannot change); ``max_priority``: only pods of at most this
+    priority (a nominated pod deleted released room only for the pods its nomination held it against)."""
 
     name: str
     facets: frozenset[str] = frozenset()
     node: str | None = None
     everything: bool = False
     profile: str | None = None
+    max_priority: int | None = None
 
     @classmethod
     def all(cls, name: str, profile: str | None = None) -> ClusterEvent:
@@ -243,6 +245,15 @@ class ClusterEvent:
         if pods is None:
             pods = _POD_EVENT_FACETS.get(name, POD_FACETS)
         return cls(name, pods | {"cluster"}, node)
+
+    @classmethod
+    def nominated_pod_deleted(cls, node: str, priority: int) -> ClusterEvent:
+        """A pending pod nominated to ``node`` (by a preemption) was deleted: the room its nomination held
+        against pods of lower or equal priority is free. kube-scheduler moves those pods with an
+        ``AssignedPodDelete`` (``deletePodFromSchedulingQueue``); so do we, for the rules that read the pods
+        on that node (a held node's verdict is the filters' with the nominated pods placed there) and the
+        aggregates (they saw the nominated pods there too)."""
+        return cls("AssignedPodDelete", frozenset({POD_SHRANK, "cluster"}), node, max_priority=priority)
 
     @classmethod
     def storage(cls, name: str) -> ClusterEvent:

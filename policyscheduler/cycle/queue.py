@@ -56,6 +56,14 @@ Clock = Callable[[], float]
 log = logging.getLogger("policyscheduler.queue")
 
 
+def _concerns(event: ClusterEvent, entry: QueuedPod) -> bool:
+    """True when ``event`` may change the verdict of the unschedulable ``entry``: its rules read what the
+    event changed, it is of the event's profile, and of at most the event's priority."""
+    return ((entry.interest is None or entry.interest.wants(event))
+            and (event.profile is None or scheduler_name_of(entry.pod) == event.profile)
+            and (event.max_priority is None or pod_priority(entry.pod) <= event.max_priority))
+
+
 def _moved(event: str, entries: list[QueuedPod], node: str | None = None) -> None:
     """A debug line (``-v 4``) naming the pods an event sent back to be tried again: why a pod had a
     second attempt is otherwise invisible (kube-scheduler logs the same at V(5))."""
@@ -263,8 +271,7 @@ class SchedulingQueue:
             now = self._clock()
             if self._deciding:
                 self._events.append((self._cycle, event))
-            moved = [e for e in self._unschedulable.values() if (e.interest is None or e.interest.wants(event))
-                     and (event.profile is None or scheduler_name_of(e.pod) == event.profile)]
+            moved = [e for e in self._unschedulable.values() if _concerns(event, e)]
             for entry in moved:
                 del self._unschedulable[entry.key]
                 self._requeue(entry, now)
@@ -286,9 +293,7 @@ class SchedulingQueue:
 
     def _stale(self, entry: QueuedPod) -> ClusterEvent | None:
         """The first event that arrived while ``entry`` was deciding and may change its verdict."""
-        return next((ev for c, ev in self._events
-                     if c >= entry.pop_cycle and (entry.interest is None or entry.interest.wants(ev))
-                     and (ev.profile is None or scheduler_name_of(entry.pod) == ev.profile)), None)
+        return next((ev for c, ev in self._events if c >= entry.pop_cycle and _concerns(ev, entry)), None)
 
     def flush(self) -> None:
         """Backoff that has expired -> active; unschedulable longer than ``max_unschedulable`` -> out."""

@@ -135,3 +135,39 @@ def test_the_watch_moves_a_fit_rejected_pod_when_a_pod_leaves(sched: LiveSchedul
     assert attempt is not None and attempt.result == UNSCHEDULABLE
     sched.watch.on_delete("Pod", pod("a", node="n1", cpu="600m"))
     assert sched.queue.pending()["unschedulable"] == 0
+
+
+def test_a_deleted_nominated_pod_moves_the_pods_of_lower_or_equal_priority_it_held_room_against(
+        sched: LiveScheduler) -> None:
+    """kube-scheduler's ``deletePodFromSchedulingQueue``: a pending pod with ``status.nominatedNodeName``
+    deleted moves the pods of priority <= its own (an ``AssignedPodDelete``); a pending pod without a
+    nomination moves nobody, and neither does a nominated one of lower priority."""
+    sched.watch.on_upsert("Node", node("n1", cpu="1"))
+    sched.watch.on_upsert("Pod", pod("a", node="n1", cpu="600m"))
+    for name, prio in (("low", 10), ("high", 1000)):
+        waiting = pod(name, cpu="600m")
+        waiting["spec"]["priority"] = prio
+        sched.watch.on_upsert("Pod", waiting)
+        attempt = sched.cycle.schedule_one()
+        assert attempt is not None and attempt.result == UNSCHEDULABLE
+    assert sched.queue.pending()["unschedulable"] == 2
+
+    def gone(name: str, prio: int, nominated: str | None) -> int:
+        deleted = pod(name, cpu="600m")
+        deleted["spec"]["priority"] = prio
+        deleted["status"] = {"nominatedNodeName": nominated} if nominated else {}
+        before = sched.queue.pending()["unschedulable"]
+        sched.watch.on_delete("Pod", deleted)  # the watch's last view of it: pending, nominated (or not)
+        return before - sched.queue.pending()["unschedulable"]
+
+    assert gone("plain", 5000, None) == 0  # never nominated: it held no room
+    assert gone("lesser", 5, "n1") == 0  # it held room against no pod of higher priority
+    assert gone("peer", 10, "n1") == 1
+    assert [e.key for e in sched.queue.unschedulable()] == ["uid-high"]  # low (10 <= 10) moved, high stays
+    other = pod("theirs", cpu="600m")
+    other["spec"].update(priority=5000, schedulerName="default-scheduler")
+    other["status"] = {"nominatedNodeName": "n1"}
+    sched.watch.on_upsert("Pod", other)
+    sched.watch.on_delete("Pod", other)  # another scheduler's nomination held no room in our cycle
+    assert sched.queue.pending()["unschedulable"] == 1
+    assert gone("boss", 1000, "n1") == 1  # now high

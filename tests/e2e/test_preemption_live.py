@@ -17,7 +17,8 @@ kubelet runs), so they stay Terminating until the test, standing in for the kube
    otherwise be chosen: both go to the other node;
 3. ``preemptionPolicy: Never``: no victim, no nomination, the same ``preemption: not eligible`` text (kube's
    has DynamicResources' "no new claims to deallocate, " before it; we have no DRA);
-4. a ``preempt`` rule of examples/policies/ (``batch_evicts_batch``): ours evicts elsewhere than kube (which
+4. a preemptor deleted while nominated frees the room it held: both retry the pods it held it against;
+5. a ``preempt`` rule of examples/policies/ (``batch_evicts_batch``): ours evicts elsewhere than kube (which
    has no such rule), and ``explain --kubeconfig`` names the rule and its file:line for the protected pods.
 """
 
@@ -32,7 +33,7 @@ import pytest
 
 from tests.controlplane import fakes
 from tests.controlplane.harness import ControlPlane, Scheduler
-from tests.kube.live import LiveEnv, RunProcess, events, pods, wait_until
+from tests.kube.live import LiveEnv, RunProcess, events, pods, wait_all_bound, wait_until
 
 pytestmark = pytest.mark.e2e
 
@@ -224,6 +225,51 @@ def test_preemption_policy_never_never_preempts(pair: Pair) -> None:
     # (the same difference tests/e2e/parity_report.py allows): everything else is word for word kube's
     assert DRA_NOTE in got["kube"]["message"]
     assert got["ours"]["message"] == got["kube"]["message"].replace(DRA_NOTE, "")
+
+
+def _tries(pair: Pair, name: str) -> dict[str, int]:
+    """Per side, the failed attempts of pod ``<side>-<name>`` its FailedScheduling Events count: one Event,
+    then a series of 2 (both recorders write the second occurrence at once; later counts may wait)."""
+    out = dict.fromkeys(SIDES, 0)
+    for e in events(pair.api, pair.ns):
+        side = next((s for s in SIDES if e["regarding"]["name"] == f"{s}-{name}"), None)
+        if side is not None and e["reason"] == "FailedScheduling":
+            out[side] += (e.get("series") or {}).get("count", 1)
+    return out
+
+
+def test_a_deleted_nominated_pod_frees_the_room_it_held(pair: Pair) -> None:
+    """A preemptor nominated to a node (its victim still Terminating) holds that room against pods of lower
+    or equal priority. A waiting pod of its priority (``preemptionPolicy: Never``) fails once; the preemptor
+    is deleted: kube-scheduler (``deletePodFromSchedulingQueue``) moves the pods it held room against, with
+    an ``AssignedPodDelete``, and so must ours -- the same number of attempts (the node is still full: the
+    victim is Terminating). When the victim goes, both bind the waiting pod there."""
+    pair.fill(1)
+    pair.start()
+    pair.preemptors()
+    wait_until(lambda: _nominated_with_victims(pair), 30, "both preemptors nominated, victims marked")
+    for side, scheduler in SIDES.items():
+        pod = fakes.make_pod(f"{side}-mid", pair.ns, cpu="1", memory="64Mi", scheduler_name=scheduler,
+                             node_selector={SIDE: side}, labels={SIDE: side, "role": "waiting"}, owner=pair.ns)
+        pod["spec"]["priorityClassName"] = pair.classes["never"]  # the preemptor's priority; never preempts
+        fakes.create(pair.api, pod)
+    wait_until(lambda: min(_tries(pair, "mid").values()) >= 1, 30, "both waiting pods tried")
+    time.sleep(3.0)  # nothing else may send them back: both stay at one attempt
+    first = _tries(pair, "mid")
+    for side in SIDES:
+        pair.api.delete(f"/api/v1/namespaces/{pair.ns}/pods/pre-{side}", gracePeriodSeconds=0)
+    deadline = time.monotonic() + 15
+    while _tries(pair, "mid")["kube"] == first["kube"] and time.monotonic() < deadline:
+        time.sleep(0.5)
+    time.sleep(3.0)  # past ours' backoff too
+    after = _tries(pair, "mid")
+    print(f"\nwaiting pod's attempts: before the preemptor was deleted {first}, after {after}; "
+          f"our queue's moves: {pair.moves()}")
+    assert first["ours"] == first["kube"] == 1, first
+    assert after["ours"] == after["kube"], f"{after}; our queue's moves: {pair.moves()}; log: {[ln for ln in pair.run.lines() if 'mid' in str(ln)] if pair.run else None}"
+    pair.kubelet()  # the victim goes: room for the waiting pod on its side's node
+    placed = wait_all_bound(pair.api, pair.ns, [f"{side}-mid" for side in SIDES], 30)
+    assert placed == {f"{side}-mid": f"{pair.ns}-{side}-0" for side in SIDES}, placed
 
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "policies" / "no-evict-payments.policy"
