@@ -106,15 +106,21 @@ def test_node_added_and_policy_reload_always_move() -> None:
     assert queue.pop() is not None
 
 
-def test_node_deleted_or_namespace_change_moves_only_cluster_readers() -> None:
-    _, queue = unschedulable([node("n1", cpu="1")], pod("p", cpu="2"))
-    assert queue.move(ClusterEvent.node_deleted("n1")) == 0
-    assert queue.move(ClusterEvent.cluster("NamespaceChange")) == 0
+def spreading_pod() -> dict[str, Any]:
+    """Pod ``s`` (label app=s), spread over ``zone`` with maxSkew 1 against the pods of its app."""
     spread = pod("s")
     spread["metadata"]["labels"] = {"app": "s"}
     spread["spec"]["topologySpreadConstraints"] = [{
         "maxSkew": 1, "topologyKey": "zone", "whenUnsatisfiable": "DoNotSchedule",
         "labelSelector": {"matchLabels": {"app": "s"}}}]
+    return spread
+
+
+def test_node_deleted_or_namespace_change_moves_only_cluster_readers() -> None:
+    _, queue = unschedulable([node("n1", cpu="1")], pod("p", cpu="2"))
+    assert queue.move(ClusterEvent.node_deleted("n1")) == 0
+    assert queue.move(ClusterEvent.cluster("NamespaceChange")) == 0
+    spread = spreading_pod()
     objects = [node("a", cpu="8", labels={"zone": "a"}), node("b", cpu="0", labels={"zone": "b"}),
                pod("x", node_name="a"), {**pod("y", node_name="a"), "metadata": {
                    "name": "y", "namespace": "default", "uid": "uid-y", "labels": {"app": "s"}}}]
@@ -228,11 +234,7 @@ def test_a_pod_ports_rejected_waits_for_a_pod_to_leave() -> None:
 def test_a_pod_spreading_rejected_is_still_retried_when_a_pod_arrives() -> None:
     """PodTopologySpread and InterPodAffinity register pod Add: a pod added can satisfy them. Their rules
     read ``cluster`` counts, and the assigned-pod events keep the ``cluster`` facet."""
-    spread = pod("s")
-    spread["metadata"]["labels"] = {"app": "s"}
-    spread["spec"]["topologySpreadConstraints"] = [{
-        "maxSkew": 1, "topologyKey": "zone", "whenUnsatisfiable": "DoNotSchedule",
-        "labelSelector": {"matchLabels": {"app": "s"}}}]
+    spread = spreading_pod()
     objects = [node("a", cpu="8", labels={"zone": "a"}), node("b", cpu="0", labels={"zone": "b"}),
                {**pod("y", node_name="a"), "metadata": {"name": "y", "namespace": "default", "uid": "uid-y",
                                                           "labels": {"app": "s"}}}]
