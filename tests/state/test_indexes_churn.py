@@ -137,7 +137,7 @@ def _change(snap: ClusterSnapshot, rng: random.Random, step: int, assumed: list[
     return "nothing"
 
 
-@pytest.mark.parametrize(("dense_min", "domains_max"), [(64, 512), (2, 1)])
+@pytest.mark.parametrize(("dense_min", "domains_max"), [(64, 256), (2, 1)])
 @pytest.mark.parametrize("seed", range(12))
 def test_indexes_equal_the_walk_after_every_change(seed: int, dense_min: int, domains_max: int,
                                                    monkeypatch: pytest.MonkeyPatch) -> None:
