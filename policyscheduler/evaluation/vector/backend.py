@@ -193,7 +193,7 @@ class VectorRun:
             reuse.memo.hits += 1
             return _constant_outcome(idx.size, hit[1])
         token = getattr(self._cluster, "column_token", None)
-        delta = reuse.delta.find(rule, key, token) if token is not None else None
+        delta, probe = reuse.delta.find(rule, key, token) if token is not None else (None, None)
         if delta is not None:  # found by the tokens its calls have now: they are the ones it recorded
             tokens, entry = delta
             stale = entry.stale(idx)  # None: the entry forgot everything (too many verdicts): start again
@@ -209,9 +209,11 @@ class VectorRun:
                 return ScoreOutcome(raw, ignored, errors, entry.verdicts)
             reuse.delta.drop(rule, key, tokens)
         # every slot when delta rows could be kept (as for an entry: not for a pod asking for a few nodes,
-        # nor for a shape seen for the first time)
-        rows = self._all_slots() if token is not None and 2 * idx.size >= reuse.size \
-            and reuse.delta.possible(rule) and reuse.seen_before(rule, key) else idx
+        # nor for a shape seen for the first time -- with its tokens, once its calls are known: the pods of
+        # an app whose matched terms keep changing leave no entry -- nor for tokens of this pod's own)
+        own = probe is not None and any(t is PER_POD for _, _, t in probe[1])
+        rows = self._all_slots() if token is not None and not own and 2 * idx.size >= reuse.size \
+            and reuse.delta.possible(rule) and reuse.seen_before(rule, key if probe is None else probe) else idx
         state = self._state
         calls: list[tuple[str, tuple[Any, ...], int | None]] = []
         state.recording = calls

@@ -543,24 +543,26 @@ class Delta:
     def never(self, rule: Any) -> None:
         self._never.add(id(rule))
 
-    def find(self, rule: Any, key: Any, token: Callable[..., Any]) -> tuple[tuple[Token, ...], Entry] | None:
-        """The entry of ``rule`` for the pod shape ``key`` whose recorded calls have the tokens ``token``
-        gives them now (``Cluster.column_token``), or None: the key of an entry is the shape with its
-        tokens, so an entry is only ever found while every token it recorded is unchanged."""
-        per_rule = self._by_rule.get(id(rule))
+    def find(self, rule: Any, key: Any,
+             token: Callable[..., Any]) -> tuple[tuple[tuple[Token, ...], Entry] | None, tuple[Any, tuple[Token, ...]] | None]:
+        """(the entry of ``rule`` for the pod shape ``key`` whose recorded calls have the tokens ``token``
+        gives them now (``Cluster.column_token``), or None; the (shape, tokens) looked for, or None when the
+        shape's calls are not known). The key of an entry is the shape with its tokens, so an entry is
+        only ever found while every token it recorded is unchanged."""
         shapes = self._calls.get(id(rule))
         calls = None if shapes is None else shapes.get(key)
-        if per_rule is None or calls is None:
-            return None
+        if calls is None:
+            return None, None
         try:
             tokens = tuple((name, argv, token(name, *argv)) for name, argv in calls)
         except Exception:  # noqa: BLE001 -- a call the cluster cannot answer now: evaluate the rule
-            return None
+            return None, None
         full = (key, tokens)
-        hit = per_rule.get(full)
-        if hit is not None and len(per_rule) > 1:
-            per_rule.move_to_end(full)
-        return hit
+        per_rule = self._by_rule.get(id(rule))
+        hit = None if per_rule is None else per_rule.get(full)
+        if hit is not None and len(per_rule) > 1:  # type: ignore[arg-type]
+            per_rule.move_to_end(full)  # type: ignore[union-attr]
+        return hit, full
 
     def put(self, rule: Any, key: Any, tokens: tuple[Token, ...], entry: Entry) -> None:
         _lru_put(self._by_rule, rule, (key, tokens), (tokens, entry), DELTA_ENTRIES_PER_RULE)
