@@ -23,7 +23,6 @@ from policyscheduler.objects.topology import (
     LabelCodes,
     MatchClause,
     MatchKey,
-    domain_sums,
 )
 
 __all__ = [
@@ -164,22 +163,8 @@ domain per node) costs no Python step per domain; the map itself is built only w
 or a test asks for it."""
 
 
-def _add_sums(d: Sums, key: str, counts: IntArray, by: int, codes: LabelCodes) -> None:
-    """``_add(m, node, key, by)`` once per counted pod, for every node at once."""
-    sums, present = domain_sums(codes.codes, len(codes.values), counts, counts > 0)
-    if not present.any():
-        return
-    old = d.get(key)
-    if by != 1:
-        sums = sums * by
-    if old is None:
-        d[key] = (codes, sums, present)
-    else:
-        d[key] = (codes, old[1] + sums, old[2] | present)
-
-
 def _add_totals(d: Sums, key: str, index: ClusterIndex, match: MatchKey, by: int) -> None:
-    """``_add_sums`` of ``match``'s counts from the state's per-domain totals (no pass over the nodes):
+    """``_add`` of ``match``'s counts, ``by`` each, from the state's per-domain totals (no pass over the nodes):
     a domain holds a counted node exactly when its total is positive (counts are never negative)."""
     codes = index.label_codes(key)
     sums = index.match_totals(match, codes)[:-1]  # the nodes without the key have no domain
@@ -220,55 +205,6 @@ def lookup_column(m: TopologyMap, index: ClusterIndex) -> IntArray:
     return out
 
 
-_Hits = dict[str, tuple[list[int], list[int]]]
-"""topology key -> (slots, weights) of the matched terms (weights empty: every one counts 1)."""
-
-
-_FEW_HITS = 64
-"""Up to this many hits of a topology key are summed per domain in Python: a dozen numpy calls over every
-node cost more than a short loop (an incoming pod usually matches a few placed pods' terms)."""
-
-
-def _flush(d: Sums, n: int, index: ClusterIndex, hits: _Hits) -> None:
-    """``_add(m, nodes[slot], key, weight)`` for every hit, summed per domain."""
-    for key, (slots, weights) in hits.items():
-        if len(slots) <= _FEW_HITS:
-            _add_few(d, key, slots, weights, index.label_codes(key))
-            continue
-        counts = np.bincount(np.asarray(slots, dtype=np.int64),
-                             weights=np.asarray(weights, dtype=np.float64) if weights else None, minlength=n)
-        _add_sums(d, key, np.rint(counts).astype(np.int64), 1, index.label_codes(key))
-
-
-def _add_few(d: Sums, key: str, slots: list[int], weights: list[int], codes: LabelCodes) -> None:
-    """What ``_add_sums`` does with the per-node totals of a few hits: only nodes with a positive total
-    and the key count, into their domain's sum."""
-    per_slot: dict[int, int] = {}
-    if weights:
-        for slot, weight in zip(slots, weights):
-            per_slot[slot] = per_slot.get(slot, 0) + weight
-    else:
-        for slot in slots:
-            per_slot[slot] = per_slot.get(slot, 0) + 1
-    node_codes = codes.codes
-    by_code: dict[int, int] = {}
-    for slot, total in per_slot.items():
-        if total > 0:
-            code = int(node_codes[slot])
-            if code >= 0:
-                by_code[code] = by_code.get(code, 0) + total
-    if not by_code:
-        return
-    n = len(codes.values)
-    where = np.fromiter(by_code, dtype=np.int64, count=len(by_code))
-    sums = np.zeros(n, dtype=np.int64)
-    sums[where] = np.fromiter(by_code.values(), dtype=np.int64, count=len(by_code))
-    present = np.zeros(n, dtype=bool)
-    present[where] = True
-    old = d.get(key)
-    d[key] = (codes, sums, present) if old is None else (codes, old[1] + sums, old[2] | present)
-
-
 class _Shared:
     """Sums memoised by the state for a set of placed pods' terms, with their :func:`lookup` column
     built by the first pod that asks for it (shared by the pods matching the same terms)."""
@@ -290,28 +226,42 @@ def _existing_sums(index: ClusterIndex, kind: int, pod: Pod, own_labels: Mapping
     summing their nodes again. The returned sums are shared: nobody may edit them. The next pod of the
     app whose labels the terms read alike does not even match them: the state recalls which terms the
     last such pod matched (``own_labels`` are the state's labels of the pod's namespace, as the recall
-    assumes: it forgets when namespace labels change).
+    assumes: it forgets when namespace labels change) -- also when their sums must be made again.
+
+    The sums are made from each term's per-domain sums, which the state keeps up to date per pod change
+    (``existing_term_sums``): one addition per matched term. Adding them per domain equals summing the
+    per-node totals of the nodes where they are positive (what the walk's map holds), because no node's
+    total is negative: weights are 1-100, and a family member's exclusion (negative) is matched only with
+    its family's stand-in, which holds that member's values.
     """
     known = index.existing_terms_recall(kind, pod.labels, pod.namespace)
-    if known is not None:  # a pod of the app was matched since the terms last changed: the same terms
-        return cast(_Shared | None, known[1])
-    hits = [(term, per_slot) for term, per_slot in index.existing_terms(kind, pod.labels, pod.namespace)
-            if existing_term_matches(term, pod, own_labels)]
-    matched = frozenset(term for term, _ in hits)
-    index.existing_terms_remember(kind, pod.labels, pod.namespace, matched)
-    if not hits:
-        return None
+    if known is not None:  # a pod of the app was matched since the kind's terms last changed: the same terms
+        matched, value = known
+        if value is not None or not matched:
+            return cast(_Shared | None, value)
+    else:
+        matched = frozenset(term for term, _ in index.existing_terms(kind, pod.labels, pod.namespace)
+                            if existing_term_matches(term, pod, own_labels))
+        index.existing_terms_remember(kind, pod.labels, pod.namespace, matched)
+        if not matched:
+            return None
 
     def build() -> _Shared:
-        found: _Hits = {}
-        for term, per_slot in hits:
-            at = found.get(term.topology_key)
-            if at is None:
-                at = found[term.topology_key] = ([], [])
-            at[0].extend(per_slot)
-            at[1].extend(per_slot.values())
+        by_key: dict[str, tuple[LabelCodes, IntArray]] = {}
+        for term in matched:
+            key = term.topology_key
+            codes = index.label_codes(key)
+            sums = index.existing_term_sums(kind, term, codes)
+            if sums is None:  # the index no longer has a term it recalled: a broken invariant, said loudly
+                raise RuntimeError(f"placed pods' term {term} of kind {kind} is not indexed")
+            hit = by_key.get(key)
+            by_key[key] = (codes, sums.copy() if hit is None else hit[1] + sums)  # never the index's own array
         d: Sums = {}
-        _flush(d, n, index, found)
+        for key, (codes, total) in by_key.items():
+            total = total[:-1]  # the nodes without the key have no domain
+            present = total > 0
+            if present.any():
+                d[key] = (codes, total, present)
         return _Shared(d)
 
     return index.existing_terms_memo(kind, matched, build)

@@ -36,7 +36,7 @@ from policyscheduler.objects.records import Node, Pod, PodAffinityTerm, SpreadCo
 from policyscheduler.objects.storage import PersistentVolume, PersistentVolumeClaim
 from policyscheduler.schema import exposed, record
 
-__all__ = ["Cluster", "make_cluster", "COLUMNS"]
+__all__ = ["Cluster", "make_cluster", "COLUMNS", "PER_POD"]
 
 IntArray = npt.NDArray[np.int64]
 
@@ -44,6 +44,21 @@ IntArray = npt.NDArray[np.int64]
 _HONOR_AFFINITY = SpreadConstraint(1, "", "DoNotSchedule", 1, "Honor", "Ignore", [], None)
 """A constraint shape whose ``_Included`` mask is "the pod's node affinity allows the node", so the
 domain primitives share that per-pod mask with PodTopologySpread instead of computing it again."""
+
+
+class _PerPod:
+    """The type of :data:`PER_POD`."""
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "PER_POD"
+
+
+PER_POD = _PerPod()
+"""What :meth:`Cluster.column_token` gives for a column that is a function of a token and the node's
+record, but whose token is this pod's own (its own preferred terms' sums): no other pod's rows can be
+reused for it, though another pod's may be for the same call."""
 
 
 class _State:
@@ -312,11 +327,27 @@ class Cluster:
 
         The vectorised backend keeps a rule's per-node results across pods of the same shape while the
         tokens of its calls are unchanged, and recomputes only the nodes whose record changed (delta
-        rows). Only ``scaled_image_size`` is node-local: the node's image list, the image's size and
-        holder count, and the node count.
+        rows). ``scaled_image_size`` is node-local: the node's image list, the image's size and holder
+        count, and the node count. So are the inter-pod sums over the node's label domains (``_LOOKUPS``)
+        on an indexed state: the node's labels and the per-domain sums -- for the placed pods' terms
+        the pod matches, the state's shared sums of those terms (one object while it is valid: the state
+        makes a new one when a term gains or loses a pod or a node changes its labels), ``("zero",)``
+        when every sum is 0, :data:`PER_POD` for sums of this pod's own terms (and for a context whose
+        state changed since it was made: its sums come from the walk).
         """
         if name == "scaled_image_size" and len(args) == 1 and isinstance(args[0], str):
             return (args[0], self._state.image_states.get(args[0]), self.node_count)
+        if name in _LOOKUPS and not args:
+            if self._state.indexed is None:
+                return PER_POD
+            attr, part = _LOOKUPS[name]
+            maps = getattr(self._state, part)
+            if not isinstance(maps, affinity.IndexedMaps):
+                return PER_POD
+            if maps.is_zero(attr):
+                return ("zero",)
+            shared = maps._shared.get(attr)
+            return shared if shared is not None else PER_POD
         return None
 
     # -- PodTopologySpread ------------------------------------------------------------------------------

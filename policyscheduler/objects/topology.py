@@ -398,9 +398,16 @@ class ClusterIndex(ControllerObjects, Protocol):
 
     def existing_terms_recall(self, kind: int, labels: Mapping[str, str],
                               namespace: str) -> tuple[frozenset[PodAffinityTerm], Any] | None:
-        """(the terms of ``kind`` a pod matches, their :meth:`existing_terms_memo` value, None for no
-        terms) when a pod of ``namespace`` whose labels those terms read alike was remembered since the
-        kind's terms last changed, and the value is still valid; None when not known."""
+        """(the terms of ``kind`` a pod matches, their :meth:`existing_terms_memo` value) when a pod of
+        ``namespace`` whose labels those terms read alike was remembered since the kind's distinct terms
+        last changed; the value is None for no terms and when it is not memoised or no longer valid
+        (then build it from the same terms). None when not known."""
+        ...
+
+    def existing_term_sums(self, kind: int, term: PodAffinityTerm, codes: LabelCodes) -> IntArray | None:
+        """A term of :meth:`existing_terms` with its per-slot values summed per domain of ``codes`` (its
+        topology key's label codes: one entry per value, then the nodes without the key), kept up to
+        date by the state; None when the kind has no such term now. Read it at once, do not keep or edit it."""
         ...
 
     def existing_terms_remember(self, kind: int, labels: Mapping[str, str], namespace: str,

@@ -52,6 +52,10 @@ IntArray = npt.NDArray[np.int64]
 _T = TypeVar("_T")
 _MEMO_MAX = 256
 """Memoised values per term index (per set of matched terms: about one per app of incoming pods)."""
+_DOMAINS_MAX = 256
+"""Terms per kind whose per-domain sums a term index keeps (:meth:`TermIndex.domain_sums`: the terms some
+incoming pod matched -- the running apps' terms and the families' stand-ins, not every pod's own). A
+hostname term's sums are one int64 per node (40 KB at 5,000 nodes), like a cached match count array."""
 _Signature = tuple[str, bool, frozenset[tuple[str, str]]]
 
 
@@ -635,6 +639,13 @@ class TermIndex:
         self._shape = [0] * len(TERM_KINDS)  # bumped when a kind gains or loses a distinct term (or a family)
         # (kind, namespace, labels as read) -> (shape then, the terms matched)
         self._matched: dict[tuple[Any, ...], tuple[int, frozenset[PodAffinityTerm]]] = {}
+        # term -> (the label codes of its topology key, its per-slot values summed per domain of them, the
+        # nodes without the key last): made when a pod first matches the term (:meth:`domain_sums`), then
+        # kept exact per change like the tables, so a memo built again costs an addition per term
+        self._domains: tuple[dict[PodAffinityTerm, tuple[LabelCodes, IntArray]], ...] = tuple({} for _ in TERM_KINDS)
+        self._stand_ins: tuple[dict[PodAffinityTerm, _Family], ...] = tuple({} for _ in TERM_KINDS)
+        self._excluded: tuple[dict[PodAffinityTerm, PodAffinityTerm], ...] = tuple({} for _ in TERM_KINDS)
+        """Per kind, a member's exclusion (its stand-in with ``k In V``) -> the member."""
 
     def memo(self, kind: int, terms: frozenset[PodAffinityTerm], build: Callable[[], _T]) -> _T:
         """``build()`` for a set of terms of one kind, kept while none of them changes (see
@@ -653,8 +664,47 @@ class TermIndex:
         return value
 
     def forget_memo(self) -> None:
-        """Drop the memoised values (the label codes they were built with changed)."""
+        """Drop the memoised values and per-domain sums (the label codes they were built with changed)."""
         self._memo.clear()
+        for domains in self._domains:
+            domains.clear()
+
+    def domain_sums(self, kind: int, term: PodAffinityTerm, codes: LabelCodes) -> IntArray | None:
+        """The per-slot values of a term of :meth:`candidates` (a placed pods' term, a family's stand-in or
+        a member's exclusion) summed per domain of ``codes`` (its topology key's label codes), one entry
+        per value then one for the nodes without the key; None for a term the kind does not have now.
+
+        Built on first use and kept exact per pod change (one scalar update), until the label codes
+        change (:meth:`forget_memo`). The array is the index's own: read it now, do not keep or edit it."""
+        domains = self._domains[kind]
+        hit = domains.get(term)
+        if hit is not None and hit[0] is codes:
+            return hit[1]
+        per_slot = self._per_slot(kind, term)
+        if per_slot is None:
+            return None
+        sums = np.zeros(len(codes.values) + 1, dtype=np.int64)
+        if per_slot:
+            where = codes.filled[np.fromiter(per_slot, dtype=np.int64, count=len(per_slot))]
+            values = np.fromiter(per_slot.values(), dtype=np.float64, count=len(per_slot))
+            sums += np.rint(np.bincount(where, weights=values, minlength=sums.size)).astype(np.int64)
+        if len(domains) >= _DOMAINS_MAX:
+            domains.clear()
+        domains[term] = (codes, sums)
+        return sums
+
+    def _per_slot(self, kind: int, term: PodAffinityTerm) -> Mapping[int, int] | None:
+        """A candidate term's per-slot values (as :meth:`candidates` gives them), None if the kind has no such term."""
+        found = self._tables[kind].get(term)
+        if found is not None:
+            return found
+        family = self._stand_ins[kind].get(term)
+        if family is not None:
+            return family.per_slot
+        member = self._excluded[kind].get(term)
+        if member is not None:
+            return {s: -c for s, c in self._tables[kind][member].items()}
+        return None
 
     def forget_matched(self) -> None:
         """Drop the terms remembered as matched (:meth:`remember`): namespace labels changed, which the
@@ -680,9 +730,10 @@ class TermIndex:
         self._matched[self._read_key(kind, labels, namespace)] = (self._shape[kind], terms)
 
     def recall(self, kind: int, labels: Mapping[str, str], namespace: str) -> tuple[frozenset[PodAffinityTerm], Any] | None:
-        """(the terms of ``kind`` the pod matches, their memoised value (None for no terms)) when a pod
-        reading alike was remembered since the kind last changed its terms and the value is still
-        valid (:meth:`memo`); None when not known: match the candidates then."""
+        """(the terms of ``kind`` the pod matches, their memoised value) when a pod reading alike was
+        remembered since the kind last changed its distinct terms; the value is None for no terms and
+        when it is not memoised or no longer valid (:meth:`memo`: build it again from the same terms).
+        None when not known: match the candidates then."""
         hit = self._matched.get(self._read_key(kind, labels, namespace))
         if hit is None or hit[0] != self._shape[kind]:
             return None
@@ -691,12 +742,12 @@ class TermIndex:
             return terms, None
         found = self._memo.get((kind, terms))
         if found is None:
-            return None
+            return terms, None
         stamps = self._stamps[kind]
         made = found[0]
         if all(stamps.get(t, made + 1) <= made for t in terms):
             return terms, found[1]
-        return None
+        return terms, None
 
     def _reads_change(self, kind: int, term: PodAffinityTerm, by: int) -> None:
         """Count the requirements of a term that joined (``by`` 1) or left (-1) into the kind's reads."""
@@ -752,6 +803,7 @@ class TermIndex:
             inside = Selector((Requirement(split[1].key, "In", split[1].values), *family.rest))
             found = PodAffinityTerm(member.topology_key, member.namespaces, inside, member._ns_selector, member._names)
             self._exclusions[kind][member] = found
+            self._excluded[kind][found] = member
             self._stamps[kind][found] = self._stamps[kind][member]
         return found
 
@@ -782,12 +834,19 @@ class TermIndex:
             per_slot[slot] = n
         else:
             per_slot.pop(slot, None)
+        domains = self._domains[kind]
+        if domains:
+            _domain_add(domains, term, slot, by)
         family = self._family_of[kind].get(term)
         if family is not None:
             stamps[family.term] = self._tick
             exclusion = self._exclusions[kind].get(term)
             if exclusion is not None:
                 stamps[exclusion] = self._tick
+                if domains:
+                    _domain_add(domains, exclusion, slot, -by)
+            if domains:
+                _domain_add(domains, family.term, slot, by)
             total = family.per_slot.get(slot, 0) + by
             if total:
                 family.per_slot[slot] = total
@@ -796,6 +855,7 @@ class TermIndex:
         if not per_slot:
             del table[term]
             del stamps[term]
+            domains.pop(term, None)
             self._reads_change(kind, term, -1)
             if term._selector is not None:
                 self._leave(kind, term)
@@ -811,6 +871,7 @@ class TermIndex:
         if family is None:
             stand_in = PodAffinityTerm(term.topology_key, term.namespaces, Selector(rest), term._ns_selector, term._names)
             family = self._families[kind][key] = _Family(stand_in, req.key, rest)
+            self._stand_ins[kind][stand_in] = family
             self._triggers[kind].add(family, _trigger((stand_in._selector,)), _term_namespaces(stand_in))
         for value in req.values:
             family.by_value.setdefault(value, set()).add(term)
@@ -825,6 +886,8 @@ class TermIndex:
         exclusion = self._exclusions[kind].pop(term, None)
         if exclusion is not None:
             del self._stamps[kind][exclusion]
+            del self._excluded[kind][exclusion]
+            self._domains[kind].pop(exclusion, None)
         split = _not_in_split(term)
         assert split is not None
         key, req, _ = split
@@ -836,6 +899,8 @@ class TermIndex:
         if not family.by_value:
             del self._families[kind][key]
             del self._stamps[kind][family.term]
+            del self._stand_ins[kind][family.term]
+            self._domains[kind].pop(family.term, None)
             self._triggers[kind].discard(family, _trigger((family.term._selector,)), _term_namespaces(family.term))
 
     def clear(self) -> None:
@@ -849,10 +914,21 @@ class TermIndex:
             self._families[kind].clear()
             self._family_of[kind].clear()
             self._exclusions[kind].clear()
+            self._excluded[kind].clear()
+            self._stand_ins[kind].clear()
+            self._domains[kind].clear()
             self._reads[kind].clear()
             self._shape[kind] += 1
         self._memo.clear()
         self._matched.clear()
+
+
+def _domain_add(domains: dict[PodAffinityTerm, tuple[LabelCodes, IntArray]], term: PodAffinityTerm, slot: int,
+                by: int) -> None:
+    """``by`` more for ``term`` on the node in ``slot``: into its domain's sum, when the sums are kept."""
+    hit = domains.get(term)
+    if hit is not None:
+        hit[1][hit[0].filled[slot]] += by
 
 
 class LabelCodeCache:

@@ -651,11 +651,19 @@ class ClusterState:
 
     def existing_terms_recall(self, kind: int, labels: Mapping[str, str],
                               namespace: str) -> tuple[frozenset[PodAffinityTerm], Any] | None:
-        """The terms of ``kind`` a pod matches and their memoised value, when a pod of the same namespace
-        whose labels the terms read alike was matched since those terms last changed (objects.topology.
-        ClusterIndex); None when not known."""
+        """The terms of ``kind`` a pod matches and their memoised value (None when not valid), when a pod of
+        the same namespace whose labels the terms read alike was matched since the kind's distinct terms
+        last changed (objects.topology.ClusterIndex); None when not known."""
         terms = self._terms
         return terms.recall(kind, labels, namespace) if terms is not None else None
+
+    def existing_term_sums(self, kind: int, term: PodAffinityTerm, codes: LabelCodes) -> npt.NDArray[np.int64] | None:
+        """A placed pods' term's per-slot values summed per domain of ``codes`` (objects.topology.ClusterIndex),
+        kept up to date per pod change; read-only."""
+        if self._terms is None:
+            self.existing_terms(kind, {}, "")  # rebuilds the term index
+        assert self._terms is not None
+        return self._terms.domain_sums(kind, term, codes)
 
     def existing_terms_remember(self, kind: int, labels: Mapping[str, str], namespace: str,
                                 terms: frozenset[PodAffinityTerm]) -> None:

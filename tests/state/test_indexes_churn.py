@@ -137,14 +137,14 @@ def _change(snap: ClusterSnapshot, rng: random.Random, step: int, assumed: list[
     return "nothing"
 
 
-@pytest.mark.parametrize(("dense_min", "few_hits"), [(64, 64), (2, 0)])
+@pytest.mark.parametrize(("dense_min", "domains_max"), [(64, 256), (2, 1)])
 @pytest.mark.parametrize("seed", range(12))
-def test_indexes_equal_the_walk_after_every_change(seed: int, dense_min: int, few_hits: int,
+def test_indexes_equal_the_walk_after_every_change(seed: int, dense_min: int, domains_max: int,
                                                    monkeypatch: pytest.MonkeyPatch) -> None:
     # dense_min 2: most pod groups also keep their counts as arrays (the path of big Deployments);
-    # few_hits 0: placed pods' matched terms are summed with numpy (the path of terms on many nodes)
+    # domains_max 1: the per-term domain sums are dropped whenever another term needs one (made again)
     monkeypatch.setattr(indexes, "_DENSE_MIN", dense_min)
-    monkeypatch.setattr(affinity, "_FEW_HITS", few_hits)
+    monkeypatch.setattr(indexes, "_DOMAINS_MAX", domains_max)
     rng = random.Random(seed)
     snap = ClusterSnapshot.from_objects(gen.cluster(rng, rng.randint(4, 10), rng.randint(2, 5)))
     incoming = [snap.pod_record(gen.pod(rng, f"in{i}", None, 0.6)) for i in range(6)]

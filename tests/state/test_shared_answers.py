@@ -130,6 +130,25 @@ def test_the_second_pod_of_an_app_sees_the_change(change: str) -> None:
     assert want != _walk(_cluster(), second), "the change must move an answer, or the test proves nothing"
 
 
+def test_a_context_keeps_the_sums_of_its_moment_while_the_state_changes_after() -> None:
+    """The shared sums are made from per-term sums the state keeps up to date in place: a context made
+    before a change (its maps built lazily, after it) still answers for its moment; the next pod sees the change."""
+    snap = _cluster()
+    first = _web("r1")
+    want = _walk(snap, first)
+    state = snap.context(snap.pod_record(first))._state
+    score = state.affinity_score  # the sums made (nothing read of them yet)
+    assert isinstance(score, affinity.IndexedScoreState)
+    # the matched terms gain a pod each, in domains that already hold one
+    snap.add_pod(_pod("fan2", {"app": "fan"}, "n1", prefer=HOST))
+    snap.add_pod(_pod("fan3", {"app": "fan"}, "n2", prefer=ZONE, weight=7))
+    n = len(state.nodes)
+    assert score.maps() == want["maps"]
+    assert {name: score.column(name, n).tolist() for name in score.MAPS} == want["columns"]
+    second = _web("r2")
+    assert _answers(snap, second) == _walk(snap, second) != want
+
+
 def test_pods_of_one_app_share_the_sums_of_the_terms_they_match() -> None:
     snap = _cluster()
     shared = []

@@ -38,7 +38,7 @@ from policyscheduler.evaluation.vector.reuse import (
     freeze,
 )
 from policyscheduler.evaluation.vector.values import Unsupported
-from policyscheduler.objects.cluster import COLUMNS
+from policyscheduler.objects.cluster import COLUMNS, PER_POD
 from policyscheduler.objects.records import Pod as PodRecord
 
 if TYPE_CHECKING:
@@ -193,11 +193,11 @@ class VectorRun:
             reuse.memo.hits += 1
             return _constant_outcome(idx.size, hit[1])
         token = getattr(self._cluster, "column_token", None)
-        delta = reuse.delta.get(rule, key)
-        if delta is not None:
+        delta, probe = reuse.delta.find(rule, key, token) if token is not None else (None, None)
+        if delta is not None:  # found by the tokens its calls have now: they are the ones it recorded
             tokens, entry = delta
             stale = entry.stale(idx)  # None: the entry forgot everything (too many verdicts): start again
-            if stale is not None and token is not None and _same_tokens(token, tokens):
+            if stale is not None:
                 if stale.size:
                     part = self._score(rule, stale)
                     entry.put_score(stale, part.raw, part.ignored, part.errors, part.verdicts)
@@ -207,11 +207,13 @@ class VectorRun:
                     return _constant_outcome(idx.size, same)
                 raw, ignored, errors = entry.score_parts(idx)
                 return ScoreOutcome(raw, ignored, errors, entry.verdicts)
-            reuse.delta.drop(rule, key)
+            reuse.delta.drop(rule, key, tokens)
         # every slot when delta rows could be kept (as for an entry: not for a pod asking for a few nodes,
-        # nor for a shape seen for the first time)
-        rows = self._all_slots() if token is not None and 2 * idx.size >= reuse.size \
-            and reuse.delta.possible(rule) and reuse.seen_before(rule, key) else idx
+        # nor for a shape seen for the first time -- with its tokens, once its calls are known: the pods of
+        # an app whose matched terms keep changing leave no entry -- nor for tokens of this pod's own)
+        own = probe is not None and any(t is PER_POD for _, _, t in probe[1])
+        rows = self._all_slots() if token is not None and not own and 2 * idx.size >= reuse.size \
+            and reuse.delta.possible(rule) and reuse.seen_before(rule, key if probe is None else probe) else idx
         state = self._state
         calls: list[tuple[str, tuple[Any, ...], int | None]] = []
         state.recording = calls
@@ -227,6 +229,8 @@ class VectorRun:
             made = tuple((name, argv, token(name, *argv)) for name, argv, _ in calls)
             if any(t is None for _, _, t in made):
                 reuse.delta.never(rule)
+            elif any(t is PER_POD for _, _, t in made):
+                pass  # a column made for this pod alone: its rows serve no other pod
             else:
                 out = self._merge_score(rule, rows, raw, ignored, err)
                 entry = Entry(reuse.size)
@@ -376,14 +380,6 @@ def _constant_outcome(size: int, value: int) -> ScoreOutcome:
 
 _CLUSTER_CALLS = frozenset(COLUMNS)
 """The cluster builtins with a whole-cluster column (objects/cluster.py); :class:`.reuse.Memo` replays them."""
-
-
-def _same_tokens(token: Any, tokens: Any) -> bool:
-    """Whether every recorded node-local call still has its recorded token (:class:`.reuse.Delta`)."""
-    try:
-        return all(token(name, *argv) == same for name, argv, same in tokens)
-    except Exception:  # noqa: BLE001 -- a call the cluster cannot answer now: evaluate the rule
-        return False
 
 
 def _same_calls(uniform: Any, calls: Any) -> bool:

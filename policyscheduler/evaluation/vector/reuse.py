@@ -69,6 +69,11 @@ Pod.matches_node_affinity); ``cluster`` methods are not listed (a rule reading `
 
 CLUSTER_NODE_FIELDS: dict[str, frozenset[str]] = {
     "scaled_image_size": frozenset({"images"}),
+    # the inter-pod sums over the node's label domains: a shared sum's column reads the node's labels
+    **{name: frozenset({"labels"}) for name in (
+        "existing_anti_affinity_count", "preferred_affinity_weight", "preferred_anti_affinity_weight",
+        "existing_required_affinity_count", "existing_preferred_affinity_weight",
+        "existing_preferred_anti_affinity_weight")},
 }
 """The node fields read by the node-local ``cluster`` builtins (those with a ``Cluster.column_token``):
 with their token, these fields of a node decide the builtin's value there (:class:`Delta`)."""
@@ -503,7 +508,11 @@ class Delta:
     """Score rules of :func:`memo_fields` shape whose cluster calls were not uniform but each *node-local*:
     the call's value on a node is a function of that node's record and of a cluster-wide token
     (``Cluster.column_token``: for ``scaled_image_size``, the image's size and holder count and the node
-    count). Their per-node results, keyed by rule and pod shape, with the tokens of the calls made.
+    count; for the inter-pod sums over a node's label domains, the state's shared sums of the placed pods'
+    terms the pod matches, one object while they hold). Their per-node results, keyed by rule, pod shape
+    and the tokens of the calls made -- a shape keeps an entry per set of tokens (the pods of one shape
+    but many apps, each matching its own placed pods' terms, keep one each); a call whose token is the
+    pod's own (``PER_POD``) keeps none.
 
     Why it is exact: such a rule's value on a node is a function of the pod fields it reads (equal: same
     key) and of its calls' values on that node; while every recorded call's token is unchanged, a call's
@@ -517,6 +526,10 @@ class Delta:
 
     def __init__(self) -> None:
         self._by_rule: dict[int, OrderedDict[Any, tuple[tuple[Token, ...], Entry]]] = {}
+        self._calls: dict[int, OrderedDict[Any, tuple[tuple[str, tuple[Any, ...]], ...]]] = {}
+        """Per rule and pod shape, the calls (name, other arguments) its newest entry recorded: a pod's
+        tokens are asked for these, and the entry is found by them (so a shape keeps an entry per set of
+        tokens: the pods of many apps, each matching its own placed pods' terms, keep one each)."""
         self.hits = 0
         """Rule evaluations answered from delta rows (for tests and profiles; kept across :meth:`clear`)."""
         self._never: set[int] = set()
@@ -530,25 +543,41 @@ class Delta:
     def never(self, rule: Any) -> None:
         self._never.add(id(rule))
 
-    def get(self, rule: Any, key: Any) -> tuple[tuple[Token, ...], Entry] | None:
+    def find(self, rule: Any, key: Any,
+             token: Callable[..., Any]) -> tuple[tuple[tuple[Token, ...], Entry] | None, tuple[Any, tuple[Token, ...]] | None]:
+        """(the entry of ``rule`` for the pod shape ``key`` whose recorded calls have the tokens ``token``
+        gives them now (``Cluster.column_token``), or None; the (shape, tokens) looked for, or None when the
+        shape's calls are not known). The key of an entry is the shape with its tokens, so an entry is
+        only ever found while every token it recorded is unchanged."""
+        shapes = self._calls.get(id(rule))
+        calls = None if shapes is None else shapes.get(key)
+        if calls is None:
+            return None, None
+        try:
+            tokens = tuple((name, argv, token(name, *argv)) for name, argv in calls)
+        except Exception:  # noqa: BLE001 -- a call the cluster cannot answer now: evaluate the rule
+            return None, None
+        full = (key, tokens)
         per_rule = self._by_rule.get(id(rule))
-        hit = None if per_rule is None else per_rule.get(key)
+        hit = None if per_rule is None else per_rule.get(full)
         if hit is not None and len(per_rule) > 1:  # type: ignore[arg-type]
-            per_rule.move_to_end(key)  # type: ignore[union-attr]
-        return hit
+            per_rule.move_to_end(full)  # type: ignore[union-attr]
+        return hit, full
 
     def put(self, rule: Any, key: Any, tokens: tuple[Token, ...], entry: Entry) -> None:
-        _lru_put(self._by_rule, rule, key, (tokens, entry), DELTA_ENTRIES_PER_RULE)
+        _lru_put(self._by_rule, rule, (key, tokens), (tokens, entry), DELTA_ENTRIES_PER_RULE)
+        _lru_put(self._calls, rule, key, tuple((name, argv) for name, argv, _ in tokens), DELTA_ENTRIES_PER_RULE)
 
     def clear(self) -> None:
         """Forget every entry (another node set or policy set); ``hits`` keeps counting."""
         self._by_rule.clear()
+        self._calls.clear()
         self._never.clear()
 
-    def drop(self, rule: Any, key: Any) -> None:
+    def drop(self, rule: Any, key: Any, tokens: tuple[Token, ...]) -> None:
         per_rule = self._by_rule.get(id(rule))
         if per_rule is not None:
-            per_rule.pop(key, None)
+            per_rule.pop((key, tokens), None)
 
     def invalidate(self, changed: list[int], slot_fields: Sequence[frozenset[str] | None] | None,
                    reads: Callable[[int], frozenset[str] | None]) -> None:

@@ -15,6 +15,7 @@ import pytest
 
 from policyscheduler.evaluation import diff_decisions, make_evaluator
 from policyscheduler.evaluation.driver import Driver
+from policyscheduler.evaluation.vector import backend
 from policyscheduler.evaluation.vector.backend import VectorBackend
 from policyscheduler.evaluation.vector.reuse import ALL_FIELDS, Reuse, freeze, memo_fields, node_fields, pod_fields
 from policyscheduler.objects.cluster import COLUMNS
@@ -365,8 +366,6 @@ def test_delta_rows_follow_node_changes_between_heterogeneous_pods(small: int, s
     (holder count unchanged, both rows changed), nodes come and go (the node count), pods land and are
     deleted (rows unchanged). Every decision equals the reference's; the delta rows must have been hit.
     ``small`` 0 recomputes the changed rows through the arrays, 8 through the reference closures."""
-    from policyscheduler.evaluation.vector import backend
-
     rng = random.Random(seed)
     images = ["app:1", "app:2", "app:3"]
     held: dict[str, list[str]] = {f"n{i}": [i_ for i_ in images if rng.random() < 0.4] for i in range(20)}
@@ -480,3 +479,53 @@ def test_a_reused_uniform_score_follows_a_node_that_leaves_it() -> None:
     assert d.scores["taint_toleration"]["n4"].raw == 0
     assert entry.uniform() is None
     decide("w4")
+
+
+def _prefers(name: str, on: str, app: str, weight: int) -> Obj:
+    """A placed pod with a preferred hostname affinity term towards ``app``."""
+    term = {"labelSelector": {"matchLabels": {"app": app}}, "topologyKey": "kubernetes.io/hostname"}
+    return pod(name, on=on, labels={"app": "fan"}, cpu="100m", memory="64Mi", affinity={"podAffinity": {
+        "preferredDuringSchedulingIgnoredDuringExecution": [{"weight": weight, "podAffinityTerm": term}]}})
+
+
+def test_inter_pod_rows_are_kept_per_set_of_shared_sums_and_only_while_they_hold() -> None:
+    """The inter-pod affinity score reads placed pods' terms through sums the state shares between the
+    pods matching the same terms (one object while none of the terms changes): its per-node rows are kept
+    per pod shape *and* per those objects (:class:`.reuse.Delta`), so pods of two apps alternating each
+    reuse their own app's rows, and a placed pod gaining a matched term makes the rows be computed again.
+    Pods with preferred terms of their own (sums made for them alone) are computed and never kept. Every
+    decision equals the reference's: an app reading the other's rows, or rows outliving a term change,
+    send a pod to the other app's favourite node."""
+    policies = default_policies()
+    objects: list[Obj] = [node(f"n{i}", {"kubernetes.io/hostname": f"n{i}", "zone": "ab"[i % 2]}, cpu="8",
+                               memory="16Gi") for i in range(8)]
+    objects += [_prefers("fan-web", "n1", "web", 60), _prefers("fan-db", "n5", "db", 60)]
+    ref, vec = make_evaluator("reference"), make_evaluator("vector")
+    left, right = ClusterSnapshot.from_objects(objects), ClusterSnapshot.from_objects(objects)
+    chosen: list[str | None] = []
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(backend, "SMALL", 0)  # the vector path on this small cluster
+        for k in range(24):
+            if k == 12:  # the web pods' matched term gains a pod on n6, with a greater weight in sum
+                for snap in (left, right):
+                    snap.add(_prefers("fan-web2", "n6", "web", 90))
+            app = "web" if k % 2 else "db"
+            spec: dict[str, Any] = {}
+            if k % 6 == 5:  # a term of its own against the zones of the fan pods (sums made for this pod
+                # alone), light or heavy enough to outweigh the web pods' favourite node
+                spec["affinity"] = {"podAntiAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [
+                    {"weight": 15 if k % 12 == 5 else 45, "podAffinityTerm": {
+                        "labelSelector": {"matchLabels": {"app": "fan"}}, "topologyKey": "zone"}}]}}
+            obj = pod(f"p{k}", labels={"app": app, "release": f"r{k}"}, cpu="100m", memory="64Mi", **spec)
+            a = ref.evaluate(policies, left, obj, rng=random.Random(k))
+            b = vec.evaluate(policies, right, obj, rng=random.Random(k))
+            assert a == b, (k, diff_decisions(a, b))
+            chosen.append(a.node)
+            if a.node is not None:
+                left.assume(obj, a.node)
+                right.assume(obj, a.node)
+    # the test decides something: each app's favourite node, and the web pods' moves after the change
+    assert {chosen[k] for k in range(0, 12, 2)} == {"n5"} and {chosen[k] for k in range(1, 11, 2)} == {"n1"}
+    assert chosen[11] in {"n0", "n2", "n4", "n6"}  # its own heavy term outweighs n1: a zone without fan pods
+    assert {chosen[k] for k in range(13, 24, 2)} == {"n6"}
+    assert reuse_of(vec).delta.hits >= 10, reuse_of(vec).delta.hits
