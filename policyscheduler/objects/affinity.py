@@ -282,6 +282,11 @@ class IndexedMaps:
         setattr(self, name, m)
         return m
 
+    def shared(self, name: str) -> object | None:
+        """The state's shared sums behind the map (one object while they hold: a token for reusing what
+        was computed from them), None when the map is this pod's own."""
+        return self._shared.get(name)
+
     def is_zero(self, name: str, key: str | None = None) -> bool:
         """True when the map (or its ``key``) holds 0 in every domain (the usual map: empty)."""
         d = self._sums[name]

@@ -346,7 +346,7 @@ class Cluster:
                 return PER_POD
             if maps.is_zero(attr):
                 return ("zero",)
-            shared = maps._shared.get(attr)
+            shared = maps.shared(attr)
             return shared if shared is not None else PER_POD
         return None
 
