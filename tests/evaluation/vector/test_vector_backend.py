@@ -14,6 +14,7 @@ from __future__ import annotations
 import random
 from typing import Any
 
+import numpy as np
 import pytest
 
 from policyscheduler.compiler import PolicySet
@@ -493,3 +494,45 @@ score ranked weight 1 normalize minmax
   let kept = [r for r in ["cpu", "memory"] where node.allocatable[r] > 0]
   value sum(i, r in kept: (i + 1) * 10 + len(r))
 '''), CLUSTER, PENDING)
+
+
+def test_rules_run_on_every_node_when_a_few_are_left_out_and_answer_only_for_the_rest() -> None:
+    """A rule asked about most nodes (here 9 of 12: three fail the first filter) runs on all 12 (no
+    per-column copies; ``VectorRun._wide``). What it finds on the three left out -- a verdict of their
+    own, a division by zero (an error, which would go to the reference and be reported) -- must not
+    reach the decision: both backends still agree, and the filter's outcome names only verdicts that
+    some asked node has."""
+    policies = load('''
+filter gate
+  reason "gated"
+  require node.labels["gate"] == "open"
+filter roomy
+  reject "too small" when node.allocatable["cpu"] < quantity("2")
+  reject "odd" when node.labels["shape"] == "odd"
+filter divide
+  reason "never"
+  require 10 / (node.allocatable["pods"] - 7) >= 0
+score per_cpu weight 1 normalize minmax
+  value trunc(100 / (node.allocatable["pods"] - 7))
+''')
+    nodes = [node(f"n{i}", {"gate": "open" if i >= 3 else "shut", "shape": "odd" if i == 0 else "even"},
+                  cpu="1" if i in (1, 5) else "8", pods="7" if i < 3 else "110") for i in range(12)]
+    pending = [pod(f"p{i}", cpu="100m") for i in range(3)]
+    agree(policies, nodes, pending)
+
+    from policyscheduler.evaluation.vector.backend import VectorBackend
+
+    snapshot = ClusterSnapshot.from_objects(nodes)
+    record = snapshot.pod_record(pending[0])
+    backend = VectorBackend()
+    run = backend.start(policies, snapshot, record, snapshot.context(record))
+    asked = np.arange(3, 12, dtype=np.int64)
+    filters = {r.name: r for r in policies.filters}
+    out = run.filter(filters["roomy"], asked)
+    named = {out.verdicts[c].reasons for c in out.codes.tolist() if c >= 0}
+    assert named == {("too small",)}  # n5 only: n0's "odd" and n1's "too small" are not asked about
+    assert len(out.verdicts) == len(named)
+    # n0-n2 (pods 7) divide by zero, but they were not asked about: no row goes to the reference
+    assert run.filter(filters["divide"], asked).verdicts == []
+    assert run.score(policies.scores[0], asked).raw.tolist() == [0] * 9
+    assert not backend.reference_rows, backend.reference_rows
