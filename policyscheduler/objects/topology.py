@@ -300,22 +300,10 @@ def match_key_matches(key: MatchKey, pod: Pod, ns_labels: Callable[[str], Mappin
 
 
 def spread_key(selector: Selector | None, namespace: str) -> MatchKey | None:
-    """The key whose counts are ``count_matching(pods, selector, namespace)`` (None: always 0).
-
-    One key object per (selector, namespace), kept: the state's indexes find a key they hold by identity
-    before comparing it field by field, and a pod's spread constraints ask for theirs two or three times."""
+    """The key whose counts are ``count_matching(pods, selector, namespace)`` (None: always 0)."""
     if selector is None or selector.empty:
         return None
-    found = _SPREAD_KEYS.get((selector, namespace))
-    if found is None:
-        if len(_SPREAD_KEYS) >= _SPREAD_KEYS_MAX:
-            _SPREAD_KEYS.clear()
-        found = _SPREAD_KEYS[(selector, namespace)] = (True, ((frozenset((namespace,)), None, selector),))
-    return found
-
-
-_SPREAD_KEYS: dict[tuple[Selector, str], MatchKey] = {}
-_SPREAD_KEYS_MAX = 4096
+    return (True, ((frozenset((namespace,)), None, selector),))
 
 
 @dataclass(frozen=True, slots=True)

@@ -219,6 +219,10 @@ cached key costs every placement of a pod it may match a test and an update, and
 distinct pods most keys are one incoming pod's own terms, never asked for again. A key asked for again
 (the spread selector of an app, a term shared by its pods) joins the LRU proper."""
 
+_SPARSE_MAX = 64
+"""Slots of the sparse groups a new key matches up to which their counts are added in place one by one
+(``add.at``); beyond, one ``bincount`` over every slot is cheaper."""
+
 _DENSE_MIN = 64
 """A group on at least this many nodes also keeps its counts as a per-slot array, so a key it matches
 adds it with one numpy addition instead of copying its slots (a big Deployment matched by a broad
@@ -407,9 +411,11 @@ class MatchCounts:
                 else:
                     where.extend(group.slots)
                     counts.extend(group.slots.values())
-        if where:
+        if len(where) > _SPARSE_MAX:
             arr += np.rint(np.bincount(np.asarray(where, dtype=np.int64), weights=np.asarray(counts, dtype=np.float64),
                                        minlength=slots)).astype(np.int64)
+        elif where:  # a few slots (a key matching one release's pods): added in place, no array per slot
+            np.add.at(arr, np.asarray(where, dtype=np.int64), np.asarray(counts, dtype=np.int64))
         self._entries[key] = entry
         entry.born = self._changes
         self._probation[key] = entry
