@@ -187,9 +187,11 @@ def _to_map(d: Sums) -> TopologyMap:
 
 def _spread(codes: LabelCodes, sums: IntArray) -> IntArray:
     """Per node, its domain's sum (0 for a node without the key: code -1 reads the extra last entry)."""
+    if codes.identity:  # node i's domain is value i: its sum as it is (the caller's own copy)
+        return sums[:codes.codes.size].copy()
     table = np.zeros(sums.size + 1, dtype=np.int64)
     table[:-1] = sums
-    return table[codes.codes]
+    return codes.spread(table)
 
 
 def domain_column(m: TopologyMap, key: str, index: ClusterIndex) -> IntArray:
@@ -255,7 +257,11 @@ def _existing_sums(index: ClusterIndex, kind: int, pod: Pod, own_labels: Mapping
             if sums is None:  # the index no longer has a term it recalled: a broken invariant, said loudly
                 raise RuntimeError(f"placed pods' term {term} of kind {kind} is not indexed")
             hit = by_key.get(key)
-            by_key[key] = (codes, sums.copy() if hit is None else hit[1] + sums)  # never the index's own array
+            if hit is None:
+                by_key[key] = (codes, sums.copy())  # never the index's own array
+            else:
+                total = hit[1]
+                total += sums  # our own copy: added in place
         d: Sums = {}
         for key, (codes, total) in by_key.items():
             total = total[:-1]  # the nodes without the key have no domain
@@ -309,9 +315,15 @@ class IndexedMaps:
         shared = self._shared.get(name)
         if shared is not None and shared.column is not None and shared.column.size == n:
             return shared.column.copy()  # the caller's own array
-        out = np.zeros(n, dtype=np.int64)
+        out: IntArray | None = None
         for codes, sums, _ in d.values():
-            out += _spread(codes, sums)
+            part = _spread(codes, sums)
+            if out is None:
+                out = part  # the first key's array is a new one: the others add into it
+            else:
+                out += part
+        if out is None:
+            out = np.zeros(n, dtype=np.int64)
         if shared is not None:
             shared.column = out.copy()
         return out

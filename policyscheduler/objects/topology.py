@@ -322,6 +322,36 @@ class LabelCodes:
     """The fewest nodes carrying one value (more than the nodes when there is no value): when fewer nodes
     than that fail the filters, every value's domain keeps a feasible node, so the domains the feasible
     nodes create are known without a pass over the nodes (:class:`IndexedScoreCounts`)."""
+    identity: bool = False
+    """Node i carries value i (``codes`` is ``0..n-1``: a key every node has with a value of its own, as
+    the hostname): spreading a per-value table over the nodes is then a copy of it, not a gather."""
+    order: IntArray | None = None
+    """The nodes sorted by ``filled`` (stable), so each domain's nodes are one run: per-domain totals are
+    one ``add.reduceat`` over the gathered values, in integers (:meth:`totals`)."""
+    starts: IntArray | None = None
+    """Where each non-empty run of ``order`` starts: every value's, then the nodes without the key's
+    when there are any."""
+
+    def totals(self, per_node: IntArray) -> IntArray:
+        """``per_node`` summed per domain: one entry per value, then one for the nodes without the key
+        (a new int64 array; the ``bincount`` of ``filled`` weighted by ``per_node``, without floats)."""
+        out = np.zeros(len(self.values) + 1, dtype=np.int64)
+        n = self.codes.size
+        if self.identity:
+            out[:n] = per_node
+        elif self.order is None or self.starts is None:
+            out += np.rint(np.bincount(self.filled, weights=per_node, minlength=out.size)).astype(np.int64)
+        elif n:
+            out[:self.starts.size] = np.add.reduceat(np.asarray(per_node, dtype=np.int64).take(self.order),
+                                                     self.starts)
+        return out
+
+    def spread(self, table: IntArray) -> IntArray:
+        """Per node, ``table`` at its code (``table`` has one entry per value and a last one, read by the
+        nodes without the key): a new array of the nodes' length."""
+        if self.identity:
+            return table[:self.codes.size].copy()
+        return table.take(self.filled)
 
     def column(self, per_value: Mapping[str, int]) -> IntArray:
         """``per_value.get(node's value, 0)`` for every node (0 where the node lacks the key)."""
@@ -332,7 +362,7 @@ class LabelCodes:
             counts = np.fromiter(per_value.values(), dtype=np.int64, count=len(per_value))
             known = where >= 0  # a value no node carries (any more) has no code: nothing to spread
             table[where[known]] = counts[known]
-        return table[self.codes]
+        return self.spread(table)
 
 
 def build_label_codes(key: str, labels: Iterable[Mapping[str, str]]) -> LabelCodes:
@@ -353,7 +383,12 @@ def build_label_codes(key: str, labels: Iterable[Mapping[str, str]]) -> LabelCod
     filled = np.where(absent, len(index), array)
     sizes = np.bincount(array[~absent], minlength=len(index))
     smallest = int(sizes.min()) if len(index) else len(codes) + 1
-    return LabelCodes(array, tuple(index), index, filled, int(np.count_nonzero(absent)), smallest)
+    identity = len(index) == len(codes) and bool(np.array_equal(array, np.arange(len(codes))))
+    missing = int(np.count_nonzero(absent))
+    order = np.argsort(filled, kind="stable")
+    runs = len(index) + (1 if missing else 0)  # every value has a node; the last run only with a node without
+    starts = np.searchsorted(filled[order], np.arange(runs)).astype(np.int64)
+    return LabelCodes(array, tuple(index), index, filled, missing, smallest, identity, order, starts)
 
 
 TERM_KINDS = ("required_anti_affinity", "required_affinity", "preferred_affinity", "preferred_anti_affinity")
@@ -557,7 +592,7 @@ def _score_codes(lc: LabelCodes) -> IntArray:
 def _spread_table(codes: LabelCodes, table: IntArray) -> IntArray:
     """Per node, ``table`` at its domain's code (``table`` has one entry per value and a last one, read
     by the nodes without the key)."""
-    return table[codes.codes]
+    return codes.spread(table)
 
 
 class IndexedFilterCounts(FilterCounts):

@@ -219,6 +219,10 @@ cached key costs every placement of a pod it may match a test and an update, and
 distinct pods most keys are one incoming pod's own terms, never asked for again. A key asked for again
 (the spread selector of an app, a term shared by its pods) joins the LRU proper."""
 
+_SPARSE_MAX = 64
+"""Slots of the sparse groups a new key matches up to which their counts are added in place one by one
+(``add.at``); beyond, one ``bincount`` over every slot is cheaper."""
+
 _DENSE_MIN = 64
 """A group on at least this many nodes also keeps its counts as a per-slot array, so a key it matches
 adds it with one numpy addition instead of copying its slots (a big Deployment matched by a broad
@@ -227,6 +231,7 @@ selector); smaller groups -- most of them, in a cluster of distinct pods -- stay
 
 _SPLITS: dict[MatchKey, tuple[MatchKey, MatchKey] | None] = {}
 _SPLITS_MAX = 4096
+_UNKNOWN = object()
 
 
 def _split_not_in(key: MatchKey) -> tuple[MatchKey, MatchKey] | None:
@@ -240,8 +245,9 @@ def _split_not_in(key: MatchKey) -> tuple[MatchKey, MatchKey] | None:
     stays cached), and the ``In`` key, tested first by the requirement's own label pair, matches few
     groups; so a new key costs two lookups and a subtraction, and no cached array per one-off key is
     updated on every placement."""
-    if key in _SPLITS:
-        return _SPLITS[key]
+    found = _SPLITS.get(key, _UNKNOWN)
+    if found is not _UNKNOWN:
+        return found  # type: ignore[return-value]
     live_only, clauses = key
     split = None
     for i, (names, ns_sel, sel) in enumerate(clauses):
@@ -351,7 +357,7 @@ class MatchCounts:
             return found[1]
         if len(entry.totals) >= _TOTALS_MAX:  # label codes replaced by node changes: drop the old ones
             entry.totals.clear()
-        sums = np.rint(np.bincount(codes.filled, weights=entry.array, minlength=len(codes.values) + 1)).astype(np.int64)
+        sums = codes.totals(entry.array)
         entry.totals[id(codes)] = (codes, sums)
         return sums
 
@@ -405,9 +411,11 @@ class MatchCounts:
                 else:
                     where.extend(group.slots)
                     counts.extend(group.slots.values())
-        if where:
+        if len(where) > _SPARSE_MAX:
             arr += np.rint(np.bincount(np.asarray(where, dtype=np.int64), weights=np.asarray(counts, dtype=np.float64),
                                        minlength=slots)).astype(np.int64)
+        elif where:  # a few slots (a key matching one release's pods): added in place, no array per slot
+            np.add.at(arr, np.asarray(where, dtype=np.int64), np.asarray(counts, dtype=np.int64))
         self._entries[key] = entry
         entry.born = self._changes
         self._probation[key] = entry
@@ -684,7 +692,10 @@ class TermIndex:
         if per_slot is None:
             return None
         sums = np.zeros(len(codes.values) + 1, dtype=np.int64)
-        if per_slot:
+        if per_slot and codes.identity:  # a node's own domain (hostname): the slots are the codes, each once
+            sums[np.fromiter(per_slot, dtype=np.int64, count=len(per_slot))] = \
+                np.fromiter(per_slot.values(), dtype=np.int64, count=len(per_slot))
+        elif per_slot:
             where = codes.filled[np.fromiter(per_slot, dtype=np.int64, count=len(per_slot))]
             values = np.fromiter(per_slot.values(), dtype=np.float64, count=len(per_slot))
             sums += np.rint(np.bincount(where, weights=values, minlength=sums.size)).astype(np.int64)
