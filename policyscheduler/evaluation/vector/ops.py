@@ -330,7 +330,7 @@ def compare(op: str, a: Value, ka: str, b: Value, kb: str, interner: Any) -> Val
         xi, ex = (as_ints if ka == "int" else as_floats)(a)
         yi, ey = (as_ints if kb == "int" else as_floats)(b)
         ints = xi if ka == "int" else yi
-        e = np.abs(fl(ints)) > EXACT_FLOAT
+        e = np.abs(fl(ints)) >= EXACT_FLOAT
         return Col("bool", np.asarray(cmp(fl(xi), fl(yi))), err_or(ex, ey, _nz(e)))
     if ka in ("int", "q") and kb in ("int", "q"):
         return compare_q(cmp, a, b)

@@ -317,15 +317,15 @@ def bound_of_array(data: Arr) -> float:
 
 def quantity_to_float(n: Any, d: Any, bound: float | None = None) -> tuple[Any, Bools | None]:
     """``float(n / d)`` correctly rounded: exact operands make IEEE division the one rounding."""
-    if bound is not None and bound <= EXACT_FLOAT and isinstance(d, int) and d <= EXACT_FLOAT:
+    if bound is not None and bound < EXACT_FLOAT and isinstance(d, int) and d <= EXACT_FLOAT:
         return fl(n) / float(d), None
-    if bound is not None and bound <= EXACT_FLOAT and isinstance(d, np.ndarray) and d.size \
+    if bound is not None and bound < EXACT_FLOAT and isinstance(d, np.ndarray) and d.size \
             and int(amax(d)) <= EXACT_FLOAT:
         # per-row denominators (a quotient's), all exact: one check, no row flagged. Denominators are
         # positive (a row whose computation left that invariant is in ``err`` already), so the largest
         # one bounds them all
         return fl(n) / fl(d), None
-    bad = (np.abs(fl(n)) > EXACT_FLOAT) | (np.abs(fl(d)) > EXACT_FLOAT)
+    bad = (np.abs(fl(n)) >= EXACT_FLOAT) | (np.abs(fl(d)) >= EXACT_FLOAT)
     err = bad if isinstance(bad, np.ndarray) and count_nonzero(bad) else None
     if not isinstance(bad, np.ndarray) and bad:
         raise Poisoned("quantity too large for an exact float")

@@ -536,3 +536,21 @@ score per_cpu weight 1 normalize minmax
     assert run.filter(filters["divide"], asked).verdicts == []
     assert run.score(policies.scores[0], asked).raw.tolist() == [0] * 9
     assert not backend.reference_rows, backend.reference_rows
+
+
+def test_integers_just_past_two_to_the_53_are_not_taken_as_exact_floats() -> None:
+    """2**53 + 1 is the first integer a float cannot hold: as a float it is 2**53, so a check "is this
+    numerator exact as a float?" made on its float value passes it. ``float(q)`` of such a quantity over
+    3 then rounds twice (...330.5) where the reference's exact quotient rounds once (...331.0); the row
+    must go to the reference instead. Fails with the ``> 2**53`` test the vector backend had."""
+    big = 2**53 + 1
+    assert float(big) == 2.0**53 and float(big) / 3 != 3002399751580331.0  # the double rounding itself
+    policies = load('''
+filter exact
+  reject "rounded once" when float(node.allocatable["memory"] / quantity("3")) == 3002399751580331.0
+''')
+    nodes = [node(f"n{i}", memory=str(big if i % 2 else 2**40)) for i in range(10)]
+    agree(policies, nodes, [pod("p", cpu="100m")])
+    decision = make_evaluator("vector").evaluate(policies, ClusterSnapshot.from_objects(nodes), pod("p"),
+                                                 rng=random.Random(0))
+    assert sorted(decision.feasible) == [f"n{i}" for i in range(0, 10, 2)]
