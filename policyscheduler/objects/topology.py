@@ -322,13 +322,13 @@ class LabelCodes:
     """The fewest nodes carrying one value (more than the nodes when there is no value): when fewer nodes
     than that fail the filters, every value's domain keeps a feasible node, so the domains the feasible
     nodes create are known without a pass over the nodes (:class:`IndexedScoreCounts`)."""
-    identity: bool = False
+    identity: bool
     """Node i carries value i (``codes`` is ``0..n-1``: a key every node has with a value of its own, as
     the hostname): spreading a per-value table over the nodes is then a copy of it, not a gather."""
-    order: IntArray | None = None
+    order: IntArray
     """The nodes sorted by ``filled`` (stable), so each domain's nodes are one run: per-domain totals are
     one ``add.reduceat`` over the gathered values, in integers (:meth:`totals`)."""
-    starts: IntArray | None = None
+    starts: IntArray
     """Where each non-empty run of ``order`` starts: every value's, then the nodes without the key's
     when there are any."""
 
@@ -339,8 +339,6 @@ class LabelCodes:
         n = self.codes.size
         if self.identity:
             out[:n] = per_node
-        elif self.order is None or self.starts is None:
-            out += np.rint(np.bincount(self.filled, weights=per_node, minlength=out.size)).astype(np.int64)
         elif n:
             out[:self.starts.size] = np.add.reduceat(np.asarray(per_node, dtype=np.int64).take(self.order),
                                                      self.starts)
