@@ -119,6 +119,9 @@ class Lowerer(ScalarLowering, LoopLowering, CallLowering):
                         rec = ctx.env[node_name]
                         if type(rec) is not Rec:
                             raise Poisoned("map read")
+                        hit = ctx.gathered.get((id(rec), ckey))  # Ctx.gather's cache hit, inline
+                        if hit is not None and hit[0] is rec:
+                            return hit[1]
                         return ctx.gather(rec, ckey)
 
                     return read_node_column
