@@ -102,6 +102,18 @@ score identity weight 1 normalize minmax
   let parts = [trunc(node.allocatable[r] * 100 / node.allocatable[r]) for r in ["cpu", "memory", "example.com/gpu"]
     where node.allocatable[r] > 0]
   value sum(s in parts: s) + max(s in parts: s) - min(s in parts: s, default 5) + len(parts)
+filter identity_sum
+  let parts = [100 - node.allocatable[r] for r in ["cpu", "example.com/gpu"] where node.allocatable[r] > 0]
+  reject "sum" when sum(s in parts: s) > 150
+filter identity_max
+  let parts = [100 - node.allocatable[r] for r in ["cpu", "example.com/gpu"] where node.allocatable[r] > 0]
+  reject "max" when max(s in parts: s, default 0) >= 100
+filter identity_min
+  let parts = [node.allocatable[r] - 100 for r in ["cpu", "example.com/gpu"] where node.allocatable[r] > 0]
+  reject "min" when min(s in parts: s, default 0) <= -100
+filter listed
+  let parts = [node.allocatable["cpu"] * 100 / node.requested["cpu"], node.allocatable["memory"] / 1000000]
+  reject "listed" when sum(s in parts: s) > 10000
 score failing weight 1 normalize minmax
   let parts = [trunc(node.allocatable[r] * 100 / node.requested[r]) for r in ["cpu", "memory"]
     where node.allocatable[r] > 0]
