@@ -133,3 +133,32 @@ filter overflow
   reject "inf" when float(node.allocatable["memory"])
     * 1.0e60 * 1.0e60 * 1.0e60 * 1.0e60 * 1.0e60 * 1.0e60 - 1.0e60 * 1.0e60 * 1.0e60 * 1.0e60 * 1.0e60 * 1.0e60 * 1.0e60 > 0.0
 '''), CLUSTER, PENDING)
+
+
+def test_a_pod_level_expression_read_twice_per_pod_is_evaluated_once_and_fails_twice() -> None:
+    """``pod.requests[r] / pod.requests["example.com/gpu"]`` (a division by zero for every pod here)
+    appears in both branches of an item and in two rules: the first evaluation's failure, kept for the
+    pod, must fail the other places too, on their own rows; a value kept for a pod must not leak into
+    the next pod's evaluation."""
+    agree(load('''
+score twice weight 1 normalize minmax
+  let parts = [if node.allocatable[r] > 2
+      then trunc(pod.requests[r] / pod.requests["example.com/gpu"] + node.requested[r])
+      else trunc(pod.requests[r] / pod.requests["example.com/gpu"] - node.requested[r])
+    for r in ["cpu", "memory"]]
+  value sum(s in parts: s) / 1000000
+score again weight 1 normalize minmax
+  let parts = [trunc(pod.requests[r] / pod.requests["example.com/gpu"] - node.requested[r])
+    for r in ["cpu", "memory"] where node.allocatable[r] > 2]
+  value sum(s in parts: s) / 1000000
+score once_per_pod weight 1 normalize minmax
+  let parts = [trunc(pod.requests[r] / (pod.requests["example.com/gpu"] + 1) - node.requested[r])
+    for r in ["cpu", "memory"] where node.allocatable[r] > 2]
+  value sum(s in parts: s) / 1000000
+'''), CLUSTER, PENDING)
+    agree(load('''
+filter twice
+  reject each ["x " + r for r in ["cpu", "memory"]
+    where node.allocatable[r] > 1 and pod.requests[r] / pod.requests["example.com/gpu"] > node.requested[r]]
+  reject "again" when pod.requests["cpu"] / pod.requests["example.com/gpu"] > node.requested["cpu"]
+'''), CLUSTER, PENDING)
