@@ -272,10 +272,17 @@ class LoopLowering(LowerBase):
                 except Poisoned:
                     out.append((False, ictx, err_or(err, mask_array(mask, ctx.m).copy()), value))
                     continue
-                wm, werr = ops.mask_of(w)
-                err = err_or(err, restrict(werr, mask))
-                mask = mask_and(mask, wm)
-                hits = count_nonzero(mask) if isinstance(mask, np.ndarray) else -1
+                # ops.mask_of, restrict and mask_and inline: a where is a bool constant or column
+                wm: Mask
+                werr: Bools | None
+                if type(w) is Const:
+                    wm, werr = bool(w.value), None
+                else:
+                    wm, werr = ops.mask_of(w)
+                if werr is not None:
+                    err = err_or(err, restrict(werr, mask))
+                mask = wm if mask is True else mask_and(mask, wm)
+                hits = count_nonzero(mask) if type(mask) is np.ndarray else -1
                 if mask is False or hits == 0:
                     if err is not None:
                         out.append((False, ictx, err, value))

@@ -56,7 +56,17 @@ class ScalarLowering(LowerBase):
         ta, tb, tr = self.type_of(e.left), self.type_of(e.right), self.type_of(e)
         if op in ("and", "or"):
             a, b = self.expr(e.left, scope, level), self.expr(e.right, scope, level)
-            return lambda ctx: ops.logical(op, a(ctx), lambda: b(ctx), ctx.m)
+            is_and = op == "and"
+
+            def logical(ctx: Ctx) -> Value:
+                va = a(ctx)
+                if type(va) is Const:  # ops.logical's constant case inline: b decides, or is never reached
+                    if is_and:
+                        return b(ctx) if va.value else Const(False)
+                    return Const(True) if va.value else b(ctx)
+                return ops.logical(op, va, lambda: b(ctx), ctx.m)
+
+            return logical
         if op in ("in", "not in"):
             member = self._member(e, ta, tb, scope, level)
             if op == "in":
