@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from policyscheduler.evaluation.vector import ops
-from policyscheduler.evaluation.vector.values import INT_GUARD, Const, Poisoned
+from policyscheduler.evaluation.vector.values import INT_GUARD, Const, Poisoned, quantity_to_float
 from tests.evaluation.policies import load
 from tests.evaluation.vector.test_vector_backend import CLUSTER, PENDING, agree, node, pod
 
@@ -162,3 +162,19 @@ filter twice
     where node.allocatable[r] > 1 and pod.requests[r] / pod.requests["example.com/gpu"] > node.requested[r]]
   reject "again" when pod.requests["cpu"] / pod.requests["example.com/gpu"] > node.requested["cpu"]
 '''), CLUSTER, PENDING)
+
+
+def test_float_of_an_exact_quantity_column_is_python_s_correctly_rounded_quotient() -> None:
+    """``float(q)`` of numerators and denominators below 2**53, per-row or one denominator, equals
+    ``float(Fraction)`` on every row (one IEEE division of exact operands)."""
+    rng = random.Random(5)
+    n = np.array([rng.randrange(-(2**53) + 1, 2**53) for _ in range(500)], dtype=np.int64)
+    d = np.array([rng.randrange(1, 2**53) for _ in range(500)], dtype=np.int64)
+    bound = float(np.abs(n).max())
+    got, err = quantity_to_float(n, d, bound)
+    assert err is None
+    assert got.tolist() == [float(Fraction(int(a), int(b))) for a, b in zip(n.tolist(), d.tolist())]
+    for den in (3, 200, 2**53 - 1):
+        got, err = quantity_to_float(n, den, bound)
+        assert err is None
+        assert got.tolist() == [float(Fraction(int(a), den)) for a in n.tolist()]
