@@ -118,7 +118,7 @@ def _int_arith(op: str, a: Value, b: Value) -> Col:
     elif _positive(y) and _nonnegative(x):
         # Go's / and % truncate toward zero; on a dividend >= 0 and a divisor > 0 (a mean: a sum over a
         # count) that is numpy's floor division itself, without the signs taken off and put back
-        r, e, bound = (x // y if op == "/" else x % y), None, ba
+        r, e, bound = _floor_div_mod(op, x, y), None, ba
     else:
         zero = y == 0
         e = _nz(zero)
@@ -134,6 +134,17 @@ def _int_arith(op: str, a: Value, b: Value) -> Col:
             r = np.where(x < 0, -rem, rem)
             bound = ba
     return Col("int", r, err_or(ex, ey, e), 1, bound)
+
+
+def _floor_div_mod(op: str, x: Any, y: Any) -> Any:
+    """``x // y`` (op ``/``) or ``x % y`` of a dividend >= 0 and a divisor > 0. By one divisor that is a
+    power of two (a mean of two parts) the shift and the mask give the same integers, without numpy's
+    int64 division (several times slower than a shift per row)."""
+    if type(x) is np.ndarray and type(y) is not np.ndarray:
+        k = int(y)
+        if k & (k - 1) == 0:
+            return x >> (k.bit_length() - 1) if op == "/" else x & (k - 1)
+    return x // y if op == "/" else x % y
 
 
 def _positive(x: Any) -> bool:

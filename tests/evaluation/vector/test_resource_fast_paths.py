@@ -178,3 +178,21 @@ def test_float_of_an_exact_quantity_column_is_python_s_correctly_rounded_quotien
         got, err = quantity_to_float(n, den, bound)
         assert err is None
         assert got.tolist() == [float(Fraction(int(a), den)) for a in n.tolist()]
+
+
+@pytest.mark.parametrize("k", [1, 2, 4, 1024, 2**62, 3, 6, 100])
+def test_division_of_non_negative_ints_by_a_power_of_two_shifts_to_the_same_integers(k: int) -> None:
+    rng = np.random.default_rng(k)
+    x = rng.integers(0, 2**63 - 1, 2000, dtype=np.int64)
+    x[:4] = [0, 1, 2**63 - 1, k]
+    for y in (k, np.int64(k)):
+        assert ops._floor_div_mod("/", x, y).tolist() == [v // k for v in x.tolist()]
+        assert ops._floor_div_mod("%", x, y).tolist() == [v % k for v in x.tolist()]
+
+
+def test_means_and_remainders_of_node_ints_by_powers_of_two_agree() -> None:
+    agree(load('''
+score halves weight 1 normalize minmax
+  value node.pod_count / 2 + node.pod_count % 4 + (node.pod_count + 5) / 1 + node.pod_count / 3
+    + (node.pod_count - 2) / 2 + (node.pod_count - 2) % 2
+'''), CLUSTER, PENDING)
