@@ -67,7 +67,7 @@ class Lowerer(ScalarLowering, LoopLowering, CallLowering):
 
     def pod_level(self, e: ast.Expr) -> Fn:
         """:meth:`~.base.LowerBase.pod_level`, evaluated once per pod for every expression of the same
-        shape reading only ``pod``, ``cluster`` and names known at lowering (``pod.requests[r]`` for
+        shape and type reading only ``pod``, ``cluster`` and names known at lowering (``pod.requests[r]`` for
         ``r`` = "cpu", in the item of a filter's loop, of its ``where`` and of two score rules): the
         first evaluation's value -- or failure -- is kept in the pod's state for the others. The same
         closure on the same frame with a fresh step budget each time cannot give another answer."""
@@ -79,7 +79,8 @@ class Lowerer(ScalarLowering, LoopLowering, CallLowering):
         if not known <= self.known.keys():
             return fn
         try:
-            shape = (_shape(e), tuple(sorted((n, type(self.known[n]).__name__, self.known[n]) for n in known)))
+            shape = (_shape(e), repr(self.type_of(e)),
+                     tuple(sorted((n, type(self.known[n]).__name__, self.known[n]) for n in known)))
             key = _POD_KEYS.get(shape)
         except TypeError:  # an unhashable known value (a list): left per evaluation
             return fn
