@@ -650,6 +650,9 @@ class TermIndex:
         # (kind, namespace, labels as read) -> (shape then, the terms matched)
         self._matched: tuple[dict[tuple[Any, ...], tuple[int, frozenset[PodAffinityTerm]]], ...] = tuple(
             {} for _ in TERM_KINDS)
+        # per kind, a label value -> the remembered read keys holding it (what a term change forgets is
+        # found from its values, not by testing every key: :meth:`_terms_changed`)
+        self._holding: tuple[dict[str, set[tuple[Any, ...]]], ...] = tuple({} for _ in TERM_KINDS)
         # the read key :meth:`recall` made last, as (kind, labels, namespace, shape then, key): the
         # :meth:`remember` after a miss takes it instead of reading the labels again (once: it is dropped)
         self._last_read: tuple[int, Mapping[str, str], str, int, tuple[Any, ...]] | None = None
@@ -726,8 +729,9 @@ class TermIndex:
     def forget_matched(self) -> None:
         """Drop the terms remembered as matched (:meth:`remember`): namespace labels changed, which the
         terms' namespace selectors read."""
-        for matched in self._matched:
+        for matched, holding in zip(self._matched, self._holding):
             matched.clear()
+            holding.clear()
 
     def _read_key(self, kind: int, labels: Mapping[str, str], namespace: str) -> tuple[Any, ...]:
         """The pod's labels as the kind's terms read them (see ``_reads``): per key read, the value when a
@@ -744,8 +748,10 @@ class TermIndex:
         caller matched every candidate): pods reading alike (:meth:`_read_key`) match the same terms
         while the kind keeps its distinct terms and the namespaces their labels."""
         matched = self._matched[kind]
+        holding = self._holding[kind]
         if len(matched) >= _MEMO_MAX * 4:
             matched.clear()
+            holding.clear()
         shape = self._shape[kind]
         last = self._last_read
         self._last_read = None
@@ -753,6 +759,14 @@ class TermIndex:
             key = last[4]  # recall read these very labels under the same reads just before
         else:
             key = self._read_key(kind, labels, namespace)
+        if key not in matched:
+            for value in key[2:]:
+                if type(value) is str:
+                    found = holding.get(value)
+                    if found is None:
+                        holding[value] = {key}
+                    else:
+                        found.add(key)
         matched[key] = (shape, terms)
 
     def recall(self, kind: int, labels: Mapping[str, str], namespace: str) -> tuple[frozenset[PodAffinityTerm], Any] | None:
@@ -841,10 +855,23 @@ class TermIndex:
         matched = self._matched[kind]
         if not matched:
             return
-        stale = [key for key in matched
-                 if not flipped.isdisjoint(key[2:]) or all(not s.isdisjoint(key[2:]) for s in narrowing)]
+        holding = self._holding[kind]
+        stale: set[tuple[Any, ...]] = set()
+        for value in flipped:
+            stale.update(holding.get(value, ()))
+        for value in min(narrowing, key=len):  # a key to forget holds one of these (and one of every set)
+            for key in holding.get(value, ()):
+                if all(not s.isdisjoint(key[2:]) for s in narrowing):
+                    stale.add(key)
         for key in stale:
-            del matched[key]
+            matched.pop(key, None)
+            for value in key[2:]:
+                if type(value) is str:
+                    found = holding.get(value)
+                    if found is not None:
+                        found.discard(key)
+                        if not found:
+                            del holding[value]
 
     def table(self, kind: int) -> TermSlots:
         """The terms of one kind with their per-slot counts or weights (read-only)."""
@@ -1000,6 +1027,7 @@ class TermIndex:
             self._reads[kind].clear()
             self._shape[kind] += 1
             self._matched[kind].clear()
+            self._holding[kind].clear()
         self._memo.clear()
         self._last_read = None
 
