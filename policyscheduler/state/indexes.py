@@ -644,9 +644,18 @@ class TermIndex:
         # when they agree on these keys, on the values mentioned (any other value passes or fails each
         # requirement alike): :meth:`recall`.
         self._reads: tuple[dict[str, dict[str | None, int]], ...] = tuple({} for _ in TERM_KINDS)
-        self._shape = [0] * len(TERM_KINDS)  # bumped when a kind gains or loses a distinct term (or a family)
+        # bumped when the kind's reads change their label keys, or a term joins or leaves whose matching pods
+        # cannot be told by a label value (see :meth:`_terms_changed`)
+        self._shape = [0] * len(TERM_KINDS)
         # (kind, namespace, labels as read) -> (shape then, the terms matched)
-        self._matched: dict[tuple[Any, ...], tuple[int, frozenset[PodAffinityTerm]]] = {}
+        self._matched: tuple[dict[tuple[Any, ...], tuple[int, frozenset[PodAffinityTerm]]], ...] = tuple(
+            {} for _ in TERM_KINDS)
+        # per kind, a label value -> the remembered read keys holding it (what a term change forgets is
+        # found from its values, not by testing every key: :meth:`_terms_changed`)
+        self._holding: tuple[dict[str, set[tuple[Any, ...]]], ...] = tuple({} for _ in TERM_KINDS)
+        # the read key :meth:`recall` made last, as (kind, labels, namespace, shape then, key): the
+        # :meth:`remember` after a miss takes it instead of reading the labels again (once: it is dropped)
+        self._last_read: tuple[int, Mapping[str, str], str, int, tuple[Any, ...]] | None = None
         # term -> (the label codes of its topology key, its per-slot values summed per domain of them, the
         # nodes without the key last): made when a pod first matches the term (:meth:`domain_sums`), then
         # kept exact per change like the tables, so a memo built again costs an addition per term
@@ -720,7 +729,9 @@ class TermIndex:
     def forget_matched(self) -> None:
         """Drop the terms remembered as matched (:meth:`remember`): namespace labels changed, which the
         terms' namespace selectors read."""
-        self._matched.clear()
+        for matched, holding in zip(self._matched, self._holding):
+            matched.clear()
+            holding.clear()
 
     def _read_key(self, kind: int, labels: Mapping[str, str], namespace: str) -> tuple[Any, ...]:
         """The pod's labels as the kind's terms read them (see ``_reads``): per key read, the value when a
@@ -736,17 +747,38 @@ class TermIndex:
         """``terms`` are the terms of ``kind`` a pod of ``namespace`` with ``labels`` matches (the
         caller matched every candidate): pods reading alike (:meth:`_read_key`) match the same terms
         while the kind keeps its distinct terms and the namespaces their labels."""
-        if len(self._matched) >= _MEMO_MAX * 4:
-            self._matched.clear()
-        self._matched[self._read_key(kind, labels, namespace)] = (self._shape[kind], terms)
+        matched = self._matched[kind]
+        holding = self._holding[kind]
+        if len(matched) >= _MEMO_MAX * 4:
+            matched.clear()
+            holding.clear()
+        shape = self._shape[kind]
+        last = self._last_read
+        self._last_read = None
+        if last is not None and last[1] is labels and last[0] == kind and last[2] == namespace and last[3] == shape:
+            key = last[4]  # recall read these very labels under the same reads just before
+        else:
+            key = self._read_key(kind, labels, namespace)
+        if key not in matched:
+            for value in key[2:]:
+                if type(value) is str:
+                    found = holding.get(value)
+                    if found is None:
+                        holding[value] = {key}
+                    else:
+                        found.add(key)
+        matched[key] = (shape, terms)
 
     def recall(self, kind: int, labels: Mapping[str, str], namespace: str) -> tuple[frozenset[PodAffinityTerm], Any] | None:
         """(the terms of ``kind`` the pod matches, their memoised value) when a pod reading alike was
         remembered since the kind last changed its distinct terms; the value is None for no terms and
         when it is not memoised or no longer valid (:meth:`memo`: build it again from the same terms).
         None when not known: match the candidates then."""
-        hit = self._matched.get(self._read_key(kind, labels, namespace))
-        if hit is None or hit[0] != self._shape[kind]:
+        key = self._read_key(kind, labels, namespace)
+        shape = self._shape[kind]
+        hit = self._matched[kind].get(key)
+        if hit is None or hit[0] != shape:
+            self._last_read = (kind, labels, namespace, shape, key)
             return None
         terms = hit[1]
         if not terms:
@@ -760,25 +792,86 @@ class TermIndex:
             return terms, found[1]
         return terms, None
 
-    def _reads_change(self, kind: int, term: PodAffinityTerm, by: int) -> None:
-        """Count the requirements of a term that joined (``by`` 1) or left (-1) into the kind's reads."""
-        self._shape[kind] += 1
+    def _reads_change(self, kind: int, term: PodAffinityTerm, by: int) -> tuple[bool, set[str]]:
+        """Count the requirements of a term that joined (``by`` 1) or left (-1) into the kind's reads.
+
+        Returns (whether a label key joined or left the reads -- the read keys' layout changed --, the
+        values that became or stopped being mentioned: the pods carrying them read otherwise now)."""
         sel = term._selector
         if sel is None:
-            return
+            return False, set()
         reads = self._reads[kind]
+        layout = False
+        flipped: set[str] = set()
         for req in sel.requirements:
             mentioned = reads.get(req.key)
             if mentioned is None:
                 mentioned = reads[req.key] = {}
+                layout = True
             for value in (None, *req.values):
                 n = mentioned.get(value, 0) + by
                 if n:
+                    if value is not None and value not in mentioned:
+                        flipped.add(value)
                     mentioned[value] = n
                 else:
                     del mentioned[value]
+                    if value is not None:
+                        flipped.add(value)
             if not mentioned:
                 del reads[req.key]
+                layout = True
+        return layout, flipped
+
+    def _narrowing(self, kind: int, term: PodAffinityTerm) -> tuple[frozenset[str], ...] | None:
+        """Sets of label values such that every pod whose candidate terms change when ``term`` joins or
+        leaves the kind carries a value of each set (asked before a join, after a leave); None when there
+        is none. A family member's, when its family stays: its NotIn values (the pods carrying one match
+        its exclusion; the stand-in is unchanged). Any other term's: the values of each of its In
+        requirements (matchLabels are In requirements): the pods matching it carry one of each."""
+        sel = term._selector
+        if sel is None:
+            return None
+        split = _not_in_split(term)
+        if split is not None:
+            return (split[1].values,) if split[0] in self._families[kind] else None
+        found = tuple(req.values for req in sel.requirements if req.operator == "In")
+        return found or None
+
+    def _terms_changed(self, kind: int, narrowing: tuple[frozenset[str], ...] | None, layout: bool,
+                       flipped: set[str]) -> None:
+        """Forget what :meth:`remember` filed that a term joining or leaving makes wrong.
+
+        A remembered pod's terms change only if it carries a value of each ``narrowing`` set; a pod's
+        read key reads otherwise only if it carries a ``flipped`` value. Both show in the read key (each
+        such value is mentioned before or after the change, and the read key holds a mentioned value as
+        it is), so forgetting the keys that hold one value of every narrowing set, or a flipped value,
+        keeps every other key exact -- unless the layout of the read keys changed (a label key joined or
+        left the reads) or there is no narrowing: then the kind's shape is bumped (all is forgotten)."""
+        self._last_read = None
+        if narrowing is None or layout:
+            self._shape[kind] += 1
+            return
+        matched = self._matched[kind]
+        if not matched:
+            return
+        holding = self._holding[kind]
+        stale: set[tuple[Any, ...]] = set()
+        for value in flipped:
+            stale.update(holding.get(value, ()))
+        for value in min(narrowing, key=len):  # a key to forget holds one of these (and one of every set)
+            for key in holding.get(value, ()):
+                if all(not s.isdisjoint(key[2:]) for s in narrowing):
+                    stale.add(key)
+        for key in stale:
+            matched.pop(key, None)
+            for value in key[2:]:
+                if type(value) is str:
+                    found = holding.get(value)
+                    if found is not None:
+                        found.discard(key)
+                        if not found:
+                            del holding[value]
 
     def table(self, kind: int) -> TermSlots:
         """The terms of one kind with their per-slot counts or weights (read-only)."""
@@ -837,9 +930,11 @@ class TermIndex:
         per_slot = table.get(term)
         if per_slot is None:
             per_slot = table[term] = {}
-            self._reads_change(kind, term, 1)
+            narrowing = self._narrowing(kind, term)
+            layout, flipped = self._reads_change(kind, term, 1)
             if term._selector is not None:
                 self._join(kind, term)
+            self._terms_changed(kind, narrowing, layout, flipped)
         n = per_slot.get(slot, 0) + by
         if n:
             per_slot[slot] = n
@@ -867,9 +962,10 @@ class TermIndex:
             del table[term]
             del stamps[term]
             domains.pop(term, None)
-            self._reads_change(kind, term, -1)
+            layout, flipped = self._reads_change(kind, term, -1)
             if term._selector is not None:
                 self._leave(kind, term)
+            self._terms_changed(kind, self._narrowing(kind, term), layout, flipped)
 
     def _join(self, kind: int, term: PodAffinityTerm) -> None:
         """A term with a selector is carried by a placed pod again: file it, or its family."""
@@ -930,8 +1026,10 @@ class TermIndex:
             self._domains[kind].clear()
             self._reads[kind].clear()
             self._shape[kind] += 1
+            self._matched[kind].clear()
+            self._holding[kind].clear()
         self._memo.clear()
-        self._matched.clear()
+        self._last_read = None
 
 
 def _domain_add(domains: dict[PodAffinityTerm, tuple[LabelCodes, IntArray]], term: PodAffinityTerm, slot: int,

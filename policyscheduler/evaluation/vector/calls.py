@@ -86,27 +86,35 @@ class CallLowering(LowerBase):
 
         only_key = (name,)
         only_arg = args[0] if only_node else None
+        # the positions of the node arguments and of the others, split once, here
+        node_ix = tuple(node_params)
+        other_ix = tuple(i for i in range(len(args)) if i not in node_set)
 
         def column(ctx: Ctx) -> Value:
             if only_arg is not None:  # cluster.NAME(node): one Rec, the key known here
-                node = only_arg(ctx)
-                if type(node) is not Rec:
+                first_node = only_arg(ctx)
+                if type(first_node) is not Rec:
                     raise Poisoned("cluster column arguments")
-                vals: list[Value] = [node]
-                nodes: list[Value] = vals
                 others: list[Value] = []
                 key: tuple[Any, ...] = only_key
             else:
                 vals = [a(ctx) for a in args]
-                nodes = [v for i, v in enumerate(vals) if i in node_set]
-                others = [v for i, v in enumerate(vals) if i not in node_set]
-                if not all(isinstance(v, Rec) for v in nodes) or not all(isinstance(v, Const) for v in others):
-                    raise Poisoned("cluster column arguments")
+                others = [vals[i] for i in other_ix]
+                for i in node_ix:
+                    if not isinstance(vals[i], Rec):
+                        raise Poisoned("cluster column arguments")
+                for v in others:
+                    if not isinstance(v, Const):
+                        raise Poisoned("cluster column arguments")
+                first_node = vals[node_ix[0]]
+                if len(node_ix) > 1:
+                    rows0 = first_node.rows  # type: ignore[union-attr]
+                    if any(vals[i].rows is not rows0 and not np.array_equal(vals[i].rows, rows0)  # type: ignore[union-attr]
+                           for i in node_ix):
+                        raise Poisoned("two different nodes")
                 key = (name, *[id(v.value) for v in others])  # type: ignore[union-attr]
-            rows = nodes[0].rows  # type: ignore[union-attr]
-            if len(nodes) > 1 and any(v.rows is not rows and not np.array_equal(v.rows, rows)  # type: ignore[union-attr]
-                                      for v in nodes):
-                raise Poisoned("two different nodes")
+            assert isinstance(first_node, Rec)
+            rows = first_node.rows
             state = ctx.state
             cluster = state.cluster
             hit = state.cluster_columns.get(key)
@@ -131,16 +139,17 @@ class CallLowering(LowerBase):
                 state.cluster_columns[key] = (full, argv, same)
             if state.recording is not None:
                 state.recording.append((name, argv, same))
-            if isinstance(full, Const):
+            if type(full) is Const:
                 return full
-            if isinstance(full, Col):
-                return nodes[0].gather(full)  # type: ignore[union-attr]
+            if type(full) is Col:
+                return first_node.gather(full)
             objects = state.tables.nodes.objects
             uniq, inv = np.unique(rows, return_inverse=True)
             out: list[Any] = []
             bad: list[bool] = []
             for r in uniq.tolist():
-                call = [objects[r] if i in node_params else v.value for i, v in enumerate(vals)]  # type: ignore[union-attr]
+                rest = iter(argv)
+                call = [objects[r] if i in node_set else next(rest) for i in range(len(args))]
                 try:
                     out.append(fn(cluster, *call))
                     bad.append(False)
@@ -337,8 +346,10 @@ def _uniform_or_col(kind: str, data: Any) -> Value:
     if kind == "bool" and data.dtype != np.bool_:
         data = data.astype(np.bool_)  # the storage builtins' columns are 0 / 1 (Cluster.column is int64)
     if data.size and kind in ("int", "bool"):
-        if not count_nonzero(data):  # the usual uniform column: zeros (one pass)
-            return Const(0 if kind == "int" else False)
+        # bool: zeros told in one pass; int: the two passes below tell zeros too (a column built here is
+        # seldom all zeros: Cluster.uniform told most of those without building them)
+        if kind == "bool" and not count_nonzero(data):
+            return Const(False)
         lo, hi = amin(data), amax(data)
         if lo == hi:
             return Const(int(lo) if kind == "int" else bool(lo))
