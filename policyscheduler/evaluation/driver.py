@@ -36,7 +36,7 @@ import numpy.typing as npt
 
 from policyscheduler.compiler.closures import POD_STEP_BUDGET, set_allowance
 from policyscheduler.diagnostics import PolicyRuntimeError
-from policyscheduler.evaluation.arrays import count_nonzero, filled, positions
+from policyscheduler.evaluation.arrays import count_nonzero, every_slot, filled, positions
 from policyscheduler.evaluation.decision import (
     FEASIBLE,
     Decision,
@@ -325,7 +325,7 @@ class Driver:
         run = self.backend.start(policy_set, snapshot, pod_rec, cluster)
         codes: Codes = filled(n, -1, np.int32)
         table: list[NodeVerdict] = []
-        active: Indexes = np.arange(n, dtype=np.int64)
+        active: Indexes = every_slot(n)
         every_node: list[FilterError] = []  # filters whose pod-level clauses failed: every node reaching them
         if rejected:
             held = np.array(sorted(i for i in rejected if 0 <= i < n), dtype=np.int64)
@@ -350,7 +350,7 @@ class Driver:
         filter_errors = _filter_errors(names, codes, table, every_node, policy_set.filters)
         if active.size == 0:
             return _unschedulable(key, names, codes, table, digest, filter_errors)
-        _set_feasible(cluster, active, n, names)  # kube's PreScore sees the filtered nodes
+        _set_feasible(cluster, active, codes, names)  # kube's PreScore sees the filtered nodes
 
         # 3. Score: raw values rule by rule. A failure (or a value the mode cannot take) costs the node
         #    this rule's points and is recorded; it never makes the node infeasible.
@@ -547,16 +547,15 @@ def _pre_filter(rules: Sequence[tuple[FilterRule, bool, bool, int]],
     return filters, None
 
 
-def _set_feasible(cluster: Cluster, active: Indexes, n: int, names: list[str]) -> None:
+def _set_feasible(cluster: Cluster, active: Indexes, codes: Codes, names: list[str]) -> None:
     """Hand the feasible nodes to the context: one boolean per slot when it takes a mask (no per-node
-    Python), else their names."""
+    Python), else their names. The mask is ``codes < 0``: a node leaves ``active`` exactly when it gets
+    a verdict code, so one comparison gives it (no scatter of thousands of indexes)."""
     by_mask = getattr(cluster, "set_feasible_mask", None)
     if by_mask is None:
         cluster.set_feasible([names[i] for i in active.tolist()])
         return
-    mask = np.zeros(n, dtype=np.bool_)
-    mask[active] = True
-    by_mask(mask)
+    by_mask(codes < 0)
 
 
 def _intern(table: list[NodeVerdict], verdict: NodeVerdict) -> int:
