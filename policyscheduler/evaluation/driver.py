@@ -165,7 +165,8 @@ class _Scored(NamedTuple):
     failed: list[str | None] | None
     any_ignored: bool
     bounds: tuple[int, int] | None
-    """(min, max) of ``raw`` when every node takes part and the values suit the normalisation, else None."""
+    """(min, max) of ``raw`` when every node takes part and the values suit the normalisation, else None;
+    the min may be 0 instead for the modes that do not read it (see :func:`_raw_bounds`)."""
 
 
 class _NodeNames:
@@ -380,9 +381,9 @@ class Driver:
             if not (any_ignored or any_failed) and raw.dtype == np.int64 and raw.size:
                 # the common case: every feasible node takes part; its bounds serve the checks and the
                 # normalisation alike
-                lo, hi = int(_MIN(raw)), int(_MAX(raw))
-                if _bounds_ok(srule.normalize, lo, hi):
-                    scored.append(_Scored(srule, raw, ignored, None, False, (lo, hi)))
+                bounds = _raw_bounds(srule.normalize, raw)
+                if bounds is not None:
+                    scored.append(_Scored(srule, raw, ignored, None, False, bounds))
                     continue
             usable = None if not (any_ignored or any_failed) else (out.errors < 0) & ~ignored
             bad = _mode_bad(srule.normalize, raw, usable)
@@ -575,6 +576,28 @@ def _record(codes: Codes, table: list[NodeVerdict], active: Indexes, out_codes: 
     codes[active[at]] = out_codes[at] + len(table)
     table.extend(verdicts)
     return active[np.logical_not(bad, out=bad)]
+
+
+_NO_MIN = frozenset({"none", "scale", "reverse"})
+"""The normalisations whose arithmetic reads the largest raw value only, and need every value >= 0."""
+_INT64_MAX = 2**63 - 1
+
+
+def _raw_bounds(mode: str, raw: npt.NDArray[np.int64]) -> tuple[int, int] | None:
+    """The bounds :func:`~.normalize.normalize_bounded` takes for the int64 values ``raw`` (not empty), or
+    None when some value does not suit ``mode`` (see :func:`_bounds_ok`).
+
+    (min, max) for ``minmax`` and ``spread``. For the modes of :data:`_NO_MIN` (0, max) from a single pass:
+    read as unsigned, a negative value is larger than every non-negative one, so the largest unsigned
+    value is the max when no value is negative and is above ``2**63 - 1`` when one is; 0 <= min, and
+    0 == max only when every value is 0, which is what normalize_bounded asks of ``lo``."""
+    if mode in _NO_MIN:
+        top = int(_MAX(raw.view(np.uint64)))
+        if top > _INT64_MAX or (mode == "none" and top > 100):
+            return None
+        return 0, top
+    lo, hi = int(_MIN(raw)), int(_MAX(raw))
+    return (lo, hi) if _bounds_ok(mode, lo, hi) else None
 
 
 def _bounds_ok(mode: str, lo: int, hi: int) -> bool:
