@@ -150,13 +150,15 @@ def normalize_bounded(mode: str, raws: npt.NDArray[np.int64], lo: int, hi: int) 
         if hi == 0:
             return raws
         out = raws * MAX_SCORE
-        out //= hi
+        if hi != 1:  # (a count of 0 or 1 -- an untolerated taint -- divides by 1: the slowest pass, for nothing)
+            out //= hi
         return out
     if mode == "reverse":
         if hi == 0:
             return filled(raws.size, MAX_SCORE, np.int64)
         out = raws * MAX_SCORE
-        out //= hi
+        if hi != 1:
+            out //= hi
         return np.subtract(MAX_SCORE, out, out=out)
     if mode == "minmax":
         # float(raw) - float(lo) is float(raw - lo): both operands are exact below 2**53 and an IEEE

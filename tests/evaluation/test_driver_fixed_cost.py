@@ -93,3 +93,11 @@ def test_feasible_mask_is_the_nodes_left_active() -> None:
         want = np.zeros(n, dtype=np.bool_)
         want[active] = True
         assert cluster.mask.dtype == np.bool_ and cluster.mask.tolist() == want.tolist()
+
+
+@pytest.mark.parametrize("mode", ["scale", "reverse"])
+def test_bounded_normalisation_of_zeros_and_ones(mode: str) -> None:
+    """Raw values of 0 and 1 (an untolerated taint counted per node): the division by 1 is skipped."""
+    raws = [0, 1, 1, 0, 1]
+    got = normalize_bounded(mode, np.array(raws, dtype=np.int64), 0, 1)
+    assert not isinstance(got, int) and got.tolist() == normalize(mode, raws)
