@@ -19,7 +19,7 @@ try:  # numpy >= 2
 except ImportError:  # pragma: no cover -- numpy 1.26
     from numpy.core.multiarray import count_nonzero as _count_nonzero  # type: ignore[no-redef]
 
-__all__ = ["all_true", "amax", "amin", "constant_array", "count_nonzero", "filled", "positions"]
+__all__ = ["all_true", "amax", "amin", "constant_array", "count_nonzero", "every_slot", "filled", "positions"]
 
 count_nonzero = _count_nonzero
 """``np.count_nonzero(x)`` (no ``axis``): the number of true / non-zero items of ``x``."""
@@ -66,3 +66,18 @@ def constant_array(size: int, dtype: Any, value: Any) -> npt.NDArray[Any]:
         arr = _CONSTANTS[key] = filled(size, value, dtype)
         arr.flags.writeable = False
     return arr[:size]
+
+
+_SLOTS: list[npt.NDArray[np.int64]] = []
+
+
+def every_slot(n: int) -> npt.NDArray[np.int64]:
+    """A read-only ``np.arange(n, dtype=np.int64)``, shared: the node set a pod starts from, asked for on
+    every pod (and again by the vector backend's wide runs), and the same from pod to pod while the
+    node count holds. Readers only index it (a write would raise)."""
+    if _SLOTS and _SLOTS[0].size == n:
+        return _SLOTS[0]
+    arr = np.arange(n, dtype=np.int64)
+    arr.flags.writeable = False
+    _SLOTS[:] = [arr]
+    return arr

@@ -36,7 +36,7 @@ import numpy.typing as npt
 
 from policyscheduler.compiler.closures import POD_STEP_BUDGET, set_allowance
 from policyscheduler.diagnostics import PolicyRuntimeError
-from policyscheduler.evaluation.arrays import count_nonzero, filled, positions
+from policyscheduler.evaluation.arrays import count_nonzero, every_slot, filled, positions
 from policyscheduler.evaluation.decision import (
     FEASIBLE,
     Decision,
@@ -165,7 +165,8 @@ class _Scored(NamedTuple):
     failed: list[str | None] | None
     any_ignored: bool
     bounds: tuple[int, int] | None
-    """(min, max) of ``raw`` when every node takes part and the values suit the normalisation, else None."""
+    """(min, max) of ``raw`` when every node takes part and the values suit the normalisation, else None;
+    the min may be 0 instead for the modes that do not read it (see :func:`_raw_bounds`)."""
 
 
 class _NodeNames:
@@ -325,7 +326,7 @@ class Driver:
         run = self.backend.start(policy_set, snapshot, pod_rec, cluster)
         codes: Codes = filled(n, -1, np.int32)
         table: list[NodeVerdict] = []
-        active: Indexes = np.arange(n, dtype=np.int64)
+        active: Indexes = every_slot(n)
         every_node: list[FilterError] = []  # filters whose pod-level clauses failed: every node reaching them
         if rejected:
             held = np.array(sorted(i for i in rejected if 0 <= i < n), dtype=np.int64)
@@ -350,7 +351,7 @@ class Driver:
         filter_errors = _filter_errors(names, codes, table, every_node, policy_set.filters)
         if active.size == 0:
             return _unschedulable(key, names, codes, table, digest, filter_errors)
-        _set_feasible(cluster, active, n, names)  # kube's PreScore sees the filtered nodes
+        _set_feasible(cluster, active, codes, names)  # kube's PreScore sees the filtered nodes
 
         # 3. Score: raw values rule by rule. A failure (or a value the mode cannot take) costs the node
         #    this rule's points and is recorded; it never makes the node infeasible.
@@ -380,9 +381,9 @@ class Driver:
             if not (any_ignored or any_failed) and raw.dtype == np.int64 and raw.size:
                 # the common case: every feasible node takes part; its bounds serve the checks and the
                 # normalisation alike
-                lo, hi = int(_MIN(raw)), int(_MAX(raw))
-                if _bounds_ok(srule.normalize, lo, hi):
-                    scored.append(_Scored(srule, raw, ignored, None, False, (lo, hi)))
+                bounds = _raw_bounds(srule.normalize, raw)
+                if bounds is not None:
+                    scored.append(_Scored(srule, raw, ignored, None, False, bounds))
                     continue
             usable = None if not (any_ignored or any_failed) else (out.errors < 0) & ~ignored
             bad = _mode_bad(srule.normalize, raw, usable)
@@ -547,16 +548,15 @@ def _pre_filter(rules: Sequence[tuple[FilterRule, bool, bool, int]],
     return filters, None
 
 
-def _set_feasible(cluster: Cluster, active: Indexes, n: int, names: list[str]) -> None:
+def _set_feasible(cluster: Cluster, active: Indexes, codes: Codes, names: list[str]) -> None:
     """Hand the feasible nodes to the context: one boolean per slot when it takes a mask (no per-node
-    Python), else their names."""
+    Python), else their names. The mask is ``codes < 0``: a node leaves ``active`` exactly when it gets
+    a verdict code, so one comparison gives it (no scatter of thousands of indexes)."""
     by_mask = getattr(cluster, "set_feasible_mask", None)
     if by_mask is None:
         cluster.set_feasible([names[i] for i in active.tolist()])
         return
-    mask = np.zeros(n, dtype=np.bool_)
-    mask[active] = True
-    by_mask(mask)
+    by_mask(codes < 0)
 
 
 def _intern(table: list[NodeVerdict], verdict: NodeVerdict) -> int:
@@ -576,6 +576,28 @@ def _record(codes: Codes, table: list[NodeVerdict], active: Indexes, out_codes: 
     codes[active[at]] = out_codes[at] + len(table)
     table.extend(verdicts)
     return active[np.logical_not(bad, out=bad)]
+
+
+_NO_MIN = frozenset({"none", "scale", "reverse"})
+"""The normalisations whose arithmetic reads the largest raw value only, and need every value >= 0."""
+_INT64_MAX = 2**63 - 1
+
+
+def _raw_bounds(mode: str, raw: npt.NDArray[np.int64]) -> tuple[int, int] | None:
+    """The bounds :func:`~.normalize.normalize_bounded` takes for the int64 values ``raw`` (not empty), or
+    None when some value does not suit ``mode`` (see :func:`_bounds_ok`).
+
+    (min, max) for ``minmax`` and ``spread``. For the modes of :data:`_NO_MIN` (0, max) from a single pass:
+    read as unsigned, a negative value is larger than every non-negative one, so the largest unsigned
+    value is the max when no value is negative and is above ``2**63 - 1`` when one is; 0 <= min, and
+    0 == max only when every value is 0, which is what normalize_bounded asks of ``lo``."""
+    if mode in _NO_MIN:
+        top = int(_MAX(raw.view(np.uint64)))
+        if top > _INT64_MAX or (mode == "none" and top > 100):
+            return None
+        return 0, top
+    lo, hi = int(_MIN(raw)), int(_MAX(raw))
+    return (lo, hi) if _bounds_ok(mode, lo, hi) else None
 
 
 def _bounds_ok(mode: str, lo: int, hi: int) -> bool:

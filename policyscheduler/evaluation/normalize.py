@@ -133,7 +133,11 @@ def normalize_bounded(mode: str, raws: npt.NDArray[np.int64], lo: int, hi: int) 
     has (the driver takes them for the raw-value checks): no second pass for them, and one int -- the
     score of every node -- when all the raw values are equal (then the rule cannot change the order
     of the nodes, and the driver adds one number instead of an array). Never copies ``raws`` for
-    ``none``: the caller must not write to the result."""
+    ``none``: the caller must not write to the result.
+
+    ``none``, ``scale`` and ``reverse`` do not read the minimum: for them ``lo`` may be any value between
+    0 and the minimum (the driver passes 0 and spares a pass over the nodes), as long as ``lo == hi`` only
+    when every raw value is ``lo``."""
     if lo == hi:
         return normalize(mode, [lo])[0]
     if max(hi, -lo) >= _EXACT:
@@ -146,13 +150,15 @@ def normalize_bounded(mode: str, raws: npt.NDArray[np.int64], lo: int, hi: int) 
         if hi == 0:
             return raws
         out = raws * MAX_SCORE
-        out //= hi
+        if hi != 1:  # (a count of 0 or 1 -- an untolerated taint -- divides by 1: the slowest pass, for nothing)
+            out //= hi
         return out
     if mode == "reverse":
         if hi == 0:
             return filled(raws.size, MAX_SCORE, np.int64)
         out = raws * MAX_SCORE
-        out //= hi
+        if hi != 1:
+            out //= hi
         return np.subtract(MAX_SCORE, out, out=out)
     if mode == "minmax":
         # float(raw) - float(lo) is float(raw - lo): both operands are exact below 2**53 and an IEEE

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from policyscheduler.evaluation.arrays import amax, amin, count_nonzero, filled, positions
+from policyscheduler.evaluation.arrays import amax, amin, count_nonzero, every_slot, filled, positions
 from policyscheduler.evaluation.driver import FilterOutcome, Indexes, ScoreOutcome
 from policyscheduler.evaluation.reference import ReferenceRun
 from policyscheduler.evaluation.vector.columns import Interner, Tables
@@ -122,7 +122,6 @@ class VectorRun:
         self._reuse = reuse
         self._frozen: dict[str, Any] = {}
         self._prints: dict[tuple[str, ...], Any] = {}
-        self._every: Indexes | None = None
 
     def _fingerprint(self, rule: Any, fields: tuple[str, ...] | None = None) -> Any:
         """The pod's values of the fields ``rule`` depends on (or of ``fields``), or None when its results
@@ -313,7 +312,8 @@ class VectorRun:
         (a copy per column per node set); on every slot it reads the columns as they are. When the subset
         is most of the nodes (the nodes left after the first filters, the feasible nodes the score rules
         run on) the extra rows cost less than the copies, and one array of every slot, the same object
-        for every rule of the pod, lets them share their gathered columns (``program._start``). Rows are
+        for every rule of the pod (:func:`~..arrays.every_slot`, shared read-only by every pod), lets them
+        share their gathered columns (``program._start``). Rows are
         independent, so the answers on ``idx`` are the ones a run on ``idx`` gives (an error on a row
         outside ``idx`` is dropped with the row; one that poisons the whole run sends ``idx`` to the
         reference, as it would have)."""
@@ -321,11 +321,7 @@ class VectorRun:
         m = int(idx.size)
         if m == n or 4 * m < 3 * n:
             return None
-        if self._every is None:
-            every = np.arange(n, dtype=np.int64)
-            every.flags.writeable = False
-            self._every = every
-        return self._every
+        return every_slot(n)
 
     def _row_keys(self, rule: Any, idx: Indexes) -> tuple[dict[Any, Any], list[Any]] | None:
         """The row memo of ``rule`` (:class:`.reuse.Rows`) and each row's key, or None when not memoised."""
