@@ -74,8 +74,7 @@ def _each_value(items: Iterable[tuple[Mask, Ctx, Bools | None, Fn | None]], m: i
     item's rows go to ``errors``; a poisoned item is then skipped, or yields ``poisoned()`` in its place
     when that is given. Without a function (``count``) only the presence is yielded."""
     for present, ictx, ierr, fn in items:
-        if ierr is not None:
-            errors.add(ierr)
+        errors.add(ierr)
         if present is False:
             continue
         if fn is None:
@@ -88,26 +87,8 @@ def _each_value(items: Iterable[tuple[Mask, Ctx, Bools | None, Fn | None]], m: i
             if poisoned is None:
                 continue
             v = poisoned()
-        verr = err_of(v)
-        if verr is not None:
-            errors.add(restrict(verr, present))
+        errors.add(restrict(err_of(v), present))
         yield present, v
-
-
-def _mlist_values(coll: MList, errors: _ErrorRows) -> list[tuple[Bools | Literal[True], Value]]:
-    """What :func:`_each_value` yields for a loop whose value is its own item (``sum(s in xs: s)``, no
-    ``where``) over an :class:`~.values.MList`: the present items themselves, with the list's and the
-    items' error rows -- without binding each item to run a body that only reads it back."""
-    errors.add(coll.err)
-    out: list[tuple[Bools | Literal[True], Value]] = []
-    for mask, v in coll.items:
-        if mask is False:
-            continue
-        verr = err_of(v)
-        if verr is not None:
-            errors.add(restrict(verr, mask))
-        out.append((mask, v))
-    return out
 
 
 @dataclasses.dataclass(frozen=True)
@@ -272,17 +253,10 @@ class LoopLowering(LowerBase):
                 except Poisoned:
                     out.append((False, ictx, err_or(err, mask_array(mask, ctx.m).copy()), value))
                     continue
-                # ops.mask_of, restrict and mask_and inline: a where is a bool constant or column
-                wm: Mask
-                werr: Bools | None
-                if type(w) is Const:
-                    wm, werr = bool(w.value), None
-                else:
-                    wm, werr = ops.mask_of(w)
-                if werr is not None:
-                    err = err_or(err, restrict(werr, mask))
-                mask = wm if mask is True else mask_and(mask, wm)
-                hits = count_nonzero(mask) if type(mask) is np.ndarray else -1
+                wm, werr = ops.mask_of(w)
+                err = err_or(err, restrict(werr, mask))
+                mask = mask_and(mask, wm)
+                hits = count_nonzero(mask) if isinstance(mask, np.ndarray) else -1
                 if mask is False or hits == 0:
                     if err is not None:
                         out.append((False, ictx, err, value))
@@ -393,10 +367,6 @@ class LoopLowering(LowerBase):
             return ragged
 
         zero = zero_value(t)
-        # the value is the loop's item itself (``sum(s in parts: s)``) over a node-dependent list: the
-        # list's items are the values, read without a body run per item
-        identity = (mode == "mlist" and agg != "count" and e.loop.where is None and len(names) == 1
-                    and isinstance(ev, ast.Name) and ev.id == names[0] and self.type_of(ev) == t)
 
         def unrolled(ctx: Ctx) -> Value:
             interner = ctx.state.interner
@@ -404,16 +374,10 @@ class LoopLowering(LowerBase):
             acc: Value = Const(0) if agg == "count" else Const(zero)
             has: Mask = False
             summed = False  # acc is still the zero it started as
-            values: Iterable[tuple[Bools | Literal[True], Value | None]]
-            coll = it(ctx) if identity else None  # type: ignore[misc]
-            if type(coll) is MList:
-                values = _mlist_values(coll, errors)
-            else:
-                items = self._unrolled(e.loop, plan, ctx)
-                if agg == "count":
-                    items = [(p, c, er, None) for p, c, er, _ in items]
-                values = _each_value(items, ctx.m, errors)
-            for present, v in values:
+            items = self._unrolled(e.loop, plan, ctx)
+            if agg == "count":
+                items = [(p, c, er, None) for p, c, er, _ in items]
+            for present, v in _each_value(items, ctx.m, errors):
                 if agg == "count":
                     add = Const(1) if present is True else Col("int", present.astype(np.int64), None, 1, 1.0)
                     acc = ops.arith("+", acc, add, "int")
@@ -424,8 +388,6 @@ class LoopLowering(LowerBase):
                     if (not summed and present is True and type(v) is Col and v.kind == kind in ("int", "q")
                             and v.bound is not None and v.bound < INT_GUARD):
                         acc = v  # the first item on every row: 0 + v, exact, no overflow to flag, is v
-                    elif present is True:  # on every row: the sum itself, no select by a constant True
-                        acc = ops.arith("+", acc, v, kind)
                     else:
                         acc = ops.select(pm, ops.arith("+", acc, v, kind), acc, kind, interner)
                     summed = True

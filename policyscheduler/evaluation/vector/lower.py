@@ -22,14 +22,10 @@ every expression class of the AST: a new class is an import error, never a silen
 
 from __future__ import annotations
 
-import dataclasses
 import operator
 from typing import Any
 
-from policyscheduler.checker.passes import NOW
 from policyscheduler.checker.types import MapT, RecordT, zero_value
-from policyscheduler.compiler.closures import reset_budget
-from policyscheduler.diagnostics import Span
 from policyscheduler.evaluation.vector import kernels, ops
 from policyscheduler.evaluation.vector.calls import CallLowering
 from policyscheduler.evaluation.vector.columns import column_key
@@ -46,65 +42,8 @@ __all__ = ["Lowerer"]
 Literal = ast.IntLit | ast.FloatLit | ast.QuantityLit | ast.StringLit | ast.BoolLit
 
 
-def _shape(x: Any) -> Any:
-    """An expression's structure without its spans: two expressions of one shape reading the same names
-    compile to closures that compute the same value from the same frame."""
-    if isinstance(x, tuple):
-        return tuple(_shape(i) for i in x)
-    if dataclasses.is_dataclass(x) and not isinstance(x, type):
-        return (type(x).__name__,
-                *(_shape(v) for v in (getattr(x, f.name) for f in dataclasses.fields(x)) if type(v) is not Span))
-    return x
-
-
-_POD_KEYS: dict[Any, tuple[str, int]] = {}
-"""One small key per shape of a memoised pod-level expression (see :meth:`Lowerer.pod_level`): the
-per-pod cache is probed with it, not with the (unhashed) nested shape."""
-
-
 class Lowerer(ScalarLowering, LoopLowering, CallLowering):
     """Lowers the expressions of one checked rule (see the module docstring)."""
-
-    def pod_level(self, e: ast.Expr) -> Fn:
-        """:meth:`~.base.LowerBase.pod_level`, evaluated once per pod for every expression of the same
-        shape and type reading only ``pod``, ``cluster`` and names known at lowering (``pod.requests[r]`` for
-        ``r`` = "cpu", in the item of a filter's loop, of its ``where`` and of two score rules): the
-        first evaluation's value -- or failure -- is kept in the pod's state for the others. The same
-        closure on the same frame with a fresh step budget each time cannot give another answer."""
-        fn = super().pod_level(e)
-        names = self.free(e)
-        if fn in self.consts or not names or isinstance(e, ast.Name) or NOW in names:
-            return fn
-        known = names - {"pod", "cluster"}
-        if not known <= self.known.keys():
-            return fn
-        try:
-            shape = (_shape(e), repr(self.type_of(e)),
-                     tuple(sorted((n, type(self.known[n]).__name__, self.known[n]) for n in known)))
-            key = _POD_KEYS.get(shape)
-        except TypeError:  # an unhashable known value (a list): left per evaluation
-            return fn
-        if key is None:
-            key = _POD_KEYS[shape] = ("\0pod-level", len(_POD_KEYS))
-        closure = self.ref.compile(e)
-
-        def pod_level_once(ctx: Ctx) -> Value:
-            cache = ctx.state.cluster_columns
-            hit = cache.get(key)
-            if hit is not None:
-                if type(hit) is Const:
-                    return hit
-                raise Poisoned(hit)
-            reset_budget()  # as base.pod_level: a fresh budget for this evaluation
-            try:
-                v = Const(closure(ctx.frame()))
-            except Exception as exc:  # noqa: BLE001 -- the reference fails here too, on every row reaching it
-                cache[key] = str(exc)
-                raise Poisoned(str(exc)) from None
-            cache[key] = v
-            return v
-
-        return pod_level_once
 
     # -- literals
     def _literal(self, e: Literal, scope: Scope, level: int) -> Fn:
@@ -180,9 +119,6 @@ class Lowerer(ScalarLowering, LoopLowering, CallLowering):
                         rec = ctx.env[node_name]
                         if type(rec) is not Rec:
                             raise Poisoned("map read")
-                        hit = ctx.gathered.get((id(rec), ckey))  # Ctx.gather's cache hit, inline
-                        if hit is not None and hit[0] is rec:
-                            return hit[1]
                         return ctx.gather(rec, ckey)
 
                     return read_node_column

@@ -18,7 +18,6 @@ from __future__ import annotations
 import math
 import operator
 from collections.abc import Callable
-from fractions import Fraction
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -30,7 +29,6 @@ if TYPE_CHECKING:
     from policyscheduler.evaluation.vector.context import Ctx, Fn
 from policyscheduler.evaluation.vector.values import (
     EXACT_FLOAT,
-    INT_GUARD,
     Bools,
     Col,
     Const,
@@ -118,7 +116,7 @@ def _int_arith(op: str, a: Value, b: Value) -> Col:
     elif _positive(y) and _nonnegative(x):
         # Go's / and % truncate toward zero; on a dividend >= 0 and a divisor > 0 (a mean: a sum over a
         # count) that is numpy's floor division itself, without the signs taken off and put back
-        r, e, bound = _floor_div_mod(op, x, y), None, ba
+        r, e, bound = (x // y if op == "/" else x % y), None, ba
     else:
         zero = y == 0
         e = _nz(zero)
@@ -134,17 +132,6 @@ def _int_arith(op: str, a: Value, b: Value) -> Col:
             r = np.where(x < 0, -rem, rem)
             bound = ba
     return Col("int", r, err_or(ex, ey, e), 1, bound)
-
-
-def _floor_div_mod(op: str, x: Any, y: Any) -> Any:
-    """``x // y`` (op ``/``) or ``x % y`` of a dividend >= 0 and a divisor > 0. By one divisor that is a
-    power of two (a mean of two parts) the shift and the mask give the same integers, without numpy's
-    int64 division (several times slower than a shift per row)."""
-    if type(x) is np.ndarray and type(y) is not np.ndarray:
-        k = int(y)
-        if k & (k - 1) == 0:
-            return x >> (k.bit_length() - 1) if op == "/" else x & (k - 1)
-    return x // y if op == "/" else x % y
 
 
 def _positive(x: Any) -> bool:
@@ -168,27 +155,21 @@ def _float_arith(op: str, a: Value, b: Value) -> Col:
 
 
 def _float_xy(op: str, x: Any, ex: Bools | None, y: Any, ey: Bools | None) -> Col:
-    with np.errstate(all="ignore"):
-        return _float_quiet(op, x, ex, y, ey)
-
-
-def _float_quiet(op: str, x: Any, ex: Bools | None, y: Any, ey: Bools | None) -> Col:
-    """:func:`_float_xy` for a caller that already ignores numpy's floating-point warnings (IEEE values
-    are the same either way: an overflow is inf, 0/0 is never computed)."""
     e = None
-    if op == "+":
-        r = x + y
-    elif op == "-":
-        r = x - y
-    elif op == "*":
-        r = x * y
-    else:
-        zero = y == 0
-        e = _nz(zero)
-        if e is not None:
-            y = np.where(zero, 1.0, y)
-        r = x / y
-    return Col("float", r, e if ex is None and ey is None else err_or(ex, ey, e))
+    with np.errstate(all="ignore"):
+        if op == "+":
+            r = x + y
+        elif op == "-":
+            r = x - y
+        elif op == "*":
+            r = x * y
+        else:
+            zero = y == 0
+            e = _nz(zero)
+            if e is not None:
+                y = np.where(zero, 1.0, y)
+            r = x / y
+    return Col("float", r, err_or(ex, ey, e))
 
 
 def _reduce(n: Any, d: Any) -> tuple[Any, Any]:
@@ -304,64 +285,6 @@ Q_OPS: dict[str, Callable[[Any, Any, float | None, Any, Any, float | None], Q]] 
 """The quantity operators on (numerators, denominator, bound) operands."""
 
 
-def const_operand(x: Any) -> Q:
-    """:func:`q_operand` of a constant's value in one call: an int or a Fraction (a per-pod value such as
-    a pod's request), with its bound; anything else (or a value leaving int64) as :func:`as_quantity`
-    has it, which raises the same :class:`Poisoned`."""
-    t = type(x)
-    if t is int:
-        if -(2**62) < x < 2**62:
-            return np.int64(x), 1, None, float(abs(x))
-    elif t is Fraction:
-        n, d = x.numerator, x.denominator
-        if -(2**62) < n < 2**62 and d < 2**62:
-            return np.int64(n), d, None, float(abs(n))
-    return q_operand(Const(x))
-
-
-def _q_add_fast(n1: Any, d1: int, b1: float, n2: Any, d2: int, b2: float, sub: bool) -> tuple[Any, int, float] | None:
-    """:func:`q_add` when both denominators are ints and both bounds are known and rule out an overflow:
-    (numerators, denominator, bound) -- the same values q_add computes, without its guards -- or None
-    (then q_add decides, flagging or poisoning as it does)."""
-    if d1 == d2:
-        s1, s2 = b1, b2
-        if s1 + s2 >= INT_GUARD:
-            return None
-        return (n1 - n2 if sub else n1 + n2), d1, s1 + s2
-    lcm = d1 * d2 // math.gcd(d1, d2)
-    if lcm >= 2**62:
-        return None
-    f1, f2 = lcm // d1, lcm // d2
-    s1, s2 = b1 * float(f1), b2 * float(f2)
-    if s1 >= INT_GUARD or s2 >= INT_GUARD or s1 + s2 >= INT_GUARD:
-        return None
-    x = n1 if f1 == 1 else n1 * np.int64(f1)
-    y = n2 if f2 == 1 else n2 * np.int64(f2)
-    return (x - y if sub else x + y), lcm, s1 + s2
-
-
-def _q_plus_fast(n1: Any, d1: int, b1: float, n2: Any, d2: int, b2: float) -> tuple[Any, int, float] | None:
-    return _q_add_fast(n1, d1, b1, n2, d2, b2, False)
-
-
-def _q_sub_fast(n1: Any, d1: int, b1: float, n2: Any, d2: int, b2: float) -> tuple[Any, int, float] | None:
-    return _q_add_fast(n1, d1, b1, n2, d2, b2, True)
-
-
-def _q_mul_fast(n1: Any, d1: int, b1: float, n2: Any, d2: int, b2: float) -> tuple[Any, int, float] | None:
-    """:func:`q_mul` on int denominators and known bounds that rule out an overflow, or None."""
-    d = d1 * d2
-    if d >= 2**62 or b1 * b2 >= INT_GUARD:
-        return None
-    return n1 * n2, d, b1 * b2
-
-
-_Q_FAST: dict[str, Callable[[Any, int, float, Any, int, float], tuple[Any, int, float] | None]] = {
-    "+": _q_plus_fast, "-": _q_sub_fast, "*": _q_mul_fast,
-}
-"""The quantity operators' no-guard cases, tried by :func:`arith_fn` before :data:`Q_OPS`."""
-
-
 def _q_arith(op: str, a: Value, b: Value) -> Col:
     n1, d1, ea, b1 = q_operand(a)
     n2, d2, eb, b2 = q_operand(b)
@@ -440,48 +363,34 @@ def compare_q_operands(cmp: Callable[[Any, Any], Any], qa: Q, qb: Q) -> Col:
     return Col("bool", np.asarray(cmp(lhs, rhs)), err_or(ea, eb, e1, e2))
 
 
-def arith_fn(op: str, a: Fn, b: Fn, kind: str, ca: Const | None, cb: Const | None, quiet: bool = False) -> Fn:
+def arith_fn(op: str, a: Fn, b: Fn, kind: str, ca: Const | None, cb: Const | None) -> Fn:
     """``a op b`` specialised at lowering for the result ``kind``: quantities, and ints under ``+ - *``
     (the operators of resource formulas) go straight to their kernel, with an operand known at lowering
     (``ca`` / ``cb``: a literal, a folded item) converted once, here; everything else through
-    :func:`arith`. Two constants at run time still fold with the reference's Python semantics.
-    ``quiet``: the function only runs where numpy's floating-point warnings are ignored already (a
-    program that sets that once per run, see ``program.run_score``), so a float operator does not set
-    it again."""
+    :func:`arith`. Two constants at run time still fold with the reference's Python semantics."""
     if kind == "q":
         f = Q_OPS[op]
-        fast = _Q_FAST.get(op)
         pa, pb = _static(q_operand, ca), _static(q_operand, cb)
 
         def q_arith(ctx: Ctx) -> Value:
             va, vb = a(ctx), b(ctx)
-            ta, tb = type(va), type(vb)
-            if ta is Const and tb is Const:
+            if type(va) is Const and type(vb) is Const:
                 return arith(op, va, vb, "q")
-            # q_operand inline: a column's fields read directly, a per-pod constant in one call
+            # q_operand's column case inline (the usual operand: a table column or a partial result)
             if pa is not None:
                 n1, d1, ea, b1 = pa
             elif type(va) is Col:
                 n1, d1, ea, b1 = va.data, (va.den if va.kind == "q" else 1), va.err, va.bound
-            elif type(va) is Const:
-                n1, d1, ea, b1 = const_operand(va.value)
             else:
                 n1, d1, ea, b1 = q_operand(va)
             if pb is not None:
                 n2, d2, eb, b2 = pb
             elif type(vb) is Col:
                 n2, d2, eb, b2 = vb.data, (vb.den if vb.kind == "q" else 1), vb.err, vb.bound
-            elif type(vb) is Const:
-                n2, d2, eb, b2 = const_operand(vb.value)
             else:
                 n2, d2, eb, b2 = q_operand(vb)
-            e0 = eb if ea is None else ea if eb is None else ea | eb
-            if fast is not None and type(d1) is int and type(d2) is int and b1 is not None and b2 is not None:
-                done = fast(n1, d1, b1, n2, d2, b2)
-                if done is not None:
-                    return Col("q", done[0], e0, done[1], done[2])
             n, d, e, bound = f(n1, d1, b1, n2, d2, b2)
-            return Col("q", n, e0 if e is None else err_or(e0, e), d, bound)
+            return Col("q", n, e if ea is None and eb is None else err_or(ea, eb, e), d, bound)
 
         return q_arith
     if kind == "int" and op in ("+", "-", "*"):
@@ -505,7 +414,6 @@ def arith_fn(op: str, a: Fn, b: Fn, kind: str, ca: Const | None, cb: Const | Non
         return int_arith
     if kind == "float":
         fa, fb = _static(as_floats, ca), _static(as_floats, cb)
-        kernel = _float_quiet if quiet else _float_xy
 
         def float_arith(ctx: Ctx) -> Value:
             va, vb = a(ctx), b(ctx)
@@ -513,7 +421,7 @@ def arith_fn(op: str, a: Fn, b: Fn, kind: str, ca: Const | None, cb: Const | Non
                 return arith(op, va, vb, "float")
             x, ex = (va.data, va.err) if type(va) is Col and va.kind == "float" else as_floats(va) if fa is None else fa
             y, ey = (vb.data, vb.err) if type(vb) is Col and vb.kind == "float" else as_floats(vb) if fb is None else fb
-            return kernel(op, x, ex, y, ey)
+            return _float_xy(op, x, ex, y, ey)
 
         return float_arith
     return lambda ctx: arith(op, a(ctx), b(ctx), kind)
@@ -528,28 +436,13 @@ def compare_fn(op: str, a: Fn, ka: str, b: Fn, kb: str, ca: Const | None = None,
 
         def compare_num(ctx: Ctx) -> Value:
             va, vb = a(ctx), b(ctx)
-            ta, tb = type(va), type(vb)
-            if ta is Const and tb is Const:
+            if type(va) is Const and type(vb) is Const:
                 return compare(op, va, ka, vb, kb, ctx.state.interner)
-            if pa is not None:
-                n1, d1, ea, b1 = pa
-            elif type(va) is Col:
-                n1, d1, ea, b1 = va.data, (va.den if va.kind == "q" else 1), va.err, va.bound
-            elif type(va) is Const:
-                n1, d1, ea, b1 = const_operand(va.value)
-            else:
-                n1, d1, ea, b1 = q_operand(va)
-            if pb is not None:
-                n2, d2, eb, b2 = pb
-            elif type(vb) is Col:
-                n2, d2, eb, b2 = vb.data, (vb.den if vb.kind == "q" else 1), vb.err, vb.bound
-            elif type(vb) is Const:
-                n2, d2, eb, b2 = const_operand(vb.value)
-            else:
-                n2, d2, eb, b2 = q_operand(vb)
-            if type(d1) is int and type(d2) is int and d1 == d2:  # compare_q_operands' first case, inline
-                return Col("bool", np.asarray(cmp(n1, n2)), eb if ea is None else err_or(ea, eb))
-            return compare_q_operands(cmp, (n1, d1, ea, b1), (n2, d2, eb, b2))
+            qa = pa if pa is not None else (va.data, (va.den if va.kind == "q" else 1), va.err, va.bound) \
+                if type(va) is Col else q_operand(va)
+            qb = pb if pb is not None else (vb.data, (vb.den if vb.kind == "q" else 1), vb.err, vb.bound) \
+                if type(vb) is Col else q_operand(vb)
+            return compare_q_operands(cmp, qa, qb)
 
         return compare_num
     return lambda ctx: compare(op, a(ctx), ka, b(ctx), kb, ctx.state.interner)

@@ -48,9 +48,6 @@ class FilterProgram:
 
     name: str
     steps: tuple[tuple[Any, ...], ...]
-    quiet: bool = False
-    """Whether the steps hold float operators lowered without their own ``np.errstate``: the program
-    then runs under one (see :func:`.ops.arith_fn`)."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -62,8 +59,6 @@ class ScoreProgram:
     ignore: Fn | None
     after: tuple[tuple[str, Fn], ...]
     value: Fn
-    quiet: bool = False
-    """As :attr:`FilterProgram.quiet`."""
 
 
 def lower_rule(checked: CheckedRule | None) -> FilterProgram | ScoreProgram:
@@ -72,7 +67,6 @@ def lower_rule(checked: CheckedRule | None) -> FilterProgram | ScoreProgram:
         raise Unsupported("the rule carries no checked form")
     rule = checked.rule
     low = Lowerer(checked)
-    low.quiet_floats = True  # float operators leave numpy's warnings to the one errstate of the run
     scope: Scope = {"node": NInfo("node", 0)}
 
     def let(c: ast.Let) -> tuple[str, Fn]:
@@ -97,7 +91,7 @@ def lower_rule(checked: CheckedRule | None) -> FilterProgram | ScoreProgram:
                     steps.append(("each", low.expr(c.reasons, scope, 0)))
                 finally:
                     low.allow_ragged_list = False
-        return FilterProgram(rule.name, tuple(steps), low.float_ops)
+        return FilterProgram(rule.name, tuple(steps))
     before: list[tuple[str, Fn]] = []
     after: list[tuple[str, Fn]] = []
     ignore: Fn | None = None
@@ -110,7 +104,7 @@ def lower_rule(checked: CheckedRule | None) -> FilterProgram | ScoreProgram:
         elif isinstance(c, ast.Value):
             value = low.expr(c.value, scope, 0)
     assert value is not None
-    return ScoreProgram(rule.name, tuple(before), ignore, tuple(after), value, low.float_ops)
+    return ScoreProgram(rule.name, tuple(before), ignore, tuple(after), value)
 
 
 def _start(state: PodState, idx: np.ndarray) -> Ctx:
@@ -139,13 +133,6 @@ def _empty(mask: Mask) -> bool:
 
 def run_filter(prog: FilterProgram, state: PodState, idx: np.ndarray) -> tuple[np.ndarray, list[NodeVerdict], Bools]:
     """(codes per row, verdicts, rows the reference must decide) of one filter on the nodes ``idx``."""
-    if prog.quiet:
-        with np.errstate(all="ignore"):
-            return _run_filter(prog, state, idx)
-    return _run_filter(prog, state, idx)
-
-
-def _run_filter(prog: FilterProgram, state: PodState, idx: np.ndarray) -> tuple[np.ndarray, list[NodeVerdict], Bools]:
     m = idx.size
     ctx = _start(state, idx)
     alive: Mask = True
@@ -308,13 +295,6 @@ def _ragged_reasons(v: RList, rows: np.ndarray, fired: np.ndarray, tuples: list[
 
 def run_score(prog: ScoreProgram, state: PodState, idx: np.ndarray) -> tuple[np.ndarray, Bools, Bools]:
     """(raw int64 per row, ignored, rows the reference must decide) of one score rule on ``idx``."""
-    if prog.quiet:
-        with np.errstate(all="ignore"):
-            return _run_score(prog, state, idx)
-    return _run_score(prog, state, idx)
-
-
-def _run_score(prog: ScoreProgram, state: PodState, idx: np.ndarray) -> tuple[np.ndarray, Bools, Bools]:
     m = idx.size
     ctx = _start(state, idx)
     err: Bools | None = None

@@ -140,8 +140,6 @@ def length(v: Value, ctx: Ctx) -> Value:
     if isinstance(v, Path):
         return ctx.gather(v.rec, column_key("len", v.field))
     if isinstance(v, MList):
-        if all(mask is True for mask, _ in v.items):  # every item on every row: the count, as 0 + 1 + ... folds
-            return with_err(Const(len(v.items)), v.err, "int", ctx)
         acc: Value = Const(0)
         for mask, _ in v.items:
             add = Const(1) if mask is True else Col("int", mask_array(mask, ctx.m).astype(np.int64), None, 1, 1.0)

@@ -39,11 +39,6 @@ class ScalarLowering(LowerBase):
     """The visitor methods of operators, conditionals and list literals."""
 
     partial: ClassVar[bool] = True
-    quiet_floats: bool = False
-    """Set by :func:`.program.lower_rule`: the rule's functions run only under one ``np.errstate`` per
-    run, so float operators are lowered without their own (see :func:`.ops.arith_fn`)."""
-    float_ops: bool = False
-    """Whether a float operator was lowered quiet: its program must then run under that errstate."""
 
     def _Unary(self, e: ast.Unary, scope: Scope, level: int) -> Fn:
         x = self.expr(e.operand, scope, level)
@@ -56,17 +51,7 @@ class ScalarLowering(LowerBase):
         ta, tb, tr = self.type_of(e.left), self.type_of(e.right), self.type_of(e)
         if op in ("and", "or"):
             a, b = self.expr(e.left, scope, level), self.expr(e.right, scope, level)
-            is_and = op == "and"
-
-            def logical(ctx: Ctx) -> Value:
-                va = a(ctx)
-                if type(va) is Const:  # ops.logical's constant case inline: b decides, or is never reached
-                    if is_and:
-                        return b(ctx) if va.value else Const(False)
-                    return Const(True) if va.value else b(ctx)
-                return ops.logical(op, va, lambda: b(ctx), ctx.m)
-
-            return logical
+            return lambda ctx: ops.logical(op, a(ctx), lambda: b(ctx), ctx.m)
         if op in ("in", "not in"):
             member = self._member(e, ta, tb, scope, level)
             if op == "in":
@@ -97,10 +82,7 @@ class ScalarLowering(LowerBase):
             a, b = self.expr(e.left, scope, level), self.expr(e.right, scope, level)
         else:
             a, b = self.expr_as(e.left, tr, scope, level), self.expr_as(e.right, tr, scope, level)
-        quiet = kind == "float" and self.quiet_floats
-        if quiet:
-            self.float_ops = True
-        return ops.arith_fn(op, a, b, kind, self.const_of(a), self.const_of(b), quiet)
+        return ops.arith_fn(op, a, b, kind, self.const_of(a), self.const_of(b))
 
     def _member(self, e: ast.Binary, ta: Type, tb: Type, scope: Scope, level: int) -> Fn:
         a, b = self.expr(e.left, scope, level), self.expr(e.right, scope, level)

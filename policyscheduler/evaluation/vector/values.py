@@ -315,25 +315,16 @@ def bound_of_array(data: Arr) -> float:
     return float(amax(np.abs(data))) if data.size else 0.0
 
 
-def _exact_quotient(n: Any, d: Any) -> Any:
-    """``float(n) / float(d)`` of integers exact as floats. numpy's true division of an int64 array
-    converts both operands to float64 and divides, the same two conversions and one IEEE division,
-    without the two converted arrays made first."""
-    if type(n) is np.ndarray:
-        return np.true_divide(n, d)
-    return fl(n) / (float(d) if isinstance(d, int) else fl(d))
-
-
 def quantity_to_float(n: Any, d: Any, bound: float | None = None) -> tuple[Any, Bools | None]:
     """``float(n / d)`` correctly rounded: exact operands make IEEE division the one rounding."""
     if bound is not None and bound < EXACT_FLOAT and isinstance(d, int) and d <= EXACT_FLOAT:
-        return _exact_quotient(n, d), None
+        return fl(n) / float(d), None
     if bound is not None and bound < EXACT_FLOAT and isinstance(d, np.ndarray) and d.size \
             and int(amax(d)) <= EXACT_FLOAT:
         # per-row denominators (a quotient's), all exact: one check, no row flagged. Denominators are
         # positive (a row whose computation left that invariant is in ``err`` already), so the largest
         # one bounds them all
-        return _exact_quotient(n, d), None
+        return fl(n) / fl(d), None
     bad = (np.abs(fl(n)) >= EXACT_FLOAT) | (np.abs(fl(d)) >= EXACT_FLOAT)
     err = bad if isinstance(bad, np.ndarray) and count_nonzero(bad) else None
     if not isinstance(bad, np.ndarray) and bad:
