@@ -281,9 +281,13 @@ def int_add(a: Any, b: Any, sub: bool = False, ba: float | None = None,
     """``a ± b`` in int64; rows that may overflow are flagged unless the bounds ``ba``/``bb`` rule it out."""
     if ba is not None and bb is not None and ba + bb < INT_GUARD:
         return (a - b, None) if sub else (a + b, None)
+    # the guard first: on two scalars it raises before numpy's scalar arithmetic could overflow (and
+    # warn); an array operation wraps silently and the guard flags its rows
     if sub:
-        return a - b, guard(fl(a) - fl(b))
-    return a + b, guard(fl(a) + fl(b))
+        e = guard(fl(a) - fl(b))
+        return a - b, e
+    e = guard(fl(a) + fl(b))
+    return a + b, e
 
 
 def int_mul(a: Any, b: Any, ba: float | None = None, bb: float | None = None) -> tuple[Any, Bools | None]:
@@ -296,7 +300,8 @@ def int_mul(a: Any, b: Any, ba: float | None = None, bb: float | None = None) ->
         return b, None
     if ba is not None and bb is not None and ba * bb < INT_GUARD:
         return a * b, None
-    return a * b, guard(fl(a) * fl(b))
+    e = guard(fl(a) * fl(b))  # first, as in int_add: a scalar overflow raises Poisoned, never a warning
+    return a * b, e
 
 
 def bound_of(v: Value) -> float | None:

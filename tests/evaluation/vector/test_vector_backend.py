@@ -554,3 +554,20 @@ filter exact
     decision = make_evaluator("vector").evaluate(policies, ClusterSnapshot.from_objects(nodes), pod("p"),
                                                  rng=random.Random(0))
     assert sorted(decision.feasible) == [f"n{i}" for i in range(0, 10, 2)]
+
+
+def test_a_denominator_leaving_int64_goes_to_the_reference_without_a_numpy_warning(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Chained divisions by constants multiply the denominators (1e9 * 1e9 * 1e6 leaves int64). The
+    guard must see that before numpy multiplies the two scalars: the multiplication itself would
+    overflow and warn ("overflow encountered in scalar multiply" -- an error under pytest's
+    ``filterwarnings = error``, a stray line on a scheduler's stderr). Fails with the product taken
+    before its guard."""
+    from policyscheduler.evaluation.vector import backend as vector_backend
+
+    monkeypatch.setattr(vector_backend, "SMALL", 0)  # the lowered path even on these few nodes
+    policies = load('''
+filter tiny
+  require node.allocatable["memory"] / 1000000000 / 1000000000 / 1000000 >= 0 else "negative memory"
+''')
+    agree(policies, CLUSTER, PENDING)
