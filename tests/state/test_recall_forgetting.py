@@ -12,12 +12,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from policyscheduler.objects.affinity import FilterState, IndexedFilterState, IndexedScoreState, ScoreState
 from policyscheduler.state import ClusterSnapshot
+from tests.state.test_term_recall import _same_as_walk  # the indexed answers, checked against the walk
 
 Obj = dict[str, Any]
 HOST = "kubernetes.io/hostname"
-SCORE_MAPS = ("existing_required", "existing_preferred", "existing_preferred_anti")
 
 
 def _node(name: str) -> Obj:
@@ -49,17 +48,6 @@ def _not_in(*values: str) -> Obj:
 
 def _cluster(*placed: Obj) -> ClusterSnapshot:
     return ClusterSnapshot.from_objects([_node("n0"), _node("n1"), _node("n2"), *placed])
-
-
-def _same_as_walk(snap: ClusterSnapshot, obj: Obj) -> dict[str, Any]:
-    pod = snap.pod_record(obj)
-    nodes, ns_labels, index = snap.nodes, snap.namespace_labels, snap.state
-    got_s, want_s = IndexedScoreState(pod, nodes, ns_labels, index), ScoreState(pod, nodes, ns_labels)
-    got_f, want_f = IndexedFilterState(pod, nodes, ns_labels, index), FilterState(pod, nodes, ns_labels)
-    got = {name: getattr(got_s, name) for name in SCORE_MAPS} | {"existing_anti": got_f.existing_anti}
-    want = {name: getattr(want_s, name) for name in SCORE_MAPS} | {"existing_anti": want_f.existing_anti}
-    assert got == want, obj["metadata"]["name"]
-    return got
 
 
 def _remembered(snap: ClusterSnapshot, kind: int) -> int:
