@@ -653,9 +653,6 @@ class TermIndex:
         # per kind, a label value -> the remembered read keys holding it (what a term change forgets is
         # found from its values, not by testing every key: :meth:`_terms_changed`)
         self._holding: tuple[dict[str, set[tuple[Any, ...]]], ...] = tuple({} for _ in TERM_KINDS)
-        # the read key :meth:`recall` made last, as (kind, labels, namespace, shape then, key): the
-        # :meth:`remember` after a miss takes it instead of reading the labels again (once: it is dropped)
-        self._last_read: tuple[int, Mapping[str, str], str, int, tuple[Any, ...]] | None = None
         # term -> (the label codes of its topology key, its per-slot values summed per domain of them, the
         # nodes without the key last): made when a pod first matches the term (:meth:`domain_sums`), then
         # kept exact per change like the tables, so a memo built again costs an addition per term
@@ -753,12 +750,7 @@ class TermIndex:
             matched.clear()
             holding.clear()
         shape = self._shape[kind]
-        last = self._last_read
-        self._last_read = None
-        if last is not None and last[1] is labels and last[0] == kind and last[2] == namespace and last[3] == shape:
-            key = last[4]  # recall read these very labels under the same reads just before
-        else:
-            key = self._read_key(kind, labels, namespace)
+        key = self._read_key(kind, labels, namespace)
         if key not in matched:
             for value in key[2:]:
                 if type(value) is str:
@@ -778,7 +770,6 @@ class TermIndex:
         shape = self._shape[kind]
         hit = self._matched[kind].get(key)
         if hit is None or hit[0] != shape:
-            self._last_read = (kind, labels, namespace, shape, key)
             return None
         terms = hit[1]
         if not terms:
@@ -848,7 +839,6 @@ class TermIndex:
         it is), so forgetting the keys that hold one value of every narrowing set, or a flipped value,
         keeps every other key exact -- unless the layout of the read keys changed (a label key joined or
         left the reads) or there is no narrowing: then the kind's shape is bumped (all is forgotten)."""
-        self._last_read = None
         if narrowing is None or layout:
             self._shape[kind] += 1
             return
@@ -1029,7 +1019,6 @@ class TermIndex:
             self._matched[kind].clear()
             self._holding[kind].clear()
         self._memo.clear()
-        self._last_read = None
 
 
 def _domain_add(domains: dict[PodAffinityTerm, tuple[LabelCodes, IntArray]], term: PodAffinityTerm, slot: int,

@@ -1,11 +1,10 @@
-"""``TermIndex.remember`` after a missed ``recall`` reuses the read key the recall made, but only while it
-still holds: same labels object, kind, namespace and the kind's distinct terms (its reads) unchanged.
+"""``TermIndex.remember`` files a pod's terms under the read key of the kind's reads *at that moment*,
+not those of the ``recall`` that missed just before it.
 
-A term that joins between the two names a label value no term named before, so the key the recall made
+A term that joins between the two names a label value no term named before, so a key made at the recall
 (value "not named" -> 0) would file the pod's terms under every pod carrying some other unnamed value:
 those pods would then recall a term they do not match.
 """
-
 from __future__ import annotations
 
 from typing import Any
@@ -44,7 +43,7 @@ def test_remember_after_a_term_joined_files_under_the_new_reads() -> None:
     assert found is not None and found[0] == frozenset({term_b})
 
 
-def test_remember_without_a_change_reuses_the_key_and_recalls() -> None:
+def test_remember_without_a_change_recalls_for_the_same_labels_only() -> None:
     snap = ClusterSnapshot.from_objects([_node("n0")])
     first = snap.pod_record(_anti("p1", "n0", "a"))
     index = TermIndex()
