@@ -233,7 +233,13 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--out", default=None, help="write loop-gap.json and loop-gap.md here")
     parser.add_argument("--one", help=argparse.SUPPRESS)
     parser.add_argument("--neighbour", help=argparse.SUPPRESS)
-    return parser.parse_args(argv)
+    args = parser.parse_args(argv)
+    for name in ("nodes", "pods_per_node", "pods", "rounds"):
+        if getattr(args, name) < 1:
+            parser.error(f"--{name.replace('_', '-')} must be at least 1")
+    if args.lag < 0:
+        parser.error("--lag must be at least 0")
+    return args
 
 
 def main(argv: list[str] | None = None) -> int:

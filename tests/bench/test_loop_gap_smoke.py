@@ -41,3 +41,9 @@ def test_unknown_case_is_a_usage_error() -> None:
     done = _run("--cases", "prepared,confirmed+ghost")
     assert done.returncode == 2
     assert "unknown case 'confirmed+ghost'" in done.stderr and "Traceback" not in done.stderr
+
+
+def test_counts_below_one_are_usage_errors() -> None:
+    done = _run("--rounds", "0")
+    assert done.returncode == 2
+    assert "--rounds must be at least 1" in done.stderr and "Traceback" not in done.stderr
