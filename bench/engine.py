@@ -124,6 +124,20 @@ def blas_info() -> dict[str, Any]:
     return info
 
 
+def blas_lines(blas: dict[str, Any]) -> list[str]:
+    """What a benchmark prints about :func:`blas_info`: the kernel that ran, and a note when
+    ``OPENBLAS_CORETYPE`` pinned it (every numpy benchmark says which kernel its numbers come from)."""
+    kernel = blas.get("openblas_kernel") or blas.get("threadpoolctl")
+    lines = [f"numpy {blas['numpy']}, BLAS {blas.get('blas', '?')}, kernel {kernel}; "
+             f"OPENBLAS_CORETYPE={blas['OPENBLAS_CORETYPE'] or '(unset)'} "
+             f"OPENBLAS_L2_SIZE={blas['OPENBLAS_L2_SIZE'] or '(unset)'}"]
+    if blas["OPENBLAS_CORETYPE"]:
+        lines.append("note: OPENBLAS_CORETYPE is set on this machine (older OpenBLAS builds misbehave on its CPU); it "
+                     "pins that kernel. To measure current numpy, unset OPENBLAS_CORETYPE and OPENBLAS_L2_SIZE for "
+                     "this command only.")
+    return lines
+
+
 def machine_info() -> dict[str, Any]:
     """What the numbers were measured on (they are only comparable on the same kind of machine)."""
     cpu = "unknown"
@@ -498,11 +512,8 @@ def main(argv: list[str] | None = None) -> int:
     machine = machine_info()
     _say(f"machine: {machine['cpu']}, {machine['cores']} cores, Python {machine['python']}")
     kernel = blas.get("openblas_kernel") or blas.get("threadpoolctl")
-    _say(f"numpy {blas['numpy']}, BLAS {blas.get('blas', '?')}, kernel {kernel}; "
-         f"OPENBLAS_CORETYPE={blas['OPENBLAS_CORETYPE'] or '(unset)'} OPENBLAS_L2_SIZE={blas['OPENBLAS_L2_SIZE'] or '(unset)'}")
-    if blas["OPENBLAS_CORETYPE"]:
-        _say("note: OPENBLAS_CORETYPE is set on this machine (older OpenBLAS builds misbehave on its CPU); it pins "
-             "that kernel. To measure current numpy, unset OPENBLAS_CORETYPE and OPENBLAS_L2_SIZE for this command only.")
+    for line in blas_lines(blas):
+        _say(line)
     _say("targets at 5,000 nodes (pods/s): " + ", ".join(f"{w} {t:,}" for w, t in TARGETS.items()))
     if ceiling:
         _say(f"bind ceiling of this machine: {ceiling['pods_per_s']:,.0f} pods/s ({ceiling['source']})")

@@ -167,15 +167,14 @@ def _bound(pod: dict[str, Any], node: str, labels: dict[str, str]) -> dict[str, 
 
 def run_all(args: argparse.Namespace) -> dict[str, Any]:
     """Every case once per round, interleaved, each in a child process; medians per case."""
-    from bench.engine import blas_info, machine_info
+    from bench.engine import blas_info, blas_lines, machine_info
 
     cases = [c.strip() for c in args.cases.split(",") if c.strip()]
     for case in cases:
         parse_case(case)
     blas = blas_info()
-    _say(f"numpy {blas['numpy']}, BLAS {blas.get('blas', '?')}, kernel "
-         f"{blas.get('openblas_kernel') or blas.get('threadpoolctl')}; "
-         f"OPENBLAS_CORETYPE={blas['OPENBLAS_CORETYPE'] or '(unset)'}")
+    for line in blas_lines(blas):
+        _say(line)
     rows: list[dict[str, Any]] = []
     for round_ in range(args.rounds):
         for case in cases:
